@@ -549,7 +549,13 @@ func structName(t reflect.Type) string {
 
 // optionalOf returns Optional[elem], choosing the Go type per the package
 // rules: *T for scalars and structs, the type itself for containers and Any.
+// An optional of an optional collapses to one optional.
 func optionalOf(elem *TypeSpec, pep604 bool) *TypeSpec {
+	if elem.kind == KindOptional {
+		// Optional[Optional[T]] is Optional[T], as in Python's typing.
+		o := *elem
+		return &o
+	}
 	gt := elem.goType
 	switch gt.Kind() {
 	case reflect.Slice, reflect.Map, reflect.Interface, reflect.Pointer:
