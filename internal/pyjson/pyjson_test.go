@@ -1,0 +1,76 @@
+package pyjson
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type inner struct {
+	X float64 `json:"x"`
+}
+
+type sample struct {
+	Name   string   `json:"name"`
+	Tags   []string `json:"tags"`
+	Score  *float64 `json:"score,omitempty"`
+	Inner  inner    `json:"inner"`
+	hidden int
+	Skip   int `json:"-"`
+}
+
+func TestFloat(t *testing.T) {
+	for f, want := range map[float64]string{
+		3: "3.0", 0.5: "0.5", 1e-5: "1e-05", 1e16: "1e+16", 1e15: "1000000000000000.0",
+		-2.5: "-2.5", 0.0001: "0.0001", 123456789.123: "123456789.123", 1.5e300: "1.5e+300",
+	} {
+		assert.Equal(t, want, Float(f), "%v", f)
+	}
+}
+
+func TestQuote(t *testing.T) {
+	assert.Equal(t, `"a\"b\\c\nü\u0001 `+"\u2028\"", Quote("a\"b\\c\nü\x01 \u2028"))
+	assert.Equal(t, "\"\ufffd\"", Quote("\xff"))
+}
+
+func TestMarshal(t *testing.T) {
+	b, err := Marshal(map[string]any{"b": []any{1, 2.0, "ü"}, "a": nil, "c": true})
+	require.NoError(t, err)
+	assert.Equal(t, `{"a": null, "b": [1, 2.0, "ü"], "c": true}`, string(b))
+
+	b, err = Marshal(sample{Name: "n", Inner: inner{X: 1}, hidden: 3})
+	require.NoError(t, err)
+	assert.Equal(t, `{"name": "n", "tags": null, "inner": {"x": 1.0}}`, string(b))
+
+	b, err = Marshal(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
+	require.NoError(t, err)
+	assert.Equal(t, `"2024-01-02T03:04:05Z"`, string(b))
+}
+
+func TestMarshalIndent(t *testing.T) {
+	b, err := MarshalIndent(map[string]any{"a": []int{1, 2}, "b": map[string]int{}, "c": []int{}}, "", "  ")
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {},\n  \"c\": []\n}", string(b))
+	b, err = MarshalIndent([]string{"x"}, "  ", "  ")
+	require.NoError(t, err)
+	assert.Equal(t, "[\n    \"x\"\n  ]", string(b))
+}
+
+func TestStr(t *testing.T) {
+	assert.Equal(t, "None", Str(nil))
+	assert.Equal(t, "True", Str(true))
+	assert.Equal(t, "3.0", Str(3.0))
+	assert.Equal(t, "x", Str("x"))
+	assert.Equal(t, `['a', "it's", 1, None]`, Str([]any{"a", "it's", 1, nil}))
+	assert.Equal(t, `{'k': 1.5}`, Str(map[string]float64{"k": 1.5}))
+	assert.Equal(t, `'a\nb'`, Repr("a\nb"))
+}
+
+func TestCycle(t *testing.T) {
+	m := map[string]any{}
+	m["self"] = m
+	_, err := Marshal(m)
+	assert.ErrorIs(t, err, ErrTooDeep)
+}
