@@ -1,0 +1,300 @@
+// Package jsonx finds the JSON value in a model's reply and repairs it
+// within bounds. Extraction and the truncation check are linear scans;
+// repair (kaptinlin/jsonrepair) runs only on the extracted span, only when
+// strict decoding failed, only under MaxRepair bytes and MaxDepth levels,
+// and its output is re-validated.
+package jsonx
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kaptinlin/jsonrepair"
+)
+
+// MaxRepair is the largest span Repair accepts (64 KiB).
+const MaxRepair = 64 << 10
+
+// MaxDepth is the deepest nesting Repair accepts.
+const MaxDepth = 512
+
+// maxStarts bounds how many candidate starts Extract tries, so prose full
+// of brackets costs O(maxStarts·n), not O(n²).
+const maxStarts = 8
+
+// Errors returned by Repair.
+var (
+	ErrTooLarge = fmt.Errorf("jsonx: JSON span over the %d-byte repair limit", MaxRepair)
+	ErrTooDeep  = fmt.Errorf("jsonx: JSON nested over %d levels", MaxDepth)
+	ErrInvalid  = errors.New("jsonx: not repairable JSON")
+)
+
+// RepairInfo says what Repair found.
+type RepairInfo struct {
+	// Truncated: the text ends where a value was still being written (inside
+	// a string, after a key or ":", inside an array, or in a number at the
+	// very end). Repairing it would invent the rest.
+	Truncated bool
+}
+
+// Extract returns the JSON object or array in text: the body of the first
+// ```json (or bare ```) fence that holds one; else the first valid {...};
+// else an unclosed '{' running to the end (a cut-off value, for Repair to
+// judge); else the first valid [...]; else the first balanced bracketed
+// span. start is the span's byte offset in text.
+func Extract(text string) (span string, start int, ok bool) {
+	if s, at, found := fenced(text); found {
+		text2 := s
+		if sp, st, ok := Extract(text2); ok && !strings.Contains(text2, "```") {
+			return sp, at + st, true
+		}
+	}
+	var firstArray, firstBalanced string
+	arrayAt, balancedAt := -1, -1
+	tries := 0
+	for i := 0; i < len(text) && tries < maxStarts; i++ {
+		c := text[i]
+		if c != '{' && c != '[' {
+			continue
+		}
+		tries++
+		end, balanced := matchEnd(text, i)
+		if !balanced {
+			if c == '{' || (arrayAt < 0 && balancedAt < 0) {
+				return text[i:], i, true
+			}
+			break
+		}
+		cand := text[i:end]
+		switch {
+		case json.Valid([]byte(cand)) && c == '{':
+			return cand, i, true
+		case json.Valid([]byte(cand)) && arrayAt < 0:
+			firstArray, arrayAt = cand, i
+		case balancedAt < 0:
+			firstBalanced, balancedAt = cand, i
+		}
+		if c == '{' {
+			i = end - 1
+		}
+	}
+	switch {
+	case arrayAt >= 0:
+		return firstArray, arrayAt, true
+	case balancedAt >= 0:
+		return firstBalanced, balancedAt, true
+	}
+	return "", 0, false
+}
+
+// fenced returns the body of the first ``` fence in text and its offset.
+// An unclosed fence runs to the end of the text.
+func fenced(text string) (string, int, bool) {
+	i := strings.Index(text, "```")
+	if i < 0 {
+		return "", 0, false
+	}
+	body := i + 3
+	nl := strings.IndexByte(text[body:], '\n')
+	if nl < 0 {
+		return "", 0, false
+	}
+	lang := strings.TrimSpace(text[body : body+nl])
+	if lang != "" && !strings.EqualFold(lang, "json") && !strings.EqualFold(lang, "json5") && !strings.EqualFold(lang, "javascript") {
+		return "", 0, false
+	}
+	body += nl + 1
+	end := strings.Index(text[body:], "```")
+	if end < 0 {
+		return text[body:], body, true
+	}
+	return text[body : body+end], body, true
+}
+
+// matchEnd finds the end of the bracketed value starting at text[i],
+// honouring double- and single-quoted strings. It reports false when the
+// text ends first.
+func matchEnd(text string, i int) (int, bool) {
+	depth := 0
+	var quote byte
+	for j := i; j < len(text); j++ {
+		c := text[j]
+		if quote != 0 {
+			switch c {
+			case '\\':
+				j++
+			case quote:
+				quote = 0
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			quote = c
+		case '\'':
+			// A single quote starts a string only where a value or key can
+			// start, so apostrophes in prose-like strings do not derail.
+			if k := prevSignificant(text, i, j); k == '{' || k == '[' || k == ',' || k == ':' {
+				quote = c
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1, true
+			}
+		}
+	}
+	return len(text), false
+}
+
+func prevSignificant(text string, from, j int) byte {
+	for k := j - 1; k >= from; k-- {
+		switch text[k] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return text[k]
+	}
+	return 0
+}
+
+// Repair fixes span — single quotes, Python literals, trailing commas,
+// comments, missing closing braces after complete values — and returns
+// valid JSON. A span that was cut off while a value was being written is
+// reported in info.Truncated (with no repaired text).
+func Repair(span string) (string, RepairInfo, error) {
+	if len(span) > MaxRepair {
+		return "", RepairInfo{}, ErrTooLarge
+	}
+	trunc, depth := scan(span)
+	if depth > MaxDepth {
+		return "", RepairInfo{}, ErrTooDeep
+	}
+	if trunc {
+		return "", RepairInfo{Truncated: true}, nil
+	}
+	fixed, err := repair(span)
+	if err != nil {
+		return "", RepairInfo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if !json.Valid([]byte(fixed)) {
+		return "", RepairInfo{}, ErrInvalid
+	}
+	return fixed, RepairInfo{}, nil
+}
+
+// repair calls jsonrepair, turning a panic inside it into an error: the
+// span is model output and must never crash the caller.
+func repair(span string) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("jsonrepair: %v", r)
+		}
+	}()
+	return jsonrepair.Repair(span)
+}
+
+// scan reports whether span ends while a value is still being written,
+// and the deepest nesting seen.
+func scan(span string) (truncated bool, maxDepth int) {
+	var stack []byte
+	var quote byte
+	last := byte(0) // last significant byte outside strings
+	inNumber, inToken := false, false
+	for j := 0; j < len(span); j++ {
+		c := span[j]
+		if quote != 0 {
+			switch c {
+			case '\\':
+				j++
+			case quote:
+				quote = 0
+				last = 's'
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			inNumber, inToken = false, false
+			continue
+		case '"':
+			quote = c
+			inNumber, inToken = false, false
+			continue
+		case '\'':
+			if last == 0 || last == '{' || last == '[' || last == ',' || last == ':' {
+				quote = c
+				inNumber, inToken = false, false
+				continue
+			}
+		case '{', '[':
+			stack = append(stack, c)
+			maxDepth = max(maxDepth, len(stack))
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		}
+		switch c {
+		case '{', '[', '}', ']', ',', ':':
+			inNumber, inToken = false, false
+		default:
+			if !inToken {
+				inNumber = (c >= '0' && c <= '9') || c == '-'
+			}
+			inToken = true
+		}
+		last = c
+	}
+	if quote != 0 || len(stack) == 0 {
+		return quote != 0, maxDepth
+	}
+	for _, open := range stack {
+		if open == '[' {
+			return true, maxDepth
+		}
+	}
+	switch {
+	case last == ':':
+		return true, maxDepth
+	case inNumber && len(stack) > 0:
+		return true, maxDepth
+	case last == 's' && endsWithKey(span):
+		return true, maxDepth
+	}
+	return false, maxDepth
+}
+
+// endsWithKey reports whether the final complete string of span is an
+// object key still waiting for ":" and a value, i.e. the significant text
+// before it is "{" or ",".
+func endsWithKey(span string) bool {
+	s := strings.TrimRight(span, " \t\r\n")
+	if s == "" {
+		return false
+	}
+	q := s[len(s)-1]
+	if q != '"' && q != '\'' {
+		return false
+	}
+	// Walk back to the opening quote (skipping escaped quotes).
+	for k := len(s) - 2; k >= 0; k-- {
+		if s[k] != q {
+			continue
+		}
+		bs := 0
+		for m := k - 1; m >= 0 && s[m] == '\\'; m-- {
+			bs++
+		}
+		if bs%2 == 1 {
+			continue
+		}
+		p := prevSignificant(s, 0, k)
+		return p == '{' || p == ','
+	}
+	return false
+}

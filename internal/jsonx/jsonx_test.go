@@ -1,0 +1,80 @@
+package jsonx
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestExtract(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"a": 1}`, `{"a": 1}`},
+		{"Sure! Here it is:\n```json\n{\"a\": [1, 2]}\n```\nDone.", `{"a": [1, 2]}`},
+		{"See [1] for details. {\"a\": \"}\"}", `{"a": "}"}`},
+		{"prefix {'a': 'it''s'} suffix", `{'a': 'it''s'}`},
+		{"The result: {\"a\": \"cut", "{\"a\": \"cut"},
+		{"[1, 2] and more", "[1, 2]"},
+	} {
+		got, start, ok := Extract(tt.in)
+		require.True(t, ok, tt.in)
+		assert.Equal(t, tt.want, got, tt.in)
+		assert.Equal(t, got, tt.in[start:start+len(got)], "offset of %q", tt.in)
+	}
+	_, _, ok := Extract("no json here")
+	assert.False(t, ok)
+}
+
+func TestRepair(t *testing.T) {
+	for _, tt := range []struct {
+		in, want  string
+		truncated bool
+	}{
+		{`{'a': 'x', 'b': True, 'c': None}`, `{"a": "x", "b": true, "c": null}`, false},
+		{`{"a": 1, "b": [1, 2,],}`, `{"a": 1, "b": [1, 2]}`, false},
+		{`{"a": "x", "b": "y"`, `{"a": "x", "b": "y"}`, false},
+		{`{"a": "x", "b": {"c": true`, `{"a": "x", "b": {"c": true}}`, false},
+		{`{"a": "cut in the mid`, "", true},
+		{`{"a": "x", "b": `, "", true},
+		{`{"a": "x", "b"`, "", true},
+		{`{"a": "x", "b": 12`, "", true},
+		{`{"a": ["x", "y"`, "", true},
+	} {
+		got, info, err := Repair(tt.in)
+		require.NoError(t, err, tt.in)
+		assert.Equal(t, tt.truncated, info.Truncated, tt.in)
+		if !tt.truncated {
+			assert.JSONEq(t, tt.want, got, tt.in)
+		}
+	}
+}
+
+func TestRepairBounds(t *testing.T) {
+	_, _, err := Repair("{\"a\": \"" + strings.Repeat("x", MaxRepair) + "\"}")
+	assert.ErrorIs(t, err, ErrTooLarge)
+	_, _, err = Repair(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))
+	assert.ErrorIs(t, err, ErrTooDeep)
+}
+
+func FuzzRepair(f *testing.F) {
+	for _, s := range []string{`{"a": 1}`, `{'a': [1, 2,]`, "```json\n{\"a\"", `[{"a": "b\"`, `{"a": tru`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		span, start, ok := Extract(s)
+		if !ok {
+			return
+		}
+		if s[start:start+len(span)] != span {
+			t.Fatalf("span %q not at offset %d", span, start)
+		}
+		out, info, err := Repair(span)
+		if err != nil || info.Truncated {
+			return
+		}
+		if !strings.HasPrefix(strings.TrimSpace(out), "{") && !strings.HasPrefix(strings.TrimSpace(out), "[") && out == "" {
+			t.Fatalf("empty repair of %q", span)
+		}
+	})
+}
