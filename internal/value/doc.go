@@ -1,0 +1,14 @@
+// Package value converts between field text and Go values of exactly a
+// field's type. Parse is DSPy's parse_value made stricter where DSPy guesses
+// and more lenient where models slip: it reads every value DSPy reads to the
+// same result, recovers the decorations models add (bold, quotes, fences,
+// Literal[...] wrappers, thousands separators, units, markdown bullets),
+// and refuses what it cannot read unambiguously (a fractional int, a
+// percentage, "yes and no", two enum members). FromJSON applies the same
+// rules to values that arrive already decoded (JSON, XML). Format is DSPy's
+// format_field_value.
+//
+// Precedence for a field type: a type that parses itself (a ParseField
+// method on the pointer) beats encoding.TextUnmarshaler (and, for decoded
+// values, json.Unmarshaler), which beat the rules for the type's kind.
+package value

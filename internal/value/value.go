@@ -1,0 +1,650 @@
+package value
+
+import (
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/sigwire/adapter/internal/jsonx"
+	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/signature"
+)
+
+// Sentinels for errors.Is; every error wraps exactly one of them.
+var (
+	// ErrInvalid: the text is not a value of the field's type.
+	ErrInvalid = errors.New("invalid value")
+	// ErrAmbiguous: the text reads as more than one value.
+	ErrAmbiguous = errors.New("ambiguous value")
+	// ErrNoMatch: the text is none of an enum's or Literal's values.
+	ErrNoMatch = errors.New("not one of the allowed values")
+	// ErrTruncated: the text ends inside a value.
+	ErrTruncated = errors.New("reply truncated")
+)
+
+// maxDepth bounds the nesting Parse and FromJSON follow.
+const maxDepth = 512
+
+var (
+	anyType              = reflect.TypeFor[any]()
+	textUnmarshalerType  = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonUnmarshalerType  = reflect.TypeFor[json.Unmarshaler]()
+	fieldParserType      = reflect.TypeFor[fieldParser]()
+	errNotSelfParsing    = errors.New("no parser")
+	numberDecorRE        = regexp.MustCompile(`^([+-]?)[$€£¥]?\s*((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)(?:\s*([A-Za-z]{2,}|[A-Za-z]{2,}/[A-Za-z]+)\.?)?$`)
+	scaleWords           = map[string]bool{"hundred": true, "thousand": true, "million": true, "billion": true, "trillion": true, "mn": true, "bn": true, "mm": true, "dozen": true, "lakh": true, "crore": true}
+	strongBools          = map[string]bool{"yes": true, "true": true, "no": false, "false": false}
+	boolWords            = map[string]bool{"true": true, "t": true, "yes": true, "y": true, "on": true, "1": true, "false": false, "f": false, "no": false, "n": false, "off": false, "0": false}
+	noneWords            = map[string]bool{"none": true, "null": true, "nil": true}
+	errNull              = fmt.Errorf("%w: null for a field that cannot be None", ErrInvalid)
+)
+
+// fieldParser is the root package's FieldParser, matched structurally.
+type fieldParser interface {
+	ParseField(raw string) error
+}
+
+// Parse reads raw, a field's text, as a value of spec's Go type. A nil spec
+// means str.
+func Parse(raw string, spec *signature.TypeSpec) (any, error) {
+	if spec == nil {
+		return raw, nil
+	}
+	v, err := parseText(raw, spec, 0)
+	if err != nil {
+		return nil, err
+	}
+	return v.Interface(), nil
+}
+
+// FromJSON converts a decoded JSON value (json.Number for numbers, string,
+// bool, nil, []any, map[string]any) to spec's Go type. Strings go through
+// Parse's text rules; a non-string for a str field becomes Python's str()
+// of it, as DSPy does; null for a field that cannot be None is an error.
+func FromJSON(v any, spec *signature.TypeSpec) (any, error) {
+	if spec == nil {
+		spec = strSpec
+	}
+	out, err := fromDecoded(v, spec, true, 0)
+	if err != nil {
+		return nil, err
+	}
+	return out.Interface(), nil
+}
+
+var strSpec = func() *signature.TypeSpec {
+	s, err := signature.SpecOf(reflect.TypeFor[string]())
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// clip shortens text quoted in error messages.
+func clip(s string) string {
+	if len(s) > 80 {
+		return strconv.Quote(s[:77] + "...")
+	}
+	return strconv.Quote(s)
+}
+
+func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+	if depth > maxDepth {
+		return reflect.Value{}, invalid("nested too deeply")
+	}
+	t := spec.GoType()
+	if v, err := selfParse(raw, t); err != errNotSelfParsing {
+		return v, err
+	}
+	switch spec.Kind() {
+	case signature.KindString:
+		return reflect.ValueOf(raw).Convert(t), nil
+	case signature.KindInt:
+		n, err := parseInt(raw)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return intValue(n, t, raw)
+	case signature.KindFloat:
+		f, err := parseFloat(raw)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(f).Convert(t), nil
+	case signature.KindBool:
+		b, err := parseBool(raw)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(b).Convert(t), nil
+	case signature.KindEnum:
+		s, err := matchEnum(raw, spec.EnumValues())
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(s).Convert(t), nil
+	case signature.KindLiteral:
+		lit, err := matchLiteral(raw, spec.Literals())
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return literalValue(lit, t)
+	case signature.KindNone:
+		if isNone(raw) {
+			return reflect.Zero(t), nil
+		}
+		return reflect.Value{}, invalid("%s is not None", clip(raw))
+	case signature.KindOptional:
+		elem := spec.Elem()
+		if elem.Kind() == signature.KindString {
+			// DSPy: a union with str keeps the text verbatim ("None" too).
+			return wrap(reflect.ValueOf(raw).Convert(elem.GoType()), t), nil
+		}
+		if s := strings.TrimSpace(raw); s == "" || isNone(s) {
+			return reflect.Zero(t), nil
+		}
+		v, err := parseText(raw, elem, depth+1)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return wrap(v, t), nil
+	case signature.KindUnion, signature.KindAny:
+		cand, ok, err := decodeText(raw)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		if !ok {
+			cand = raw
+		}
+		return fromDecoded(cand, spec, false, depth+1)
+	case signature.KindList, signature.KindDict, signature.KindStruct:
+		cand, ok, err := decodeText(raw)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		if ok {
+			if _, isStr := cand.(string); !isStr {
+				return fromDecoded(cand, spec, false, depth+1)
+			}
+		}
+		if spec.Kind() == signature.KindList {
+			if items, ok := bullets(raw); ok {
+				return listFromText(items, spec, depth)
+			}
+		}
+		return reflect.Value{}, invalid("%s is not a %s", clip(raw), spec)
+	case signature.KindCustom:
+		return customFromText(raw, t)
+	}
+	return reflect.Value{}, invalid("cannot read a %s", spec)
+}
+
+// selfParse applies a type's own parser: ParseField, then UnmarshalText.
+// It returns errNotSelfParsing when the type has neither.
+func selfParse(raw string, t reflect.Type) (reflect.Value, error) {
+	if t.Kind() == reflect.Interface || t.Kind() == reflect.Pointer {
+		return reflect.Value{}, errNotSelfParsing
+	}
+	pt := reflect.PointerTo(t)
+	switch {
+	case pt.Implements(fieldParserType):
+		p := reflect.New(t)
+		if err := p.Interface().(fieldParser).ParseField(raw); err != nil {
+			return reflect.Value{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return p.Elem(), nil
+	case pt.Implements(textUnmarshalerType):
+		p := reflect.New(t)
+		if err := p.Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
+			return reflect.Value{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return p.Elem(), nil
+	}
+	return reflect.Value{}, errNotSelfParsing
+}
+
+func customFromText(raw string, t reflect.Type) (reflect.Value, error) {
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		s := strings.TrimSpace(raw)
+		p := reflect.New(t)
+		u := p.Interface().(json.Unmarshaler)
+		if json.Valid([]byte(s)) {
+			if err := u.UnmarshalJSON([]byte(s)); err == nil {
+				return p.Elem(), nil
+			}
+		}
+		if err := u.UnmarshalJSON([]byte(pyjson.Quote(s))); err != nil {
+			return reflect.Value{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return p.Elem(), nil
+	}
+	return reflect.Value{}, invalid("type %s cannot parse text: give it a ParseField or UnmarshalText method", t)
+}
+
+// wrap returns v as type t: a pointer to v when t is *T, v itself when t
+// is v's type or an interface.
+func wrap(v reflect.Value, t reflect.Type) reflect.Value {
+	if v.Type() == t {
+		return v
+	}
+	if t.Kind() == reflect.Pointer && v.Type() == t.Elem() {
+		p := reflect.New(t.Elem())
+		p.Elem().Set(v)
+		return p
+	}
+	out := reflect.New(t).Elem()
+	if v.Type().AssignableTo(t) {
+		out.Set(v)
+	} else {
+		out.Set(v.Convert(t))
+	}
+	return out
+}
+
+// cleanScalar strips what models wrap single values in: surrounding space,
+// a code fence, bold/italic/backtick markers, matching quotes.
+func cleanScalar(raw string) string {
+	s := strings.TrimSpace(raw)
+	if body, ok := fenceBody(s); ok {
+		s = strings.TrimSpace(body)
+	}
+	for range 4 {
+		prev := s
+		for _, w := range [...]string{"**", "__", "`", "*", "_", `"`, "'"} {
+			if len(s) >= 2*len(w)+1 && strings.HasPrefix(s, w) && strings.HasSuffix(s, w) {
+				s = strings.TrimSpace(s[len(w) : len(s)-len(w)])
+			}
+		}
+		if s == prev {
+			break
+		}
+	}
+	return s
+}
+
+// fenceBody returns the content of a text that is one ``` fence.
+func fenceBody(s string) (string, bool) {
+	if !strings.HasPrefix(s, "```") {
+		return "", false
+	}
+	nl := strings.IndexByte(s, '\n')
+	if nl < 0 {
+		return "", false
+	}
+	body := strings.TrimRight(s[nl+1:], " \t\r\n")
+	body, closed := strings.CutSuffix(body, "```")
+	if !closed {
+		return "", false
+	}
+	return body, true
+}
+
+func isNone(s string) bool {
+	return noneWords[strings.ToLower(cleanScalar(s))]
+}
+
+// parseInt reads an int without rounding: Python literals (4_2, 0x10),
+// integral floats (42.0), and, when that fails, a number with thousands
+// separators, a currency sign or a unit word (2,161,000; $5; 42 km).
+func parseInt(raw string) (int64, error) {
+	s := cleanScalar(raw)
+	n, ok := pyNumber(s)
+	if !ok {
+		if n, ok = decoratedNumber(s); !ok {
+			return 0, numberError(raw, s, "int")
+		}
+	}
+	return intFromNumber(n, raw)
+}
+
+func intFromNumber(n json.Number, raw string) (int64, error) {
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return i, nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) || f >= 1<<63 || f < -(1<<63) {
+		return 0, invalid("%s is out of range for an int", clip(raw))
+	}
+	if f != math.Trunc(f) {
+		return 0, invalid("%s is not a whole number", clip(raw))
+	}
+	return int64(f), nil
+}
+
+func intValue(n int64, t reflect.Type, raw string) (reflect.Value, error) {
+	v := reflect.New(t).Elem()
+	switch {
+	case v.CanInt():
+		if v.OverflowInt(n) {
+			return reflect.Value{}, invalid("%s is out of range for %s", clip(raw), t)
+		}
+		v.SetInt(n)
+	case v.CanUint():
+		if n < 0 || v.OverflowUint(uint64(n)) {
+			return reflect.Value{}, invalid("%s is out of range for %s", clip(raw), t)
+		}
+		v.SetUint(uint64(n))
+	default:
+		return reflect.ValueOf(int(n)).Convert(t), nil
+	}
+	return v, nil
+}
+
+func parseFloat(raw string) (float64, error) {
+	s := cleanScalar(raw)
+	switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+	case "inf", "infinity", "nan":
+		f, _ := strconv.ParseFloat(s, 64)
+		return f, nil
+	}
+	n, ok := pyNumber(s)
+	if !ok {
+		if n, ok = decoratedNumber(s); !ok {
+			return 0, numberError(raw, s, "float")
+		}
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return 0, invalid("%s is out of range for a float", clip(raw))
+	}
+	return f, nil
+}
+
+func numberError(raw, s, kind string) error {
+	if strings.HasSuffix(s, "%") {
+		return invalid("%s is a percentage: write the %s itself, the scale is ambiguous", clip(raw), kind)
+	}
+	return invalid("%s is not a %s", clip(raw), kind)
+}
+
+// decoratedNumber reads a number with thousands separators, a currency
+// sign or a unit word. Scale words (million, k) are refused: they change
+// the value.
+func decoratedNumber(s string) (json.Number, bool) {
+	m := numberDecorRE.FindStringSubmatch(s)
+	if m == nil {
+		return "", false
+	}
+	if scaleWords[strings.ToLower(m[3])] {
+		return "", false
+	}
+	num := strings.ReplaceAll(m[2], ",", "")
+	if strings.HasPrefix(num, ".") {
+		num = "0" + num
+	}
+	return json.Number(m[1] + num), true
+}
+
+// parseBool reads pydantic's bool words (true/false, yes/no, on/off, t/f,
+// y/n, 1/0) in any case and decoration, or an answer that starts with
+// yes/no/true/false; a later opposite word makes it ambiguous.
+func parseBool(raw string) (bool, error) {
+	s := strings.ToLower(strings.TrimRight(cleanScalar(raw), ".!"))
+	s = cleanScalar(s)
+	if b, ok := boolWords[s]; ok {
+		return b, nil
+	}
+	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if len(words) == 0 {
+		return false, invalid("%s is not a bool", clip(raw))
+	}
+	b, ok := strongBools[words[0]]
+	if !ok {
+		return false, invalid("%s is not a bool", clip(raw))
+	}
+	for _, w := range words[1:] {
+		if o, ok := strongBools[w]; ok && o != b {
+			return false, fmt.Errorf("%w: %s says both yes and no", ErrAmbiguous, clip(raw))
+		}
+	}
+	return b, nil
+}
+
+// cleanChoice strips decorations around an enum or Literal answer: those
+// of cleanScalar, a Literal[...] or str[...] wrapper, a trailing period.
+func cleanChoice(raw string) string {
+	s := cleanScalar(raw)
+	for _, p := range [...]string{"Literal[", "str["} {
+		if strings.HasPrefix(s, p) && strings.HasSuffix(s, "]") {
+			s = cleanScalar(s[len(p) : len(s)-1])
+		}
+	}
+	if t := strings.TrimRight(s, "."); t != s && t != "" {
+		s = cleanScalar(t)
+	}
+	return s
+}
+
+// normChoice folds case and word separators, so "In Progress",
+// "IN_PROGRESS", "InProgress" and "in-progress" compare equal.
+func normChoice(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '_', '-', ' ':
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// matchEnum finds the enum value raw names: exactly, after stripping
+// decorations, or uniquely up to case and separators (which also matches
+// the Go-style and upper-case names of the value).
+func matchEnum(raw string, values []string) (string, error) {
+	for _, v := range values {
+		if v == raw {
+			return v, nil
+		}
+	}
+	s := cleanChoice(raw)
+	for _, v := range values {
+		if v == s {
+			return v, nil
+		}
+	}
+	n := normChoice(s)
+	var found []string
+	for _, v := range values {
+		if normChoice(v) == n {
+			found = append(found, v)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(raw), pyjson.Repr(values))
+	}
+	return "", fmt.Errorf("%w: %s matches %s", ErrAmbiguous, clip(raw), pyjson.Repr(found))
+}
+
+// matchLiteral finds the Literal member raw names: a str member exactly or
+// after stripping decorations; an int, float, bool or None member by its
+// value ("1" is the member 1); a str member uniquely up to case.
+func matchLiteral(raw string, lits []any) (any, error) {
+	for _, l := range lits {
+		if s, ok := l.(string); ok && s == raw {
+			return l, nil
+		}
+	}
+	s := cleanChoice(raw)
+	for _, l := range lits {
+		switch x := l.(type) {
+		case string:
+			if x == s {
+				return l, nil
+			}
+		case nil:
+			if isNone(s) {
+				return nil, nil
+			}
+		case bool:
+			if b, ok := boolWords[strings.ToLower(s)]; ok && b == x && strings.ToLower(s) != "1" && strings.ToLower(s) != "0" {
+				return l, nil
+			}
+		case int:
+			if n, ok := pyNumber(s); ok {
+				if i, err := strconv.ParseInt(string(n), 10, 64); err == nil && int(i) == x {
+					return l, nil
+				}
+			}
+		case float64:
+			if n, ok := pyNumber(s); ok {
+				if f, err := strconv.ParseFloat(string(n), 64); err == nil && f == x {
+					return l, nil
+				}
+			}
+		}
+	}
+	n := normChoice(s)
+	var found []any
+	for _, l := range lits {
+		if x, ok := l.(string); ok && normChoice(x) == n {
+			found = append(found, l)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(raw), pyjson.Repr(lits))
+	}
+	return nil, fmt.Errorf("%w: %s matches %s", ErrAmbiguous, clip(raw), pyjson.Repr(found))
+}
+
+// literalValue returns a Literal member as the field's Go type.
+func literalValue(lit any, t reflect.Type) (reflect.Value, error) {
+	if lit == nil {
+		return reflect.Zero(t), nil
+	}
+	v := reflect.ValueOf(lit)
+	switch {
+	case t.Kind() == reflect.Interface:
+		out := reflect.New(t).Elem()
+		out.Set(v)
+		return out, nil
+	case t.Kind() == reflect.Pointer:
+		return wrap(v.Convert(t.Elem()), t), nil
+	}
+	return v.Convert(t), nil
+}
+
+// decodeText reads raw as structured data: strict JSON, a fenced block,
+// a Python literal, or the JSON embedded in prose (repaired if need be).
+// ok is false when raw holds no such value; a value cut off mid-way is
+// ErrTruncated.
+func decodeText(raw string) (v any, ok bool, err error) {
+	t := strings.TrimSpace(raw)
+	if t == "" {
+		return nil, false, nil
+	}
+	if v, err := decodeJSON(t); err == nil {
+		return v, true, nil
+	}
+	if body, isFence := fenceBody(t); isFence {
+		t = strings.TrimSpace(body)
+		if v, err := decodeJSON(t); err == nil {
+			return v, true, nil
+		}
+	}
+	if v, err := pyLiteral(t); err == nil {
+		return v, true, nil
+	}
+	span, _, found := jsonx.Extract(t)
+	if !found {
+		return nil, false, nil
+	}
+	if v, err := decodeJSON(span); err == nil {
+		return v, true, nil
+	}
+	if v, err := pyLiteral(span); err == nil {
+		return v, true, nil
+	}
+	fixed, info, err := jsonx.Repair(span)
+	switch {
+	case info.Truncated:
+		return nil, false, fmt.Errorf("%w: the value ends before it is complete", ErrTruncated)
+	case err != nil:
+		return nil, false, nil
+	}
+	v, err = decodeJSON(fixed)
+	return v, err == nil, nil
+}
+
+// decodeJSON decodes exactly one JSON value, numbers as json.Number.
+func decodeJSON(s string) (any, error) {
+	if s == "" || (s[0] != '{' && s[0] != '[' && s[0] != '"' && s[0] != '-' && (s[0] < '0' || s[0] > '9') && s[0] != 't' && s[0] != 'f' && s[0] != 'n') {
+		return nil, errors.New("not JSON")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// bullets reads a markdown list ("- a", "* a", "1. a", "1) a"), one item
+// per line; every non-blank line must be an item.
+func bullets(raw string) ([]string, bool) {
+	var items []string
+	for line := range strings.Lines(raw) {
+		l := strings.TrimSpace(line)
+		if l == "" {
+			continue
+		}
+		item, ok := bulletItem(l)
+		if !ok {
+			return nil, false
+		}
+		items = append(items, item)
+	}
+	return items, len(items) > 0
+}
+
+func bulletItem(l string) (string, bool) {
+	for _, p := range [...]string{"- ", "* ", "+ ", "• "} {
+		if strings.HasPrefix(l, p) {
+			return strings.TrimSpace(l[len(p):]), true
+		}
+	}
+	i := 0
+	for i < len(l) && l[i] >= '0' && l[i] <= '9' {
+		i++
+	}
+	if i > 0 && i+1 < len(l) && (l[i] == '.' || l[i] == ')') && l[i+1] == ' ' {
+		return strings.TrimSpace(l[i+2:]), true
+	}
+	return "", false
+}
+
+func listFromText(items []string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+	t := spec.GoType()
+	out := reflect.MakeSlice(t, 0, len(items))
+	for i, it := range items {
+		v, err := parseText(it, spec.Elem(), depth+1)
+		if err != nil {
+			return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
+		}
+		out = reflect.Append(out, v)
+	}
+	return out, nil
+}
