@@ -34,17 +34,17 @@ var (
 const maxDepth = 512
 
 var (
-	anyType              = reflect.TypeFor[any]()
-	textUnmarshalerType  = reflect.TypeFor[encoding.TextUnmarshaler]()
-	jsonUnmarshalerType  = reflect.TypeFor[json.Unmarshaler]()
-	fieldParserType      = reflect.TypeFor[fieldParser]()
-	errNotSelfParsing    = errors.New("no parser")
-	numberDecorRE        = regexp.MustCompile(`^([+-]?)[$€£¥]?\s*((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)(?:\s*([A-Za-z]{2,}|[A-Za-z]{2,}/[A-Za-z]+)\.?)?$`)
-	scaleWords           = map[string]bool{"hundred": true, "thousand": true, "million": true, "billion": true, "trillion": true, "mn": true, "bn": true, "mm": true, "dozen": true, "lakh": true, "crore": true}
-	strongBools          = map[string]bool{"yes": true, "true": true, "no": false, "false": false}
-	boolWords            = map[string]bool{"true": true, "t": true, "yes": true, "y": true, "on": true, "1": true, "false": false, "f": false, "no": false, "n": false, "off": false, "0": false}
-	noneWords            = map[string]bool{"none": true, "null": true, "nil": true}
-	errNull              = fmt.Errorf("%w: null for a field that cannot be None", ErrInvalid)
+	anyType             = reflect.TypeFor[any]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	fieldParserType     = reflect.TypeFor[fieldParser]()
+	errNotSelfParsing   = errors.New("no parser")
+	numberDecorRE       = regexp.MustCompile(`^([+-]?)[$€£¥]?\s*((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)(?:\s*([A-Za-z]{2,}|[A-Za-z]{2,}/[A-Za-z]+)\.?)?$`)
+	scaleWords          = map[string]bool{"hundred": true, "thousand": true, "million": true, "billion": true, "trillion": true, "mn": true, "bn": true, "mm": true, "dozen": true, "lakh": true, "crore": true}
+	strongBools         = map[string]bool{"yes": true, "true": true, "no": false, "false": false}
+	boolWords           = map[string]bool{"true": true, "t": true, "yes": true, "y": true, "on": true, "1": true, "false": false, "f": false, "no": false, "n": false, "off": false, "0": false}
+	noneWords           = map[string]bool{"none": true, "null": true, "nil": true}
+	errNull             = fmt.Errorf("%w: null for a field that cannot be None", ErrInvalid)
 )
 
 // fieldParser is the root package's FieldParser, matched structurally.

@@ -46,7 +46,7 @@ func spec(t reflect.Type) *signature.TypeSpec {
 
 func parsed(t *testing.T, typ string) *signature.TypeSpec {
 	t.Helper()
-	sig, err := signature.Parse("x: "+typ+" -> y")
+	sig, err := signature.Parse("x: " + typ + " -> y")
 	require.NoError(t, err)
 	return sig.Input(0).Spec
 }
