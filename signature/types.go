@@ -146,6 +146,15 @@ func (t *TypeSpec) Nullable() bool {
 // String returns the type name DSPy shows the model: str, list[str],
 // dict[str, int], Union[int, NoneType], Literal['a', 'b'], a struct's name.
 func (t *TypeSpec) String() string {
+	switch t.kind {
+	case KindList, KindDict:
+		if t.name != "" {
+			return t.name
+		}
+	case KindUnion, KindOptional, KindLiteral:
+	default:
+		return t.name
+	}
 	var b strings.Builder
 	t.writeName(&b, false)
 	return b.String()
@@ -553,8 +562,8 @@ func structName(t reflect.Type) string {
 func optionalOf(elem *TypeSpec, pep604 bool) *TypeSpec {
 	if elem.kind == KindOptional {
 		// Optional[Optional[T]] is Optional[T], as in Python's typing.
-		o := *elem
-		return &o
+		return &TypeSpec{kind: KindOptional, goType: elem.goType, name: elem.name, elem: elem.elem,
+			options: elem.options, pep604: elem.pep604 || pep604, origin: elem.origin, names: elem.names}
 	}
 	gt := elem.goType
 	switch gt.Kind() {
