@@ -34,8 +34,10 @@ var (
 // RepairInfo says what Repair found.
 type RepairInfo struct {
 	// Truncated: the text ends where a value was still being written (inside
-	// a string, after a key or ":", inside an array, or in a number at the
-	// very end). Repairing it would invent the rest.
+	// a string, after a key or ":", inside an array). Repairing it would
+	// invent the rest. Only closing braces after complete values are
+	// supplied; a number at the very end counts as complete (whether the
+	// token limit cut it is for the caller to judge from finish_reason).
 	Truncated bool
 }
 
@@ -170,6 +172,9 @@ func Repair(span string) (string, RepairInfo, error) {
 	if len(span) > MaxRepair {
 		return "", RepairInfo{}, ErrTooLarge
 	}
+	if fixed, changed := escapeInnerQuotes(span); changed && json.Valid([]byte(fixed)) {
+		return fixed, RepairInfo{}, nil
+	}
 	trunc, depth := scan(span)
 	if depth > MaxDepth {
 		return "", RepairInfo{}, ErrTooDeep
@@ -185,6 +190,42 @@ func Repair(span string) (string, RepairInfo, error) {
 		return "", RepairInfo{}, ErrInvalid
 	}
 	return fixed, RepairInfo{}, nil
+}
+
+// escapeInnerQuotes escapes double quotes inside strings that cannot be
+// string ends because no ',', ':', '}' or ']' follows them, as in
+// "the project „Phoenix" is late". It reports whether it changed anything.
+func escapeInnerQuotes(span string) (string, bool) {
+	var b []byte
+	copied := 0 // span[:copied] is in b
+	in := false
+	for j := 0; j < len(span); j++ {
+		c := span[j]
+		if !in {
+			in = c == '"'
+			continue
+		}
+		switch c {
+		case '\\':
+			j++
+		case '"':
+			k := j + 1
+			for k < len(span) && (span[k] == ' ' || span[k] == '\t' || span[k] == '\n' || span[k] == '\r') {
+				k++
+			}
+			if k == len(span) || strings.IndexByte(",:}]", span[k]) >= 0 {
+				in = false
+				continue
+			}
+			b = append(b, span[copied:j]...)
+			b = append(b, '\\', '"')
+			copied = j + 1
+		}
+	}
+	if b == nil {
+		return span, false
+	}
+	return string(append(b, span[copied:]...)), true
 }
 
 // repair calls jsonrepair, turning a panic inside it into an error: the
@@ -204,7 +245,6 @@ func scan(span string) (truncated bool, maxDepth int) {
 	var stack []byte
 	var quote byte
 	last := byte(0) // last significant byte outside strings
-	inNumber, inToken := false, false
 	for j := 0; j < len(span); j++ {
 		c := span[j]
 		if quote != 0 {
@@ -219,16 +259,13 @@ func scan(span string) (truncated bool, maxDepth int) {
 		}
 		switch c {
 		case ' ', '\t', '\n', '\r':
-			inNumber, inToken = false, false
 			continue
 		case '"':
 			quote = c
-			inNumber, inToken = false, false
 			continue
 		case '\'':
 			if last == 0 || last == '{' || last == '[' || last == ',' || last == ':' {
 				quote = c
-				inNumber, inToken = false, false
 				continue
 			}
 		case '{', '[':
@@ -238,15 +275,6 @@ func scan(span string) (truncated bool, maxDepth int) {
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
-		}
-		switch c {
-		case '{', '[', '}', ']', ',', ':':
-			inNumber, inToken = false, false
-		default:
-			if !inToken {
-				inNumber = (c >= '0' && c <= '9') || c == '-'
-			}
-			inToken = true
 		}
 		last = c
 	}
@@ -260,8 +288,6 @@ func scan(span string) (truncated bool, maxDepth int) {
 	}
 	switch {
 	case last == ':':
-		return true, maxDepth
-	case inNumber && len(stack) > 0:
 		return true, maxDepth
 	case last == 's' && endsWithKey(span):
 		return true, maxDepth

@@ -36,9 +36,10 @@ func TestRepair(t *testing.T) {
 		{`{"a": "x", "b": "y"`, `{"a": "x", "b": "y"}`, false},
 		{`{"a": "x", "b": {"c": true`, `{"a": "x", "b": {"c": true}}`, false},
 		{`{"a": "cut in the mid`, "", true},
+		{`{"s": "Projekt „Phoenix" läuft", "b": 1}`, `{"s": "Projekt „Phoenix\" läuft", "b": 1}`, false},
 		{`{"a": "x", "b": `, "", true},
 		{`{"a": "x", "b"`, "", true},
-		{`{"a": "x", "b": 12`, "", true},
+		{`{"a": "x", "b": 12`, `{"a": "x", "b": 12}`, false},
 		{`{"a": ["x", "y"`, "", true},
 	} {
 		got, info, err := Repair(tt.in)

@@ -334,6 +334,9 @@ func lookupFolded(m map[string]any, name string) (any, bool) {
 // strings as they are, None/True/3.0 as Python prints them, and lists,
 // dicts and structs as json.dumps would.
 func Format(v any, spec *signature.TypeSpec) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil // the common case, without reflection
+	}
 	rv := reflect.ValueOf(v)
 	for rv.IsValid() && (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface) {
 		if rv.IsNil() {

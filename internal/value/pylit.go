@@ -381,3 +381,47 @@ func validUnderscores(s string) bool {
 func isHexDigit(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
+
+// pyKwargs reads keyword-argument syntax, which models write for tool
+// arguments: `query="Marie Curie", k=3`. Values are Python literals.
+func pyKwargs(s string) (map[string]any, error) {
+	p := &litParser{s: s}
+	m := map[string]any{}
+	for {
+		p.space()
+		start := p.i
+		for p.i < len(p.s) && (identAt(p.s, p.i) && (p.i > start || p.s[p.i] < '0' || p.s[p.i] > '9')) {
+			p.i++
+		}
+		if p.i == start {
+			return nil, fmt.Errorf("%w: expected a keyword", errLiteral)
+		}
+		key := p.s[start:p.i]
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != '=' {
+			return nil, fmt.Errorf("%w: expected '=' after %q", errLiteral, key)
+		}
+		p.i++
+		p.space()
+		v, err := p.value(0)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[key]; dup {
+			return nil, fmt.Errorf("%w: keyword %q repeated", errLiteral, key)
+		}
+		m[key] = v
+		p.space()
+		if p.i == len(p.s) {
+			return m, nil
+		}
+		if p.s[p.i] != ',' {
+			return nil, fmt.Errorf("%w: expected ','", errLiteral)
+		}
+		p.i++
+		p.space()
+		if p.i == len(p.s) {
+			return m, nil
+		}
+	}
+}

@@ -35,6 +35,7 @@ const maxDepth = 512
 
 var (
 	anyType             = reflect.TypeFor[any]()
+	stringType          = reflect.TypeFor[string]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	fieldParserType     = reflect.TypeFor[fieldParser]()
@@ -55,8 +56,8 @@ type fieldParser interface {
 // Parse reads raw, a field's text, as a value of spec's Go type. A nil spec
 // means str.
 func Parse(raw string, spec *signature.TypeSpec) (any, error) {
-	if spec == nil {
-		return raw, nil
+	if spec == nil || spec.Kind() == signature.KindString && spec.GoType() == stringType {
+		return raw, nil // str: the text as it is, without reflection
 	}
 	v, err := parseText(raw, spec, 0)
 	if err != nil {
@@ -179,9 +180,14 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 				return fromDecoded(cand, spec, false, depth+1)
 			}
 		}
-		if spec.Kind() == signature.KindList {
+		switch spec.Kind() {
+		case signature.KindList:
 			if items, ok := bullets(raw); ok {
 				return listFromText(items, spec, depth)
+			}
+		default:
+			if m, err := pyKwargs(strings.TrimSpace(raw)); err == nil {
+				return fromDecoded(m, spec, false, depth+1)
 			}
 		}
 		return reflect.Value{}, invalid("%s is not a %s", clip(raw), spec)

@@ -115,6 +115,8 @@ func TestParse(t *testing.T) {
 		{typ: "list[str]", raw: "- red\n- green\n- blue", want: []string{"red", "green", "blue"}},
 		{typ: "list[int]", raw: "1. 10\n2. 20", want: []int{10, 20}},
 		{typ: "dict[str, int]", raw: "{\"a\": 1, \"b\": ", err: value.ErrTruncated},
+		{typ: "dict[str, Any]", raw: `query="Marie Curie", k=3`, want: map[string]any{"query": "Marie Curie", "k": 3}},
+		{typ: "dict[str, Any]", raw: `query="x", query="y"`, err: value.ErrInvalid},
 		{spec: spec(reflect.TypeFor[status]()), raw: "IN_PROGRESS", want: status("in_progress")},
 		{spec: spec(reflect.TypeFor[status]()), raw: "InProgress", want: status("in_progress")},
 		{spec: spec(reflect.TypeFor[status]()), raw: "'done'.", want: status("done")},
