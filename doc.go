@@ -2,11 +2,38 @@
 // language model and the model's reply into typed Go values, as DSPy's
 // adapter layer does in Python, with byte-identical prompts.
 //
-// The pipeline, the Chat, JSON, XML and TwoStep adapters, and streaming are
-// being built; see the README's feature table for what works today.
+// # The pipeline
+//
+// [Call] checks the inputs against the signature, formats the messages
+// with an [Adapter], calls the [LM] (any *openai.Client) with the request
+// template given by [WithRequest], and parses every choice into [Values]
+// whose Go types are exactly the fields' types. The adapter is chosen per
+// call: [UseAdapter] beats [WithAdapter] on the context, which beats a
+// module's [Default], which beats [DefaultAdapter] (Chat).
+//
+// # Adapters
+//
+// [Chat] writes DSPy's [[ ## field ## ]] format. Format and Parse are pure
+// functions of their arguments; adapters are immutable values, safe for
+// concurrent use. Optional capabilities are separate interfaces detected by
+// type assertion, as database/sql does: [Parser] (reads a reply from its
+// text) and [Fallbacker] (retries once with another adapter after a parse
+// failure).
+//
+// # Values
+//
+// [ParseValue] is the one routine that turns a field's text into a Go
+// value; [FormatValue] renders a value as DSPy does. Types that parse
+// themselves implement [FieldParser] (on the pointer), which beats
+// encoding.TextUnmarshaler, which beats the rules for the field's kind.
+//
+// # Errors
+//
+// Parse failures are *[ParseError] (adapter, field, raw completion, the
+// values read), matching [ErrMissingField], [ErrTruncated],
+// [ErrEmptyResponse], [ErrAmbiguous] or [ErrNotInSet] with errors.Is. LM
+// failures are *[LMError], which wraps go-openai's error and the context's
+// (errors.Is(err, context.Canceled) works) and matches [ErrContextWindow]
+// when the prompt is too long. Bad inputs are *[InputError], returned before
+// any LM call. Nothing panics on model output.
 package adapter
-
-import "github.com/sigwire/adapter/signature"
-
-// ensure the doc link above resolves.
-var _ *signature.Signature

@@ -1,0 +1,328 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Values maps field names to Go values. Output values have exactly the
+// field's Go type (int for int, []string for list[str], *int for
+// Optional[int], the struct value for a struct type).
+type Values = map[string]any
+
+// LM is the language model the pipeline calls. *openai.Client satisfies it,
+// and so does any OpenAI-compatible client wrapped to this one method.
+type LM interface {
+	CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error)
+}
+
+// StreamingLM is an LM that can also stream. *openai.Client satisfies it.
+type StreamingLM interface {
+	LM
+	CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error)
+}
+
+// Adapter turns a signature, demos and inputs into chat messages. Format is
+// pure: no context, no I/O; it never mutates its arguments.
+//
+// An adapter usually also implements [Parser]; other capabilities are
+// detected by type assertion: [Fallbacker].
+type Adapter interface {
+	// Name is the adapter's short name: chat, json, xml, twostep.
+	Name() string
+	Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error)
+}
+
+// Parser is implemented by adapters that read the output fields from the
+// completion text alone. Parse is pure. It returns every output field, with
+// defaults applied, or an error; on error a *ParseError carries the values
+// it could read.
+type Parser interface {
+	Parse(sig *signature.Signature, completion string) (Values, error)
+}
+
+// RequestShaper is implemented by adapters that set LM options for their
+// calls, such as the JSON adapter's response_format. Level 0 is the
+// preferred form; when the provider rejects it (HTTP 400 about the
+// response format), the pipeline asks for level 1, once. ShapeRequest
+// returns the name of the mode it set (reported in [Result].Mode), and ok
+// false when there is no such level.
+type RequestShaper interface {
+	ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (mode string, ok bool, err error)
+}
+
+// Fallbacker is implemented by adapters that retry a call once with another
+// adapter when their parse fails (DSPy's ChatAdapter falls back to its
+// JSONAdapter). Fallback returns nil when the adapter has none.
+type Fallbacker interface {
+	Fallback() Adapter
+}
+
+// DefaultAdapter is the adapter used when neither the call, the context nor
+// the caller's default names one: Chat, with its JSON fallback, as in DSPy.
+var DefaultAdapter Adapter = Chat{}
+
+type ctxKey struct{}
+
+// WithAdapter returns a context whose calls use a, unless a call names its
+// own adapter with [UseAdapter]. It is how an adapter is swapped per call
+// for code that does not expose call options (DSPy's dspy.context(adapter=)).
+func WithAdapter(ctx context.Context, a Adapter) context.Context {
+	return context.WithValue(ctx, ctxKey{}, a)
+}
+
+// AdapterFrom returns the adapter set on ctx by [WithAdapter].
+func AdapterFrom(ctx context.Context) (Adapter, bool) {
+	a, ok := ctx.Value(ctxKey{}).(Adapter)
+	return a, ok && a != nil
+}
+
+// CallOption configures one [Call] or [Stream].
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	req        openai.ChatCompletionRequest
+	adapter    Adapter // UseAdapter: beats the context
+	fallback   Adapter // Default: below the context
+	noFallback bool
+}
+
+// WithRequest sets the request template: model, temperature, n, max tokens
+// and every other LM option (DSPy's lm_kwargs). Messages in it are ignored;
+// the adapter writes them. go-openai never sends a zero temperature; use
+// [ZeroTemperature] to ask for (effectively) 0.
+func WithRequest(req openai.ChatCompletionRequest) CallOption {
+	return func(c *callConfig) { c.req = req }
+}
+
+// UseAdapter makes the call use a, whatever the context says.
+func UseAdapter(a Adapter) CallOption {
+	return func(c *callConfig) { c.adapter = a }
+}
+
+// Default sets the adapter used when the context names none; modules such
+// as predict pass their configured adapter this way, so that
+// [WithAdapter] still overrides it.
+func Default(a Adapter) CallOption {
+	return func(c *callConfig) { c.fallback = a }
+}
+
+// NoFallback turns off the adapter's fallback (Chat → JSON) for this call.
+func NoFallback() CallOption {
+	return func(c *callConfig) { c.noFallback = true }
+}
+
+// ZeroTemperature is the smallest temperature go-openai will send. Its
+// request struct drops a temperature of 0 (omitempty), which makes the
+// server use its default (often 1); set Temperature to ZeroTemperature for
+// deterministic decoding.
+const ZeroTemperature float32 = 1e-45
+
+// Result is what a call produced.
+type Result struct {
+	// Outputs holds one Values per choice (n > 1 gives several).
+	Outputs []Values
+	// Adapter names the adapter whose parse produced Outputs; after a
+	// fallback it is the fallback's name.
+	Adapter string
+	// Usage is the token usage summed over every LM call made.
+	Usage openai.Usage
+	// Calls is the number of LM calls made (2 after a fallback).
+	Calls int
+	// Completions holds the raw text of each choice of the last LM call.
+	Completions []string
+	// Mode is how the adapter asked for its format, for adapters that
+	// shape the request: the JSON adapter reports json_schema, json_object
+	// or prompt. After a provider rejected a response format it names the
+	// lower tier actually used.
+	Mode string
+}
+
+// Call runs the pipeline once: it checks the inputs, formats the messages
+// with the resolved adapter, calls lm with the request template, and parses
+// every choice into typed values.
+//
+// The adapter is, in order: [UseAdapter], [WithAdapter] on ctx, [Default],
+// then [DefaultAdapter]. Errors: an *InputError before any LM call; an
+// *LMError (wrapping go-openai's error or the context's) for a failed call;
+// a *ParseError when the reply cannot be read, including a reply cut off by
+// the token limit ([ErrTruncated]) and an empty reply ([ErrEmptyResponse]).
+// A parse failure of an adapter with a [Fallbacker] fallback is retried once
+// with the fallback adapter (never after truncation or an LM error).
+func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs Values, opts ...CallOption) (*Result, error) {
+	var c callConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	a := c.resolve(ctx)
+	if sig == nil {
+		return nil, errors.New("adapter: nil signature")
+	}
+	if err := checkInputs(sig, inputs); err != nil {
+		return nil, err
+	}
+	inputs = withDefaults(sig, inputs)
+	res := &Result{}
+	err := attempt(ctx, lm, a, sig, demos, inputs, &c, res)
+	var pe *ParseError
+	if err == nil || !errors.As(err, &pe) || errors.Is(err, ErrTruncated) || c.noFallback {
+		return res, err
+	}
+	fb, ok := a.(Fallbacker)
+	if !ok {
+		return res, err
+	}
+	next := fb.Fallback()
+	if next == nil {
+		return res, err
+	}
+	if ferr := attempt(ctx, lm, next, sig, demos, inputs, &c, res); ferr != nil {
+		return res, fmt.Errorf("%w (after %s: %v)", ferr, a.Name(), err)
+	}
+	return res, nil
+}
+
+func (c *callConfig) resolve(ctx context.Context) Adapter {
+	if c.adapter != nil {
+		return c.adapter
+	}
+	if a, ok := AdapterFrom(ctx); ok {
+		return a
+	}
+	if c.fallback != nil {
+		return c.fallback
+	}
+	return DefaultAdapter
+}
+
+// attempt makes one LM call with adapter a and parses its choices into res.
+func attempt(ctx context.Context, lm LM, a Adapter, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result) error {
+	p, ok := a.(Parser)
+	if !ok {
+		return fmt.Errorf("adapter: %s cannot parse completions", a.Name())
+	}
+	msgs, err := a.Format(sig, demos, inputs)
+	if err != nil {
+		return err
+	}
+	shaper, shapes := a.(RequestShaper)
+	caps := capabilitiesOf(lm, c.req.Model)
+	var resp openai.ChatCompletionResponse
+	var rejected error
+	for level := 0; ; level++ {
+		req := c.req
+		req.Messages = msgs
+		if shapes {
+			mode, ok, err := shaper.ShapeRequest(sig, &req, caps, level)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return &LMError{Adapter: a.Name(), Err: rejected}
+			}
+			res.Mode = mode
+		}
+		if err := ctx.Err(); err != nil {
+			return &LMError{Adapter: a.Name(), Err: err}
+		}
+		resp, err = lm.CreateChatCompletion(ctx, req)
+		if err == nil {
+			break
+		}
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		if shapes && level == 0 && req.ResponseFormat != nil && c.req.ResponseFormat == nil && isFormatRejection(err) {
+			// The provider rejected the response format: one tier down, once.
+			res.Calls++
+			rejected = err
+			continue
+		}
+		return &LMError{Adapter: a.Name(), Err: err}
+	}
+	res.Calls++
+	res.Usage = addUsage(res.Usage, resp.Usage)
+	res.Adapter = a.Name()
+	if len(resp.Choices) == 0 {
+		return &ParseError{Adapter: a.Name(), Err: ErrEmptyResponse}
+	}
+	choices := slices.Clone(resp.Choices)
+	slices.SortStableFunc(choices, func(x, y openai.ChatCompletionChoice) int { return x.Index - y.Index })
+	outs := make([]Values, 0, len(choices))
+	res.Completions = res.Completions[:0]
+	for _, ch := range choices {
+		res.Completions = append(res.Completions, ch.Message.Content)
+	}
+	for _, ch := range choices {
+		text := ch.Message.Content
+		if strings.TrimSpace(text) == "" {
+			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
+		}
+		vals, err := p.Parse(sig, text)
+		if ch.FinishReason == openai.FinishReasonLength {
+			partial := vals
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				partial = pe.Partial
+			}
+			return &ParseError{Adapter: a.Name(), Completion: text, Partial: partial, Err: ErrTruncated}
+		}
+		if err != nil {
+			return err
+		}
+		outs = append(outs, vals)
+	}
+	res.Outputs = outs
+	return nil
+}
+
+func addUsage(a, b openai.Usage) openai.Usage {
+	a.PromptTokens += b.PromptTokens
+	a.CompletionTokens += b.CompletionTokens
+	a.TotalTokens += b.TotalTokens
+	return a
+}
+
+// withDefaults returns inputs with the defaults of missing input fields
+// filled in (DSPy's Predict does the same); inputs itself is not changed.
+func withDefaults(sig *signature.Signature, inputs Values) Values {
+	out, copied := inputs, false
+	for i := range sig.NumInputs() {
+		f := sig.Input(i)
+		if _, ok := inputs[f.Name]; ok || !f.HasDefault {
+			continue
+		}
+		if !copied {
+			out, copied = maps.Clone(inputs), true
+			if out == nil {
+				out = Values{}
+			}
+		}
+		out[f.Name] = f.Default
+	}
+	return out
+}
+
+// checkInputs reports unknown inputs, and missing ones that have neither a
+// default nor a nullable type.
+func checkInputs(sig *signature.Signature, inputs Values) error {
+	for name := range inputs {
+		if _, isOut, ok := sig.Field(name); !ok || isOut {
+			return &InputError{Field: name, Err: ErrUnknownInput}
+		}
+	}
+	for _, f := range sig.Inputs() {
+		if _, ok := inputs[f.Name]; !ok && !f.HasDefault && !f.Spec.Nullable() {
+			return &InputError{Field: f.Name, Err: ErrMissingInput}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package adapter_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/signature"
+)
+
+func TestCallEndToEnd(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## reasoning ## ]]\n6 times 7.\n\n[[ ## answer ## ]]\n42\n\n[[ ## completed ## ]]"))
+	defer srv.Close()
+	sig := mustParse(t, "question -> reasoning, answer: int")
+
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil,
+		adapter.Values{"question": "What is 6 times 7?"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o-mini", Temperature: adapter.ZeroTemperature}))
+	require.NoError(t, err)
+	require.Len(t, res.Outputs, 1)
+	assert.Equal(t, adapter.Values{"reasoning": "6 times 7.", "answer": 42}, res.Outputs[0])
+	assert.Equal(t, "chat", res.Adapter)
+	assert.Equal(t, 1, res.Calls)
+	assert.Positive(t, res.Usage.TotalTokens)
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	req := reqs[0].Chat
+	assert.Equal(t, "gpt-4o-mini", req.Model)
+	assert.Positive(t, req.Temperature, "a zero temperature is sent as the smallest float")
+	want, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"question": "What is 6 times 7?"})
+	require.NoError(t, err)
+	require.Len(t, req.Messages, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].Role, req.Messages[i].Role)
+		assert.Equal(t, want[i].Content, req.Messages[i].Content)
+	}
+}
+
+func TestCallChoices(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Choices("[[ ## answer ## ]]\n1", "[[ ## answer ## ]]\n2", "[[ ## answer ## ]]\n3"))
+	defer srv.Close()
+	res, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> answer: int"), nil,
+		adapter.Values{"q": "x"}, adapter.WithRequest(openai.ChatCompletionRequest{Model: "m", N: 3}))
+	require.NoError(t, err)
+	require.Len(t, res.Outputs, 3)
+	for i, o := range res.Outputs {
+		assert.Equal(t, i+1, o["answer"])
+	}
+	assert.Equal(t, 3, srv.Requests()[0].Chat.N)
+}
+
+func TestCallInputErrors(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	sig := mustParse(t, "question, context: Optional[str] -> answer")
+	_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q", "extra": 1})
+	var ie *adapter.InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "extra", ie.Field)
+	assert.ErrorIs(t, err, adapter.ErrUnknownInput)
+
+	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"context": "c"})
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "question", ie.Field)
+	assert.ErrorIs(t, err, adapter.ErrMissingInput)
+
+	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q", "answer": "a"})
+	assert.ErrorIs(t, err, adapter.ErrUnknownInput, "an output is not an input")
+	assert.Empty(t, srv.Requests(), "no LM call is made for bad inputs")
+}
+
+func TestCallTruncated(t *testing.T) {
+	// Corpus chat-076: a complete-looking text cut by the token limit.
+	text := "[[ ## answer ## ]]\nThe three largest cities in Australia by population are Sydney, Melbourne and"
+	srv := lmtest.NewServer(lmtest.Text(text).WithFinish("length"))
+	defer srv.Close()
+	res, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "question -> answer"), nil, adapter.Values{"question": "q"})
+	var pe *adapter.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+	assert.Equal(t, text, pe.Completion)
+	assert.Equal(t, adapter.Values{"answer": "The three largest cities in Australia by population are Sydney, Melbourne and"}, pe.Partial)
+	assert.Equal(t, 1, res.Calls, "a truncated reply is not retried by a fallback")
+	assert.Len(t, srv.Requests(), 1)
+}
+
+func TestCallEmptyResponse(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text(""))
+	defer srv.Close()
+	_, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}, adapter.NoFallback())
+	assert.ErrorIs(t, err, adapter.ErrEmptyResponse)
+	var pe *adapter.ParseError
+	assert.ErrorAs(t, err, &pe)
+}
+
+func TestCallParseError(t *testing.T) {
+	reply := "[[ ## reasoning ## ]]\nthink\n[[ ## answer ## ]]\nforty-two\n[[ ## completed ## ]]"
+	srv := lmtest.NewServer(lmtest.Text(reply))
+	defer srv.Close()
+	_, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> reasoning, answer: int"), nil,
+		adapter.Values{"q": "x"}, adapter.UseAdapter(adapter.Chat{NoFallback: true}))
+	var pe *adapter.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "answer", pe.Field)
+	assert.Equal(t, reply, pe.Completion)
+	assert.Equal(t, adapter.Values{"reasoning": "think"}, pe.Partial)
+	assert.Contains(t, err.Error(), `field "answer"`)
+}
+
+func TestCallLMErrors(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	t.Run("context length", func(t *testing.T) {
+		srv := lmtest.NewServer(lmtest.ContextLengthExceeded())
+		defer srv.Close()
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in)
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		assert.ErrorIs(t, err, adapter.ErrContextWindow)
+		var api *openai.APIError
+		require.ErrorAs(t, err, &api, "go-openai's error stays reachable")
+		assert.Equal(t, http.StatusBadRequest, api.HTTPStatusCode)
+		assert.Zero(t, res.Calls)
+		assert.Len(t, srv.Requests(), 1, "never retried by a fallback")
+	})
+	t.Run("server error", func(t *testing.T) {
+		srv := lmtest.NewServer(lmtest.Error(http.StatusInternalServerError, `{"error":{"message":"boom","type":"server_error"}}`))
+		defer srv.Close()
+		_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in)
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		assert.NotErrorIs(t, err, adapter.ErrContextWindow)
+		var pe *adapter.ParseError
+		assert.False(t, errors.As(err, &pe), "an LM error is never a parse error")
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nlate").Delay(10 * time.Second))
+		defer srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := adapter.Call(ctx, srv.Client(), sig, nil, in)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var le *adapter.LMError
+		assert.ErrorAs(t, err, &le)
+		assert.Less(t, time.Since(start), 5*time.Second)
+	})
+}
+
+// fallbackAdapter wraps Chat with a scripted fallback, to test the
+// pipeline's fallback rules independently of the JSON adapter.
+type fallbackAdapter struct {
+	adapter.Chat
+	next adapter.Adapter
+}
+
+func (f fallbackAdapter) Fallback() adapter.Adapter { return f.next }
+
+func TestCallFallback(t *testing.T) {
+	sig := mustParse(t, "q -> answer: int")
+	srv := lmtest.NewServer(lmtest.Text("I think it is forty-two."), lmtest.Text("[[ ## answer ## ]]\n42"))
+	defer srv.Close()
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"q": "x"},
+		adapter.UseAdapter(fallbackAdapter{next: namedChat{"other"}}))
+	require.NoError(t, err)
+	assert.Equal(t, 42, res.Outputs[0]["answer"])
+	assert.Equal(t, "other", res.Adapter)
+	assert.Equal(t, 2, res.Calls)
+	assert.Len(t, srv.Requests(), 2)
+
+	// Turned off per call.
+	srv.Push(lmtest.Text("no markers"))
+	res, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"q": "x"},
+		adapter.UseAdapter(fallbackAdapter{next: namedChat{"other"}}), adapter.NoFallback())
+	assert.ErrorIs(t, err, adapter.ErrMissingField)
+	assert.Equal(t, 1, res.Calls)
+}
+
+type namedChat struct{ name string }
+
+func (n namedChat) Name() string { return n.name }
+func (n namedChat) Format(sig *signature.Signature, demos []adapter.Values, in adapter.Values) ([]openai.ChatCompletionMessage, error) {
+	return adapter.Chat{}.Format(sig, demos, in)
+}
+func (n namedChat) Parse(sig *signature.Signature, completion string) (adapter.Values, error) {
+	return adapter.Chat{}.Parse(sig, completion)
+}
+
+func TestAdapterResolution(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nok") })
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	run := func(ctx context.Context, opts ...adapter.CallOption) string {
+		res, err := adapter.Call(ctx, srv.Client(), sig, nil, in, opts...)
+		require.NoError(t, err)
+		return res.Adapter
+	}
+	ctx := adapter.WithAdapter(context.Background(), namedChat{"ctx"})
+	assert.Equal(t, "chat", run(context.Background()))
+	assert.Equal(t, "module", run(context.Background(), adapter.Default(namedChat{"module"})))
+	assert.Equal(t, "ctx", run(ctx, adapter.Default(namedChat{"module"})))
+	assert.Equal(t, "call", run(ctx, adapter.UseAdapter(namedChat{"call"}), adapter.Default(namedChat{"module"})))
+
+	// Concurrent calls with different adapters do not interfere.
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := []string{"a", "b"}[i%2]
+			res, err := adapter.Call(adapter.WithAdapter(context.Background(), namedChat{name}), srv.Client(), sig, nil, in)
+			if assert.NoError(t, err) {
+				assert.Equal(t, name, res.Adapter)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCallInputDefaults(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nok"))
+	defer srv.Close()
+	sig, err := signature.New("", []signature.Field{{Name: "q"}, {Name: "k", Type: reflect.TypeFor[int](), Default: 3, HasDefault: true}},
+		[]signature.Field{{Name: "a"}})
+	require.NoError(t, err)
+	in := adapter.Values{"q": "x"}
+	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, in)
+	require.NoError(t, err)
+	msgs := srv.Requests()[0].Chat.Messages
+	assert.Contains(t, msgs[len(msgs)-1].Content, "[[ ## k ## ]]\n3", "the input's default is sent")
+	assert.Equal(t, adapter.Values{"q": "x"}, in, "the caller's map is not changed")
+}

@@ -1,0 +1,320 @@
+package adapter
+
+import (
+	"reflect"
+	"strings"
+	"unicode"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Chat is DSPy's ChatAdapter: every field in a [[ ## name ## ]] section,
+// the reply ended by [[ ## completed ## ]]. Its prompts are byte-identical
+// to DSPy 3.3.1's. Its parser reads what DSPy reads and, without another LM
+// call, the slips real models make: marker drift (bold, heading, case,
+// spacing, mid-line, "]]:", missing brackets), the answer given as JSON or
+// fenced JSON instead of markers, <think> blocks and preambles before the
+// first marker, and chatter after the last field.
+//
+// The zero value is ready to use and safe for concurrent use.
+type Chat struct {
+	// NoFallback turns off the one retry with the JSON adapter after a
+	// parse failure the Chat parser cannot recover (DSPy's
+	// use_json_adapter_fallback=False).
+	NoFallback bool
+}
+
+// Name returns "chat".
+func (Chat) Name() string { return "chat" }
+
+// Fallback returns the adapter a failed parse is retried with: nil while
+// NoFallback is set or no JSON adapter is available.
+func (c Chat) Fallback() Adapter {
+	if c.NoFallback {
+		return nil
+	}
+	return jsonFallback
+}
+
+// jsonFallback is the adapter Chat falls back to; the JSON adapter sets it.
+var jsonFallback Adapter
+
+var stringType = reflect.TypeFor[string]()
+
+// DSPy's texts for demos with missing fields.
+const (
+	incompleteDemoPrefix = "This is an example of the task, though some input or output fields are not supplied."
+	notSuppliedExample   = "Not supplied for this particular example. "
+	notSuppliedHistory   = "Not supplied for this conversation history message. "
+)
+
+// Format renders the system message, the demos as user/assistant pairs
+// (incomplete demos first, then complete ones, as DSPy orders them) and the
+// user message with the output reminder.
+func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
+	sys, err := chatSystem(sig)
+	if err != nil {
+		return nil, err
+	}
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
+	msgs, err = formatDemos(msgs, sig, demos, chatUser, chatAssistant)
+	if err != nil {
+		return nil, err
+	}
+	user, err := chatUser(sig, inputs, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if user != "" {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
+	}
+	return msgs, nil
+}
+
+// userFunc and assistantFunc render one turn of an adapter's conversation.
+type (
+	userFunc      func(sig *signature.Signature, vals Values, prefix string, main bool) (string, error)
+	assistantFunc func(sig *signature.Signature, vals Values, missing string) (string, error)
+)
+
+// formatDemos appends the demos as DSPy's format_demos does: a demo is
+// complete when every field has a non-nil value; an incomplete one is kept
+// if it has at least one input and one output key; incomplete demos come
+// first.
+func formatDemos(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
+	for pass := range 2 {
+		for _, d := range demos {
+			complete, keep := demoKind(sig, d)
+			if !keep || complete != (pass == 1) {
+				continue
+			}
+			prefix, missing := incompleteDemoPrefix, notSuppliedExample
+			if complete {
+				prefix, missing = "", notSuppliedHistory
+			}
+			u, err := user(sig, d, prefix, false)
+			if err != nil {
+				return nil, err
+			}
+			a, err := assistant(sig, d, missing)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs,
+				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u},
+				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a})
+		}
+	}
+	return msgs, nil
+}
+
+func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
+	complete = true
+	var hasIn, hasOut bool
+	for i := range sig.NumInputs() {
+		v, ok := d[sig.Input(i).Name]
+		hasIn = hasIn || ok
+		complete = complete && ok && !isNil(v)
+	}
+	for i := range sig.NumOutputs() {
+		v, ok := d[sig.Output(i).Name]
+		hasOut = hasOut || ok
+		complete = complete && ok && !isNil(v)
+	}
+	return complete, complete || hasIn && hasOut
+}
+
+// isNil reports a nil value, including a typed nil pointer, slice or map
+// (Go's spelling of Python's None).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// chatSystem renders the system message: field descriptions, the field
+// structure with type notes, and the task description.
+func chatSystem(sig *signature.Signature) (string, error) {
+	var b strings.Builder
+	b.Grow(320 + fieldsSize(sig) + 2*len(sig.Instructions()))
+	b.WriteString("Your input fields are:\n")
+	writeFieldDescriptions(&b, sig, false)
+	b.WriteString("\nYour output fields are:\n")
+	writeFieldDescriptions(&b, sig, true)
+	b.WriteString("\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\n")
+	for i := range sig.NumInputs() {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		writeHeader(&b, sig.Input(i).Name)
+		writePlaceholder(&b, sig.Input(i).Name)
+	}
+	b.WriteString("\n\n")
+	for i := range sig.NumOutputs() {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		f := sig.Output(i)
+		writeHeader(&b, f.Name)
+		writePlaceholder(&b, f.Name)
+		note, err := typeNote(f)
+		if err != nil {
+			return "", err
+		}
+		if note != "" {
+			b.WriteString("        # note: the value you produce ")
+			b.WriteString(note)
+		}
+	}
+	b.WriteString("\n\n[[ ## completed ## ]]\n")
+	writeObjective(&b, sig.Instructions())
+	return b.String(), nil
+}
+
+func writeHeader(b *strings.Builder, name string) {
+	b.WriteString("[[ ## ")
+	b.WriteString(name)
+	b.WriteString(" ## ]]\n")
+}
+
+func writePlaceholder(b *strings.Builder, name string) {
+	b.WriteByte('{')
+	b.WriteString(name)
+	b.WriteByte('}')
+}
+
+// formatted is one field value rendered for a message.
+type formatted struct {
+	text    string
+	present bool
+}
+
+// formatFields renders the values of the inputs (or outputs) present in
+// vals into dst, and returns the total length.
+func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals Values) ([]formatted, int, error) {
+	n := sig.NumInputs()
+	if outputs {
+		n = sig.NumOutputs()
+	}
+	size := 0
+	for i := range n {
+		f := field(sig, outputs, i)
+		v, ok := vals[f.Name]
+		if !ok {
+			dst = append(dst, formatted{})
+			continue
+		}
+		s, err := FormatValue(v, f)
+		if err != nil {
+			return nil, 0, err
+		}
+		dst = append(dst, formatted{s, true})
+		size += len(s) + len(f.Name) + 16
+	}
+	return dst, size, nil
+}
+
+// chatUser renders DSPy's format_user_message_content: the prefix, one
+// section per input present in vals, and on the main request the reminder
+// of the output fields; joined by blank lines and stripped.
+func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	var buf [8]formatted
+	fs, size, err := formatFields(buf[:0], sig, false, vals)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	size += len(prefix)
+	if main {
+		size += 160 + 64*sig.NumOutputs()
+	}
+	b.Grow(size)
+	b.WriteString(prefix)
+	for i, f := range fs {
+		if !f.present {
+			continue
+		}
+		b.WriteString("\n\n")
+		writeHeader(&b, sig.Input(i).Name)
+		b.WriteString(f.text)
+	}
+	if main {
+		b.WriteString("\n\n")
+		writeChatReminder(&b, sig)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// writeChatReminder writes DSPy's user_message_output_requirements.
+func writeChatReminder(b *strings.Builder, sig *signature.Signature) {
+	b.WriteString("Respond with the corresponding output fields, starting with the field ")
+	for i := range sig.NumOutputs() {
+		if i > 0 {
+			b.WriteString(", then ")
+		}
+		f := sig.Output(i)
+		b.WriteString("`[[ ## ")
+		b.WriteString(f.Name)
+		b.WriteString(" ## ]]`")
+		if !f.Spec.IsStr() {
+			b.WriteString(" (must be formatted as a valid Python ")
+			b.WriteString(f.Spec.String())
+			b.WriteByte(')')
+		}
+	}
+	b.WriteString(", and then ending with the marker for `[[ ## completed ## ]]`.")
+}
+
+// chatAssistant renders DSPy's format_assistant_message_content: every
+// output in its section (missing ones as the missing text), stripped, then
+// the completed marker.
+func chatAssistant(sig *signature.Signature, vals Values, missing string) (string, error) {
+	var buf [8]formatted
+	fs, size, err := formatFields(buf[:0], sig, true, vals)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.Grow(size + len(missing)*len(fs) + 32*len(fs) + 32)
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		text := f.text
+		if !f.present {
+			text = missing
+		}
+		name := sig.Output(i).Name
+		if i == len(fs)-1 {
+			// The message is stripped: the last value loses its trailing
+			// space, and an empty last value its header's line break.
+			if text = strings.TrimRightFunc(text, unicode.IsSpace); text == "" {
+				b.WriteString("[[ ## ")
+				b.WriteString(name)
+				b.WriteString(" ## ]]")
+				continue
+			}
+		}
+		writeHeader(&b, name)
+		b.WriteString(text)
+	}
+	b.WriteString("\n\n[[ ## completed ## ]]\n")
+	return b.String(), nil
+}
+
+// Parse reads the output fields from a Chat-format reply. See [Chat] for
+// what it recovers. A field repeated with two different non-empty values
+// is an ErrAmbiguous error; everything after the first completed marker is
+// ignored. Missing fields take their default, nullable ones nil; any other
+// missing field is an ErrMissingField error carrying the fields read.
+func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
+	return parseSections(sig, completion, "chat")
+}

@@ -1,0 +1,149 @@
+package adapter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/value"
+)
+
+// Sentinels for errors.Is. Parse errors wrap them inside a *ParseError.
+var (
+	// ErrMissingField: an output field is absent from the reply and has no
+	// default.
+	ErrMissingField = errors.New("output field missing")
+	// ErrTruncated: the reply was cut off by the token limit (finish_reason
+	// "length") or the text ends inside a value.
+	ErrTruncated = value.ErrTruncated
+	// ErrEmptyResponse: the LM returned no text.
+	ErrEmptyResponse = errors.New("empty response")
+	// ErrAmbiguous: the reply supports more than one value for a field
+	// (two different answers, an enum or bool matching several ways).
+	ErrAmbiguous = value.ErrAmbiguous
+	// ErrNotInSet: an enum or Literal answer matches none of the allowed
+	// values.
+	ErrNotInSet = value.ErrNoMatch
+	// ErrUnknownInput: an input value names no input field.
+	ErrUnknownInput = errors.New("unknown input field")
+	// ErrMissingInput: a required input field has no value.
+	ErrMissingInput = errors.New("missing input field")
+	// ErrContextWindow: the prompt does not fit the model's context window.
+	// It is matched by errors.Is on an *LMError and never triggers a
+	// fallback.
+	ErrContextWindow = errors.New("context window exceeded")
+)
+
+// ParseError reports a reply the adapter could not turn into the output
+// fields. It keeps the raw completion and the values it did read.
+type ParseError struct {
+	Adapter    string // chat, json, xml, twostep
+	Field      string // the field at fault, "" when not about one field
+	Completion string // the raw reply text
+	Partial    Values // the fields read before the failure
+	Err        error  // the cause; see the Err* sentinels
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	b.WriteString("adapter: ")
+	b.WriteString(e.Adapter)
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %q", e.Field)
+	}
+	b.WriteString(": ")
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("cannot parse reply")
+	}
+	const max = 200
+	if c := e.Completion; c != "" {
+		if len(c) > max {
+			c = c[:max] + "…"
+		}
+		fmt.Fprintf(&b, " (reply %q)", c)
+	}
+	return b.String()
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// InputError reports an input value that does not fit the signature. It is
+// returned before any LM call.
+type InputError struct {
+	Field string
+	Err   error
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("adapter: input %q: %v", e.Field, e.Err) }
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// LMError wraps an error from the LM call, including a cancelled or expired
+// context (errors.Is(err, context.Canceled) works through it). It is never
+// retried by a fallback adapter.
+type LMError struct {
+	Adapter string
+	Err     error
+}
+
+func (e *LMError) Error() string { return "adapter: " + e.Adapter + ": LM call: " + e.Err.Error() }
+
+func (e *LMError) Unwrap() error { return e.Err }
+
+// Is reports ErrContextWindow for the ways providers say the prompt is too
+// long: OpenAI's code context_length_exceeded, and the message texts of
+// vLLM, llama.cpp and others in an error body.
+func (e *LMError) Is(target error) bool {
+	return target == ErrContextWindow && isContextWindow(e.Err)
+}
+
+func isContextWindow(err error) bool {
+	var text string
+	var api *openai.APIError
+	var req *openai.RequestError
+	switch {
+	case errors.As(err, &api):
+		if c, ok := api.Code.(string); ok && c == "context_length_exceeded" {
+			return true
+		}
+		text = api.Message
+	case errors.As(err, &req):
+		text = string(req.Body)
+		if req.Err != nil {
+			text += " " + req.Err.Error()
+		}
+	default:
+		return false
+	}
+	text = strings.ToLower(text)
+	for _, s := range []string{"context_length_exceeded", "maximum context length", "context length", "context window", "too many tokens", "prompt is too long"} {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// wrapf wraps a sentinel with a message: "msg: sentinel".
+func wrapf(err error, msg string) error { return fmt.Errorf("%s: %w", msg, err) }
+
+var errNotObject = errors.New("reply is not a JSON object")
+
+// isFormatRejection reports a provider refusing the request's
+// response_format (an unsupported or invalid schema): HTTP 400 naming the
+// response format, and not about the context window.
+func isFormatRejection(err error) bool {
+	var api *openai.APIError
+	if !errors.As(err, &api) || api.HTTPStatusCode != 400 || isContextWindow(err) {
+		return false
+	}
+	if api.Param != nil && strings.Contains(*api.Param, "response_format") {
+		return true
+	}
+	msg := strings.ToLower(api.Message)
+	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_schema") || strings.Contains(msg, "schema")
+}

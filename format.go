@@ -1,0 +1,261 @@
+package adapter
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/value"
+	"github.com/sigwire/adapter/signature"
+)
+
+// FormatValue renders a field value as DSPy's format_field_value does: a
+// str field's text as is (a list given to a str field as a numbered «list»),
+// numbers, bools and None as Python prints them (3.0, True, None), and
+// lists, dicts and structs as JSON with Python's separators.
+func FormatValue(v any, f signature.Field) (string, error) {
+	s, err := value.Format(v, f.Spec)
+	if err != nil {
+		return "", fmt.Errorf("adapter: field %q: %w", f.Name, err)
+	}
+	return s, nil
+}
+
+// writeFieldDescriptions writes DSPy's get_field_description_string for
+// the inputs (or outputs): one numbered line per field, with its
+// description and constraints, the block stripped at the end.
+func writeFieldDescriptions(b *strings.Builder, sig *signature.Signature, outputs bool) {
+	n := sig.NumInputs()
+	if outputs {
+		n = sig.NumOutputs()
+	}
+	for i := range n {
+		f := field(sig, outputs, i)
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString(". `")
+		b.WriteString(f.Name)
+		b.WriteString("` (")
+		b.WriteString(f.Spec.String())
+		desc := f.Desc
+		if i == n-1 && len(f.Constraints) == 0 {
+			desc = strings.TrimRightFunc(desc, unicode.IsSpace)
+			if desc == "" {
+				b.WriteString("):")
+				continue
+			}
+		}
+		b.WriteString("): ")
+		b.WriteString(desc)
+		if len(f.Constraints) > 0 {
+			b.WriteString("\nConstraints: ")
+			for j, c := range f.Constraints {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(c.String())
+			}
+		}
+	}
+}
+
+// field returns the i-th input or output field.
+func field(sig *signature.Signature, output bool, i int) signature.Field {
+	if output {
+		return sig.Output(i)
+	}
+	return sig.Input(i)
+}
+
+// fieldsSize estimates the bytes the fields take in a system message.
+func fieldsSize(sig *signature.Signature) int {
+	n := 0
+	for i := range sig.NumInputs() {
+		f := sig.Input(i)
+		n += 3*len(f.Name) + len(f.Desc) + 48
+	}
+	for i := range sig.NumOutputs() {
+		f := sig.Output(i)
+		n += 3*len(f.Name) + len(f.Desc) + 48
+	}
+	return n
+}
+
+// typeNote returns DSPy's translate_field_type note for an output field
+// ("" for str), the text after "# note: the value you produce ".
+func typeNote(f signature.Field) (string, error) {
+	spec := f.Spec
+	switch spec.Kind() {
+	case signature.KindString:
+		return "", nil
+	case signature.KindBool:
+		return "must be True or False", nil
+	case signature.KindInt:
+		return "must be a single int value", nil
+	case signature.KindFloat:
+		return "must be a single float value", nil
+	case signature.KindEnum:
+		return "must be one of: " + strings.Join(spec.EnumValues(), "; "), nil
+	case signature.KindLiteral:
+		lits := spec.Literals()
+		parts := make([]string, len(lits))
+		for i, l := range lits {
+			parts[i] = pyjson.Str(l)
+		}
+		return "must exactly match (no extra characters) one of: " + strings.Join(parts, "; "), nil
+	}
+	schema, err := spec.PromptSchema()
+	if err != nil {
+		return "", fmt.Errorf("adapter: field %q: %w", f.Name, err)
+	}
+	return "must adhere to the JSON schema: " + renderSchema(schema), nil
+}
+
+// renderSchema renders a prompt schema as DSPy prints it: json.dumps with
+// Python's separators, non-ASCII kept, and every object's keys ordered
+// "type" first, then by code point (DSPy's move_type_to_front).
+func renderSchema(v any) string {
+	var b strings.Builder
+	writeSchema(&b, v)
+	return b.String()
+}
+
+func writeSchema(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(x, y string) int {
+			switch {
+			case x == y:
+				return 0
+			case x == "type":
+				return -1
+			case y == "type":
+				return 1
+			}
+			return strings.Compare(x, y)
+		})
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(pyjson.Quote(k))
+			b.WriteString(": ")
+			writeSchema(b, v[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeSchema(b, e)
+		}
+		b.WriteByte(']')
+	case []string:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(pyjson.Quote(e))
+		}
+		b.WriteByte(']')
+	default:
+		s, err := pyjson.Marshal(v)
+		if err != nil {
+			s = []byte(pyjson.Quote(fmt.Sprint(v)))
+		}
+		b.Write(s)
+	}
+}
+
+// writeObjective writes DSPy's format_task_description: the instructions
+// dedented, each line (split as str.splitlines splits on \n, \r\n, \r) on
+// its own line indented by eight spaces.
+func writeObjective(b *strings.Builder, instructions string) {
+	b.WriteString("In adhering to this structure, your objective is: ")
+	for s := dedent(instructions); len(s) > 0; {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			i = len(s)
+		}
+		b.WriteString("\n        ")
+		b.WriteString(s[:i])
+		if i < len(s) && s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			i++
+		}
+		s = s[min(i+1, len(s)):]
+	}
+}
+
+// dedent is Python's textwrap.dedent: it removes the longest common leading
+// whitespace of the non-blank lines, and empties whitespace-only lines.
+func dedent(s string) string {
+	if s == "" {
+		return s
+	}
+	margin, first := "", true
+	lines := strings.SplitAfterSeq(s, "\n")
+	for l := range lines {
+		body := strings.TrimRight(l, "\n")
+		if strings.TrimLeft(body, " \t") == "" {
+			continue
+		}
+		indent := body[:len(body)-len(strings.TrimLeft(body, " \t"))]
+		switch {
+		case first:
+			margin, first = indent, false
+		case strings.HasPrefix(indent, margin):
+		case strings.HasPrefix(margin, indent):
+			margin = indent
+		default:
+			n := 0
+			for n < len(margin) && n < len(indent) && margin[n] == indent[n] {
+				n++
+			}
+			margin = margin[:n]
+		}
+	}
+	if margin == "" && !hasBlankIndentedLine(lines) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		if strings.TrimLeft(body, " \t") == "" {
+			body = ""
+		} else {
+			body = strings.TrimPrefix(body, margin)
+		}
+		b.WriteString(body)
+		if nl {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// hasBlankIndentedLine reports a line of only spaces and tabs, which
+// dedent empties.
+func hasBlankIndentedLine(lines iter.Seq[string]) bool {
+	for l := range lines {
+		body := strings.TrimRight(l, "\n")
+		if body != "" && strings.TrimLeft(body, " \t") == "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,16 @@
+package adapter_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+func mustParse(t testing.TB, spec string) *signature.Signature {
+	t.Helper()
+	sig, err := signature.Parse(spec)
+	require.NoError(t, err)
+	return sig
+}

@@ -1,0 +1,431 @@
+package adapter
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/jsonx"
+	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/value"
+	"github.com/sigwire/adapter/signature"
+)
+
+// JSON is DSPy's JSONAdapter: inputs in [[ ## name ## ]] sections, the
+// outputs asked for as one JSON object. Its prompts are byte-identical to
+// DSPy 3.3.1's.
+//
+// The zero value is ready to use and safe for concurrent use.
+type JSON struct{}
+
+func init() { jsonFallback = JSON{} }
+
+// Name returns "json".
+func (JSON) Name() string { return "json" }
+
+// Format renders the system message, the demos (assistant turns as JSON
+// objects) and the user message with the JSON reminder.
+func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
+	sys, err := jsonSystem(sig)
+	if err != nil {
+		return nil, err
+	}
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
+	msgs, err = formatDemos(msgs, sig, demos, jsonUser, jsonAssistant)
+	if err != nil {
+		return nil, err
+	}
+	user, err := jsonUser(sig, inputs, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if user != "" {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
+	}
+	return msgs, nil
+}
+
+func jsonSystem(sig *signature.Signature) (string, error) {
+	var b strings.Builder
+	b.Grow(512)
+	b.WriteString("Your input fields are:\n")
+	writeFieldDescriptions(&b, sig, false)
+	b.WriteString("\nYour output fields are:\n")
+	writeFieldDescriptions(&b, sig, true)
+	b.WriteString("\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\nInputs will have the following structure:\n\n")
+	for i := range sig.NumInputs() {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		name := sig.Input(i).Name
+		writeHeader(&b, name)
+		b.WriteString("{" + name + "}")
+	}
+	b.WriteString("\n\nOutputs will be a JSON object with the following fields.\n\n")
+	if sig.NumOutputs() == 0 {
+		b.WriteString("{}")
+	} else {
+		b.WriteString("{")
+		for i := range sig.NumOutputs() {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			f := sig.Output(i)
+			note, err := typeNote(f)
+			if err != nil {
+				return "", err
+			}
+			placeholder := "{" + f.Name + "}"
+			if note != "" {
+				placeholder += "        # note: the value you produce " + note
+			}
+			b.WriteString("\n  ")
+			b.WriteString(pyjson.Quote(f.Name))
+			b.WriteString(": ")
+			b.WriteString(pyjson.Quote(placeholder))
+		}
+		b.WriteString("\n}")
+	}
+	b.WriteByte('\n')
+	writeObjective(&b, sig.Instructions())
+	return b.String(), nil
+}
+
+// jsonUser is Chat's user message with the JSON reminder.
+func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	s, err := chatUser(sig, vals, prefix, false)
+	if err != nil || !main {
+		return s, err
+	}
+	var b strings.Builder
+	b.WriteString(s)
+	if s != "" {
+		b.WriteString("\n\n")
+	}
+	b.WriteString("Respond with a JSON object in the following order of fields: ")
+	for i := range sig.NumOutputs() {
+		if i > 0 {
+			b.WriteString(", then ")
+		}
+		f := sig.Output(i)
+		b.WriteString("`" + f.Name + "`")
+		if f.Type != stringType {
+			b.WriteString(" (must be formatted as a valid Python ")
+			b.WriteString(f.Spec.String())
+			b.WriteByte(')')
+		}
+	}
+	b.WriteByte('.')
+	return b.String(), nil
+}
+
+// jsonAssistant renders the outputs as DSPy's JSONAdapter does:
+// json.dumps({name: value}, indent=2, ensure_ascii=False), a missing field
+// as the missing text.
+func jsonAssistant(sig *signature.Signature, vals Values, missing string) (string, error) {
+	if sig.NumOutputs() == 0 {
+		return "{}", nil
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range sig.NumOutputs() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		f := sig.Output(i)
+		b.WriteString("\n  ")
+		b.WriteString(pyjson.Quote(f.Name))
+		b.WriteString(": ")
+		v, ok := vals[f.Name]
+		if !ok {
+			b.WriteString(pyjson.Quote(missing))
+			continue
+		}
+		enc, err := pyjson.MarshalIndent(v, "  ", "  ")
+		if err != nil {
+			return "", &InputError{Field: f.Name, Err: err}
+		}
+		b.Write(enc)
+	}
+	b.WriteString("\n}")
+	return b.String(), nil
+}
+
+// Parse reads the output fields from a JSON reply: strict JSON first, then
+// the JSON object found in prose or a code fence, then (only on that span)
+// a repaired object. It unwraps a single wrapper key ({"json": {...}},
+// {"properties": {...}}), accepts a bare array for a single list output,
+// key case differences, and a renamed key where exactly one output and one
+// key are left over and one name contains the other. Values go through
+// [ParseValue] (strings) or the same rules for decoded JSON values.
+func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
+	return parseJSONFields(sig, completion, "json")
+}
+
+// wrapperDepth bounds how many single-key wrapper objects are unwrapped.
+const wrapperDepth = 2
+
+func parseJSONFields(sig *signature.Signature, completion, adapter string) (Values, error) {
+	text := stripReasoning(completion)
+	top, err := decodeReply(text)
+	obj, isObj := top.(map[string]any)
+	if err == nil && !isObj {
+		arr, isArr := top.([]any)
+		if isArr && sig.NumOutputs() == 1 && isListKind(sig.Output(0).Spec) {
+			obj, isObj = map[string]any{sig.Output(0).Name: arr}, true
+		} else {
+			err = errNotObject
+		}
+	}
+	if errors.Is(err, errNotObject) && hasOutputMarker(sig, text) {
+		// Chat markers instead of JSON: read them.
+		return parseSections(sig, completion, adapter)
+	}
+	if err != nil {
+		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: err}
+	}
+	for range wrapperDepth {
+		if matchesAnyOutput(sig, obj) || len(obj) != 1 {
+			break
+		}
+		for _, v := range obj {
+			if inner, ok := v.(map[string]any); ok {
+				obj = inner
+			}
+		}
+	}
+	keys := mapKeys(sig, obj)
+	vals := make(Values, sig.NumOutputs())
+	for i := range sig.NumOutputs() {
+		k, ok := keys[i]
+		if !ok {
+			continue
+		}
+		f := sig.Output(i)
+		v, err := decodedValue(obj[k], f)
+		if err != nil {
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
+		}
+		vals[f.Name] = v
+	}
+	return finishOutputs(sig, vals, completion, adapter)
+}
+
+func isListKind(spec *signature.TypeSpec) bool {
+	if spec.Kind() == signature.KindOptional {
+		spec = spec.Elem()
+	}
+	return spec.Kind() == signature.KindList
+}
+
+func matchesAnyOutput(sig *signature.Signature, obj map[string]any) bool {
+	for k := range obj {
+		if resolveMarkerName(sig, k) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mapKeys maps output indexes to the object's keys: exact names, then a
+// unique case-insensitive match, then one renamed key where exactly one
+// output and one key are left and one name contains the other.
+func mapKeys(sig *signature.Signature, obj map[string]any) map[int]string {
+	keys := make(map[int]string, sig.NumOutputs())
+	used := make(map[string]bool, len(obj))
+	for k := range obj {
+		i := resolveMarkerName(sig, k)
+		if i < 0 {
+			continue
+		}
+		if prev, dup := keys[i]; dup && (prev == sig.Output(i).Name || k != sig.Output(i).Name) {
+			continue // the exact name wins over a case variant
+		}
+		keys[i] = k
+		used[k] = true
+	}
+	if len(keys) == sig.NumOutputs()-1 && len(obj) == len(used)+1 {
+		var missing int
+		for i := range sig.NumOutputs() {
+			if _, ok := keys[i]; !ok {
+				missing = i
+			}
+		}
+		f := sig.Output(missing)
+		if f.HasDefault {
+			return keys
+		}
+		for k := range obj {
+			if used[k] {
+				continue
+			}
+			a, b := normKey(k), normKey(f.Name)
+			if a != "" && b != "" && (strings.Contains(a, b) || strings.Contains(b, a)) {
+				keys[missing] = k
+			}
+		}
+	}
+	return keys
+}
+
+func normKey(s string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
+}
+
+// decodeReply decodes the JSON value of a reply: the whole text strictly,
+// else an object serialised into a string under a wrapper key, else the
+// span found in prose or a fence (strictly, then repaired). A repair of a
+// value cut off mid-way is ErrTruncated; a second, different object after
+// the first is ErrAmbiguous (nothing says which one is the answer).
+func decodeReply(text string) (any, error) {
+	t := strings.TrimSpace(text)
+	if v, err := decodeStrict(t); err == nil {
+		return v, nil
+	}
+	if inner, ok := stringWrapped(t); ok {
+		if v, err := decodeReply(inner); err == nil {
+			if _, isObj := v.(map[string]any); isObj {
+				return v, nil
+			}
+		}
+	}
+	span, start, ok := jsonx.Extract(t)
+	if !ok {
+		return nil, errNotObject
+	}
+	v, err := decodeSpan(span)
+	if err != nil {
+		return nil, err
+	}
+	if _, isObj := v.(map[string]any); isObj {
+		if span2, _, ok := jsonx.Extract(t[start+len(span):]); ok && strings.HasPrefix(span2, "{") {
+			if v2, err := decodeStrict(span2); err == nil && !reflect.DeepEqual(v, v2) {
+				return nil, wrapf(ErrAmbiguous, "the reply holds two different JSON objects")
+			}
+		}
+	}
+	return v, nil
+}
+
+// decodeSpan decodes an extracted span strictly, else repaired.
+func decodeSpan(span string) (any, error) {
+	if v, err := decodeStrict(span); err == nil {
+		return v, nil
+	}
+	fixed, info, err := jsonx.Repair(span)
+	if err != nil {
+		return nil, wrapf(errNotObject, err.Error())
+	}
+	if info.Truncated {
+		return nil, ErrTruncated
+	}
+	return decodeStrict(fixed)
+}
+
+// stringWrapped recognises {"key": "{...}"} whose string holds a JSON
+// object with unescaped quotes (models serialise the answer into a string
+// under a wrapper key), and returns the object's text.
+func stringWrapped(t string) (string, bool) {
+	if !strings.HasPrefix(t, "{") || !strings.HasSuffix(t, "}") {
+		return "", false
+	}
+	body := strings.TrimSpace(t[1 : len(t)-1])
+	if len(body) < 2 || body[0] != '"' {
+		return "", false
+	}
+	end := strings.IndexByte(body[1:], '"')
+	if end < 0 {
+		return "", false
+	}
+	rest := strings.TrimSpace(body[end+2:])
+	rest, ok := strings.CutPrefix(rest, ":")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimSpace(rest)
+	if len(rest) < 3 || rest[0] != '"' || rest[len(rest)-1] != '"' || (rest[1] != '{' && rest[1] != '[') {
+		return "", false
+	}
+	inner := rest[1 : len(rest)-1]
+	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\r`, "\r", `\"`, `"`, `\\`, `\`).Replace(inner), true
+}
+
+// decodeStrict decodes one JSON value with numbers kept as json.Number.
+func decodeStrict(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// decodedValue converts a decoded JSON value to the field's type: a string
+// through ParseValue's text rules, anything else through the same rules for
+// decoded values.
+func decodedValue(v any, f signature.Field) (any, error) {
+	if s, ok := v.(string); ok {
+		return parseValue(s, f)
+	}
+	return value.FromJSON(v, f.Spec)
+}
+
+// Response modes of the JSON adapter, reported in [Result].Mode.
+const (
+	ModeJSONSchema = "json_schema" // strict structured outputs
+	ModeJSONObject = "json_object" // JSON mode
+	ModePrompt     = "prompt"      // JSON asked for in the prompt only
+)
+
+// ShapeRequest sets the response format, choosing the best tier the LM
+// supports (see [Capabilities]): a strict json_schema built from the output
+// fields, else json_object, else the prompt alone. A signature that strict
+// mode cannot express (maps, Any) starts at json_object. A response format
+// in the caller's request template is kept as it is.
+func (JSON) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
+	if req.ResponseFormat != nil {
+		return string(req.ResponseFormat.Type), level == 0, nil
+	}
+	var tiers [3]string
+	n := 0
+	var schema *signature.StrictSchema
+	if caps.StructuredOutputs {
+		if s, err := sig.StrictSchema(); err == nil {
+			schema = s
+			tiers[n] = ModeJSONSchema
+			n++
+		}
+	}
+	if caps.JSONMode {
+		tiers[n] = ModeJSONObject
+		n++
+	}
+	tiers[n] = ModePrompt
+	n++
+	if level >= n {
+		return "", false, nil
+	}
+	switch tiers[level] {
+	case ModeJSONSchema:
+		req.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name:   schema.Name,
+				Schema: schema.Schema,
+				Strict: true,
+			},
+		}
+	case ModeJSONObject:
+		req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	return tiers[level], true, nil
+}

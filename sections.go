@@ -1,0 +1,315 @@
+package adapter
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Marker kinds besides an output field index.
+const (
+	markOther     = -1 // an input field or an unknown name: ends a section, is ignored
+	markCompleted = -2 // [[ ## completed ## ]]: ends the reply
+)
+
+// marker is one field marker found in a reply.
+type marker struct {
+	start, end int // the marker's extent; the section's text starts at end
+	field      int // output index, markOther or markCompleted
+}
+
+// findMarker finds the next marker at or after pos. It looks for "##" and
+// accepts the forms models write:
+//
+//	[[ ## answer ## ]]   [[## answer ##]]   **[[ ## answer ## ]]**
+//	### [[ ## answer ## ]]   [[ ## Answer ## ]]:   ## answer ##
+//
+// A marker with brackets on both sides may appear anywhere, with any name
+// (an unknown name ends the previous section, as in DSPy). One without
+// full brackets must start its line and name a known field.
+func findMarker(sig *signature.Signature, s string, pos int) (marker, bool) {
+	for pos < len(s) {
+		j := strings.Index(s[pos:], "##")
+		if j < 0 {
+			return marker{}, false
+		}
+		i := pos + j
+		if m, ok := markerAt(sig, s, i); ok {
+			return m, true
+		}
+		pos = i + 1
+	}
+	return marker{}, false
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func skipBlank(s string, k int) int {
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	return k
+}
+
+func skipBlankBack(s string, k int) int {
+	for k > 0 && (s[k-1] == ' ' || s[k-1] == '\t') {
+		k--
+	}
+	return k
+}
+
+// markerAt parses a marker whose opening "##" is at i.
+func markerAt(sig *signature.Signature, s string, i int) (marker, bool) {
+	k := skipBlank(s, i+2)
+	n0 := k
+	for k < len(s) && isWordByte(s[k]) {
+		k++
+	}
+	name := s[n0:k]
+	if name == "" {
+		return marker{}, false
+	}
+	k = skipBlank(s, k)
+	if !strings.HasPrefix(s[k:], "##") {
+		return marker{}, false
+	}
+	end := skipBlank(s, k+2)
+	rb := 0
+	for rb < 2 && end < len(s) && s[end] == ']' {
+		end++
+		rb++
+	}
+	// Decoration after the marker: ":", "**", "__", in any order.
+	for end < len(s) {
+		switch {
+		case s[end] == ':':
+			end++
+		case strings.HasPrefix(s[end:], "**"), strings.HasPrefix(s[end:], "__"):
+			end += 2
+		default:
+			goto back
+		}
+	}
+back:
+	start := skipBlankBack(s, i)
+	lb := 0
+	for lb < 2 && start > 0 && s[start-1] == '[' {
+		start--
+		lb++
+	}
+	// Decoration before: "**", heading hashes, quote marks, up to the line
+	// start.
+	lineStart := true
+	b := start
+	for b > 0 && s[b-1] != '\n' && s[b-1] != '\r' {
+		switch s[b-1] {
+		case ' ', '\t', '*', '#', '>', '_':
+			b--
+			continue
+		}
+		lineStart = false
+		break
+	}
+	if lineStart {
+		start = b
+	} else if start >= 2 && (s[start-2:start] == "**" || s[start-2:start] == "__") {
+		start -= 2
+	}
+	field := resolveMarkerName(sig, name)
+	if !(lb > 0 && rb > 0) && (!lineStart || field == markOther && !knownInput(sig, name)) {
+		return marker{}, false
+	}
+	return marker{start: start, end: end, field: field}, true
+}
+
+// resolveMarkerName maps a marker name to an output index: the exact name
+// first, then a unique case-insensitive match.
+func resolveMarkerName(sig *signature.Signature, name string) int {
+	n := sig.NumOutputs()
+	for i := range n {
+		if sig.Output(i).Name == name {
+			return i
+		}
+	}
+	if strings.EqualFold(name, "completed") {
+		return markCompleted
+	}
+	found := markOther
+	for i := range n {
+		if strings.EqualFold(sig.Output(i).Name, name) {
+			if found != markOther {
+				return markOther
+			}
+			found = i
+		}
+	}
+	return found
+}
+
+func knownInput(sig *signature.Signature, name string) bool {
+	for i := range sig.NumInputs() {
+		if strings.EqualFold(sig.Input(i).Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripReasoning drops what reasoning models write before the answer: a
+// leading <think>…</think> (or <thinking>) block and OpenAI harmony
+// channels up to the final channel's message.
+func stripReasoning(s string) string {
+	t := strings.TrimLeft(s, " \t\r\n")
+	if strings.HasPrefix(t, "<|") {
+		const final = "<|channel|>final<|message|>"
+		if i := strings.LastIndex(t, final); i >= 0 {
+			t = t[i+len(final):]
+			for _, suf := range []string{"<|return|>", "<|end|>"} {
+				t = strings.TrimSuffix(strings.TrimRight(t, " \t\r\n"), suf)
+			}
+			return t
+		}
+	}
+	for _, tag := range [...]string{"think", "thinking", "reasoning"} {
+		if len(t) > len(tag)+2 && t[0] == '<' && strings.EqualFold(t[1:len(tag)+1], tag) && t[len(tag)+1] == '>' {
+			closing := "</" + tag + ">"
+			if i := strings.Index(t, closing); i >= 0 {
+				return t[i+len(closing):]
+			}
+			return "" // all reasoning, no answer yet
+		}
+	}
+	return s
+}
+
+// section is the text of one output field found in a reply.
+type section struct {
+	text  string
+	found bool
+}
+
+// sectionText is a section's value: the text after its marker, trimmed.
+// Text on the marker's own line is trimmed on its own as well, as DSPy
+// strips the header line's remainder ("[[ ## a ## ]] x  \n y" is "x\n y").
+func sectionText(seg string) string {
+	nl := strings.IndexByte(seg, '\n')
+	if nl > 0 && strings.TrimSpace(seg[:nl]) != "" {
+		if c := seg[nl-1]; c == ' ' || c == '\t' || c == '\r' {
+			if rest := strings.TrimRight(seg[nl:], " \t\r\n"); rest != "" {
+				return strings.TrimSpace(seg[:nl]) + rest
+			}
+		}
+	}
+	return strings.TrimSpace(seg)
+}
+
+// parseSections is the Chat parser.
+func parseSections(sig *signature.Signature, completion, adapter string) (Values, error) {
+	text := stripReasoning(completion)
+	n := sig.NumOutputs()
+	var buf [8]section
+	secs := buf[:0]
+	if n <= len(buf) {
+		secs = buf[:n]
+	} else {
+		secs = make([]section, n)
+	}
+	anyOutput := false
+	cur, curStart := markOther, 0
+	closeSection := func(end int) error {
+		if cur < 0 {
+			return nil
+		}
+		v := sectionText(text[curStart:end])
+		sec := &secs[cur]
+		switch {
+		case !sec.found || sec.text == "":
+			sec.text, sec.found = v, true
+		case v != "" && v != sec.text:
+			return &ParseError{Adapter: adapter, Field: sig.Output(cur).Name, Completion: completion,
+				Err: wrapf(ErrAmbiguous, "the field appears twice with different values")}
+		}
+		return nil
+	}
+	for pos := 0; ; {
+		m, ok := findMarker(sig, text, pos)
+		if !ok {
+			if err := closeSection(len(text)); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if err := closeSection(m.start); err != nil {
+			return nil, err
+		}
+		if m.field == markCompleted {
+			break
+		}
+		cur, curStart, pos = m.field, m.end, m.end
+		anyOutput = anyOutput || m.field >= 0
+	}
+	if !anyOutput && strings.ContainsAny(text, "{[") {
+		// The answer given as JSON instead of markers.
+		vals, err := parseJSONFields(sig, completion, adapter)
+		if err == nil || !errors.Is(err, errNotObject) {
+			return vals, err
+		}
+	}
+	vals := make(Values, n)
+	for i := range n {
+		f := sig.Output(i)
+		if !secs[i].found {
+			continue
+		}
+		v, err := parseValue(secs[i].text, f)
+		if err != nil {
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
+		}
+		vals[f.Name] = v
+	}
+	return finishOutputs(sig, vals, completion, adapter)
+}
+
+// finishOutputs applies defaults to missing outputs (the default value, or
+// nil for a nullable type) and reports the first missing required one.
+func finishOutputs(sig *signature.Signature, vals Values, completion, adapter string) (Values, error) {
+	for i := range sig.NumOutputs() {
+		f := sig.Output(i)
+		if _, ok := vals[f.Name]; ok {
+			continue
+		}
+		switch {
+		case f.HasDefault:
+			vals[f.Name] = f.Default
+		case f.Spec.Nullable():
+			vals[f.Name] = reflect.Zero(f.Type).Interface()
+		default:
+			for j := i + 1; j < sig.NumOutputs(); j++ {
+				g := sig.Output(j)
+				if _, ok := vals[g.Name]; !ok && g.HasDefault {
+					vals[g.Name] = g.Default
+				}
+			}
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: ErrMissingField}
+		}
+	}
+	return vals, nil
+}
+
+// hasOutputMarker reports whether text holds a marker of an output field.
+func hasOutputMarker(sig *signature.Signature, text string) bool {
+	for pos := 0; ; {
+		m, ok := findMarker(sig, text, pos)
+		if !ok {
+			return false
+		}
+		if m.field >= 0 {
+			return true
+		}
+		pos = m.end
+	}
+}
