@@ -1,0 +1,175 @@
+package adapter_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/internal/golden"
+	"github.com/sigwire/adapter/signature"
+)
+
+// streamFields feeds text to a Chat field stream in pieces of size bytes
+// and joins the deltas per field.
+func streamFields(sig *signature.Signature, text string, size int) map[string]string {
+	fs := adapter.Chat{}.NewFieldStream(sig)
+	got := map[string]string{}
+	var ds []adapter.FieldDelta
+	for i := 0; i < len(text); i += size {
+		ds = fs.Write(ds[:0], text[i:min(i+size, len(text))])
+		for _, d := range ds {
+			if !d.Reasoning {
+				got[d.Field] += d.Text
+			}
+		}
+	}
+	for _, d := range fs.Close(ds[:0]) {
+		if !d.Reasoning {
+			got[d.Field] += d.Text
+		}
+	}
+	return got
+}
+
+// TestChatStreamMatchesParse: for every Chat reply in the golden and
+// corpus files that Parse reads, the streamed deltas of each str field,
+// joined, equal the parsed value, for chunk sizes from 1 to 64 bytes.
+func TestChatStreamMatchesParse(t *testing.T) {
+	var cases []golden.Case
+	for _, f := range []string{"testdata/dspy_golden_public.json", "testdata/malformed_public.json"} {
+		cs, err := golden.Load(f)
+		require.NoError(t, err)
+		cases = append(cases, cs...)
+	}
+	var b golden.Builder
+	checked := 0
+	for _, c := range cases {
+		if c.Adapter != "chat" || c.Completion == "" || c.Signature == nil {
+			continue
+		}
+		sig, err := b.Signature(c.Signature)
+		if err != nil {
+			continue
+		}
+		vals, err := adapter.Chat{}.Parse(sig, c.Completion)
+		if err != nil || !hasMarker(c.Completion) {
+			continue // JSON-in-Chat replies are not streamed as fields
+		}
+		checked++
+		for _, size := range []int{1, 2, 3, 7, 16, 64} {
+			got := streamFields(sig, c.Completion, size)
+			for i := range sig.NumOutputs() {
+				f := sig.Output(i)
+				if s, ok := vals[f.Name].(string); ok && f.Spec.Kind() == signature.KindString {
+					assert.Equal(t, s, got[f.Name], "%s: field %s, chunk size %d", c.ID, f.Name, size)
+				}
+			}
+		}
+	}
+	assert.Greater(t, checked, 20)
+}
+
+func hasMarker(s string) bool { return strings.Contains(s, "##") }
+
+// BenchmarkChatStream measures the field stream over a reply in 16-byte
+// chunks; compare with BenchmarkChatParseStreamed (a one-shot Parse of the
+// same text) and double the reply to see linear growth.
+func BenchmarkChatStream(b *testing.B) {
+	for _, n := range []int{1, 2, 4} {
+		text := longReply(n)
+		for _, size := range []int{1, 16, 64} {
+			b.Run(sizeName(n, size), func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				b.ReportAllocs()
+				for b.Loop() {
+					fs := adapter.Chat{}.NewFieldStream(benchSig)
+					var ds []adapter.FieldDelta
+					for i := 0; i < len(text); i += size {
+						ds = fs.Write(ds[:0], text[i:min(i+size, len(text))])
+					}
+					fs.Close(ds[:0])
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkChatParseStreamed(b *testing.B) {
+	for _, n := range []int{1, 2, 4} {
+		text := longReply(n)
+		b.Run(sizeName(n, 0), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := (adapter.Chat{}).Parse(benchSig, text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// longReply is a reply of about n×8 KiB with markdown-ish text that keeps
+// the stream holding back possible marker starts.
+func longReply(n int) string {
+	line := "The **context** says [1] that water boils at 100 °C; see # notes > and _this_.\n"
+	body := strings.Repeat(line, n*100)
+	return "[[ ## reasoning ## ]]\n" + body + "\n[[ ## answer ## ]]\n" + body + "\n[[ ## completed ## ]]"
+}
+
+func sizeName(n, size int) string {
+	s := "x" + string(rune('0'+n))
+	if size > 0 {
+		s += "/chunk" + strings.TrimLeft(string([]byte{byte('0' + size/10), byte('0' + size%10)}), "0")
+	}
+	return s
+}
+
+// FuzzChatStream: whatever the reply and chunking, the stream never
+// panics, and when Parse reads the reply from its markers the joined
+// deltas equal the parsed text fields.
+func FuzzChatStream(f *testing.F) {
+	for _, s := range []string{
+		"[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\na\n\n[[ ## completed ## ]]",
+		"<think>x</think>**[[ ## answer ## ]]**: a  \n b\n[[ ## reasoning ## ]] r",
+		"### answer ##\nfoo\n## reasoning ##\nbar",
+	} {
+		f.Add(s, uint8(3))
+	}
+	sig := must(signature.Parse("question -> reasoning, answer"))
+	f.Fuzz(func(t *testing.T, text string, size uint8) {
+		got := streamFields(sig, text, int(size%64)+1)
+		vals, err := adapter.Chat{}.Parse(sig, text)
+		var pe *adapter.ParseError
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("untyped error %T: %v", err, err)
+		}
+		if err != nil || strings.ContainsAny(text, "{[") && !strings.Contains(text, "##") {
+			return
+		}
+		for _, name := range []string{"reasoning", "answer"} {
+			if got[name] != vals[name] {
+				t.Fatalf("field %s: stream %q, parse %q", name, got[name], vals[name])
+			}
+		}
+	})
+}
+
+// BenchmarkChatStreamTypical streams the reference completion in 16-byte
+// chunks; compare with BenchmarkChatParse.
+func BenchmarkChatStreamTypical(b *testing.B) {
+	b.SetBytes(int64(len(benchCompletion)))
+	b.ReportAllocs()
+	for b.Loop() {
+		fs := adapter.Chat{}.NewFieldStream(benchSig)
+		var ds []adapter.FieldDelta
+		for i := 0; i < len(benchCompletion); i += 16 {
+			ds = fs.Write(ds[:0], benchCompletion[i:min(i+16, len(benchCompletion))])
+		}
+		fs.Close(ds[:0])
+	}
+}

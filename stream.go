@@ -1,0 +1,270 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Chunk is one event of a [Stream].
+type Chunk struct {
+	// Field is the output field Delta belongs to ("" outside any field:
+	// a preamble, an echoed input, chatter).
+	Field string
+	// Delta is new text of Field. Concatenating a str field's deltas gives
+	// the field's parsed value.
+	Delta string
+	// Reasoning is a reasoning delta: reasoning_content, a raw reasoning
+	// field, or the text of a leading <think> block.
+	Reasoning string
+	// ToolCalls holds the tool calls accumulated so far, by index, when
+	// this chunk changed them.
+	ToolCalls []openai.ToolCall
+	// Adapter names the adapter whose stream this is; after a fallback the
+	// fallback's name.
+	Adapter string
+	// Done is set on the last chunk, which carries Result.
+	Done bool
+	// Result is what Call returns for the same reply (on the Done chunk).
+	Result *Result
+}
+
+// StreamParser is implemented by adapters that can route a reply's text to
+// its output fields while it streams.
+type StreamParser interface {
+	NewFieldStream(sig *signature.Signature) FieldStream
+}
+
+// FieldStream splits a streamed reply into field deltas. Write consumes the
+// next piece of text and appends to dst the deltas it can already decide;
+// Close appends what is left. A FieldStream does work linear in the text:
+// it never re-reads more than a marker's length of it.
+type FieldStream interface {
+	Write(dst []FieldDelta, text string) []FieldDelta
+	Close(dst []FieldDelta) []FieldDelta
+}
+
+// FieldDelta is a piece of a field's text ("" Field: outside any field).
+type FieldDelta struct {
+	Field     string
+	Text      string
+	Reasoning bool
+}
+
+// Stream runs the pipeline like [Call] with a streaming request, yielding
+// field deltas as they arrive and, last, a Done chunk carrying the Result
+// that Call would return for the same reply. An error ends the sequence;
+// breaking out of the loop cancels the request and releases everything.
+// A stream that ends without a finish reason was cut off: its error is a
+// *ParseError matching [ErrTruncated]. After a parse failure the adapter's
+// fallback runs as a second stream, reported with the fallback's name.
+func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos []Values, inputs Values, opts ...CallOption) iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		var c callConfig
+		for _, o := range opts {
+			o(&c)
+		}
+		if sig == nil {
+			yield(Chunk{}, errors.New("adapter: nil signature"))
+			return
+		}
+		if err := checkInputs(sig, inputs); err != nil {
+			yield(Chunk{}, err)
+			return
+		}
+		inputs = withDefaults(sig, inputs)
+		a := c.resolve(ctx)
+		res := &Result{}
+		err, stopped := streamAttempt(ctx, lm, a, sig, demos, inputs, &c, res, yield)
+		if stopped {
+			return
+		}
+		var pe *ParseError
+		if err != nil && errors.As(err, &pe) && !errors.Is(err, ErrTruncated) && !c.noFallback {
+			if fb, ok := a.(Fallbacker); ok {
+				if next := fb.Fallback(); next != nil {
+					first := err
+					err, stopped = streamAttempt(ctx, lm, next, sig, demos, inputs, &c, res, yield)
+					if stopped {
+						return
+					}
+					if err != nil {
+						err = errors.Join(err, first)
+					}
+				}
+			}
+		}
+		if err != nil {
+			yield(Chunk{Adapter: res.Adapter}, err)
+			return
+		}
+		yield(Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)
+	}
+}
+
+// streamAttempt streams one LM call with adapter a. stopped reports that
+// the consumer broke out of the loop.
+func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result, yield func(Chunk, error) bool) (err error, stopped bool) {
+	p, ok := a.(Parser)
+	if !ok {
+		return errors.New("adapter: " + a.Name() + " cannot parse completions"), false
+	}
+	msgs, err := a.Format(sig, demos, inputs)
+	if err != nil {
+		return err, false
+	}
+	req := c.req
+	req.Messages = msgs
+	req.Stream = true
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	if s, ok := a.(RequestShaper); ok {
+		mode, ok, err := s.ShapeRequest(sig, &req, capabilitiesOf(lm, req.Model), 0)
+		if err != nil {
+			return err, false
+		}
+		if ok {
+			res.Mode = mode
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := lm.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return &LMError{Adapter: a.Name(), Err: err}, false
+	}
+	defer stream.Close()
+	res.Calls++
+	res.Adapter = a.Name()
+
+	var fs FieldStream
+	if sp, ok := a.(StreamParser); ok {
+		fs = sp.NewFieldStream(sig)
+	}
+	var texts []strings.Builder
+	var finish []openai.FinishReason
+	var tools []openai.ToolCall
+	var deltas []FieldDelta
+	emit := func(ds []FieldDelta) bool {
+		for _, d := range ds {
+			ch := Chunk{Field: d.Field, Delta: d.Text, Adapter: a.Name()}
+			if d.Reasoning {
+				ch = Chunk{Reasoning: d.Text, Adapter: a.Name()}
+			}
+			if !yield(ch, nil) {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		resp, rerr := stream.Recv()
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(rerr, cerr) {
+				rerr = errors.Join(cerr, rerr)
+			}
+			return &LMError{Adapter: a.Name(), Err: rerr}, false
+		}
+		if resp.Usage != nil {
+			res.Usage = addUsage(res.Usage, *resp.Usage)
+		}
+		for _, ch := range resp.Choices {
+			for len(texts) <= ch.Index {
+				texts = append(texts, strings.Builder{})
+				finish = append(finish, "")
+			}
+			if ch.FinishReason != "" {
+				finish[ch.Index] = ch.FinishReason
+			}
+			if ch.Index != 0 {
+				texts[ch.Index].WriteString(ch.Delta.Content)
+				continue
+			}
+			if r := ch.Delta.ReasoningContent; r != "" {
+				if !yield(Chunk{Reasoning: r, Adapter: a.Name()}, nil) {
+					return nil, true
+				}
+			}
+			if len(ch.Delta.ToolCalls) > 0 {
+				tools = mergeToolCalls(tools, ch.Delta.ToolCalls)
+				if !yield(Chunk{ToolCalls: tools, Adapter: a.Name()}, nil) {
+					return nil, true
+				}
+			}
+			if ch.Delta.Content == "" {
+				continue
+			}
+			texts[0].WriteString(ch.Delta.Content)
+			if fs != nil {
+				deltas = fs.Write(deltas[:0], ch.Delta.Content)
+				if !emit(deltas) {
+					return nil, true
+				}
+			}
+		}
+	}
+	if fs != nil && !emit(fs.Close(deltas[:0])) {
+		return nil, true
+	}
+	if len(texts) == 0 {
+		return &ParseError{Adapter: a.Name(), Err: ErrEmptyResponse}, false
+	}
+	res.Completions = res.Completions[:0]
+	for i := range texts {
+		res.Completions = append(res.Completions, texts[i].String())
+	}
+	outs := make([]Values, 0, len(texts))
+	for i, text := range res.Completions {
+		if finish[i] == "" || finish[i] == openai.FinishReasonLength {
+			vals, perr := p.Parse(sig, text)
+			partial := vals
+			var pe *ParseError
+			if errors.As(perr, &pe) {
+				partial = pe.Partial
+			}
+			return &ParseError{Adapter: a.Name(), Completion: text, Partial: partial, Err: ErrTruncated}, false
+		}
+		if strings.TrimSpace(text) == "" && len(tools) == 0 {
+			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}, false
+		}
+		vals, perr := p.Parse(sig, text)
+		if perr != nil {
+			return perr, false
+		}
+		outs = append(outs, vals)
+	}
+	res.Outputs = outs
+	return nil, false
+}
+
+// mergeToolCalls accumulates streamed tool-call deltas by index.
+func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) []openai.ToolCall {
+	for _, d := range deltas {
+		i := len(acc)
+		if d.Index != nil {
+			i = *d.Index
+		}
+		for len(acc) <= i {
+			idx := len(acc)
+			acc = append(acc, openai.ToolCall{Index: &idx, Type: openai.ToolTypeFunction})
+		}
+		t := &acc[i]
+		if d.ID != "" {
+			t.ID = d.ID
+		}
+		if d.Type != "" {
+			t.Type = d.Type
+		}
+		t.Function.Name += d.Function.Name
+		t.Function.Arguments += d.Function.Arguments
+	}
+	return acc
+}

@@ -1,0 +1,103 @@
+package adapter_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+)
+
+// collect runs a stream and groups its deltas by field.
+func collect(t *testing.T, seq func(func(adapter.Chunk, error) bool)) (fields map[string]string, reasoning string, last adapter.Chunk, err error) {
+	t.Helper()
+	fields = map[string]string{}
+	for ch, e := range seq {
+		if e != nil {
+			return fields, reasoning, ch, e
+		}
+		fields[ch.Field] += ch.Delta
+		reasoning += ch.Reasoning
+		last = ch
+	}
+	return fields, reasoning, last, nil
+}
+
+func TestStreamChatFields(t *testing.T) {
+	reply := "<think>Paris is the capital.</think>\n**[[ ## reasoning ## ]]**\nIt is [well] known. # not a marker\n\n[[ ## answer ## ]]:\nParis\n\n[[ ## completed ## ]]\nignored"
+	sig := mustParse(t, "question -> reasoning, answer")
+	for _, size := range []int{1, 2, 3, 5, 7, 16, 64} {
+		srv := lmtest.NewServer(lmtest.Text(reply).ChunkSize(size))
+		fields, reasoning, last, err := collect(t, adapter.Stream(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}))
+		srv.Close()
+		require.NoError(t, err, "chunk size %d", size)
+		assert.Equal(t, "It is [well] known. # not a marker", fields["reasoning"], "chunk size %d", size)
+		assert.Equal(t, "Paris", fields["answer"], "chunk size %d", size)
+		assert.Equal(t, "Paris is the capital.", reasoning, "chunk size %d", size)
+		require.True(t, last.Done)
+		assert.Equal(t, adapter.Values{"reasoning": "It is [well] known. # not a marker", "answer": "Paris"}, last.Result.Outputs[0])
+		assert.Equal(t, "chat", last.Adapter)
+	}
+}
+
+func TestStreamResultEqualsCall(t *testing.T) {
+	reply := "[[ ## answer ## ]]\n42\n\n[[ ## completed ## ]]"
+	sig := mustParse(t, "question -> answer: int")
+	srv := lmtest.NewServer(lmtest.Text(reply).ChunkSize(4), lmtest.Text(reply))
+	defer srv.Close()
+	_, _, last, err := collect(t, adapter.Stream(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}))
+	require.NoError(t, err)
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"})
+	require.NoError(t, err)
+	assert.Equal(t, res.Outputs, last.Result.Outputs)
+	assert.Equal(t, res.Calls, last.Result.Calls)
+	assert.True(t, srv.Requests()[0].Chat.Stream)
+}
+
+func TestStreamCutIsTruncation(t *testing.T) {
+	sig := mustParse(t, "question -> answer")
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nThe three largest cities are Sydney, Melbourne and").ChunkSize(8).Cut())
+	defer srv.Close()
+	fields, _, _, err := collect(t, adapter.Stream(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}))
+	var pe *adapter.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+	assert.Equal(t, "The three largest cities are Sydney, Melbourne and", fields["answer"])
+}
+
+func TestStreamBreakReleases(t *testing.T) {
+	sig := mustParse(t, "question -> answer")
+	srv := lmtest.NewServer(lmtest.Text(strings.Repeat("[[ ## answer ## ]]\nword ", 1) + strings.Repeat("word ", 200)).ChunkSize(5).ChunkDelay(5 * time.Millisecond))
+	defer srv.Close()
+	before := runtime.NumGoroutine()
+	n := 0
+	for ch, err := range adapter.Stream(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}) {
+		require.NoError(t, err)
+		if ch.Field == "answer" {
+			n++
+		}
+		if n == 3 {
+			break
+		}
+	}
+	assert.Equal(t, 3, n)
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 }, 2*time.Second, 10*time.Millisecond, "goroutines leaked")
+}
+
+func TestStreamFieldsNoAdapterLeak(t *testing.T) {
+	// A call option template is not mutated by Stream.
+	tmpl := openai.ChatCompletionRequest{Model: "m"}
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nx"))
+	defer srv.Close()
+	_, _, _, err := collect(t, adapter.Stream(context.Background(), srv.Client(), mustParse(t, "q -> answer"), nil, adapter.Values{"q": "x"}, adapter.WithRequest(tmpl)))
+	require.NoError(t, err)
+	assert.False(t, tmpl.Stream)
+	assert.Nil(t, tmpl.StreamOptions)
+}
