@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -172,7 +173,13 @@ const wrapperDepth = 2
 
 func parseJSONFields(sig *signature.Signature, completion, adapter string) (Values, error) {
 	text := stripReasoning(completion)
-	top, err := decodeReply(text)
+	var top any
+	var err error
+	if flat, ok := decodeFlat(strings.TrimSpace(text)); ok {
+		top = flat
+	} else {
+		top, err = decodeReply(text)
+	}
 	obj, isObj := top.(map[string]any)
 	if err == nil && !isObj {
 		arr, isArr := top.([]any)
@@ -194,20 +201,24 @@ func parseJSONFields(sig *signature.Signature, completion, adapter string) (Valu
 			break
 		}
 		for _, v := range obj {
+			if str, ok := v.(string); ok {
+				// A stringified object under a wrapper key.
+				v, _ = decodeReply(str)
+			}
 			if inner, ok := v.(map[string]any); ok {
 				obj = inner
 			}
 		}
 	}
-	keys := mapKeys(sig, obj)
+	var buf [8]keyRef
+	keys := mapKeys(sig, obj, buf[:0])
 	vals := make(Values, sig.NumOutputs())
-	for i := range sig.NumOutputs() {
-		k, ok := keys[i]
-		if !ok {
+	for i, k := range keys {
+		if !k.ok {
 			continue
 		}
 		f := sig.Output(i)
-		v, err := decodedValue(obj[k], f)
+		v, err := decodedValue(obj[k.key], f)
 		if err != nil {
 			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
 		}
@@ -232,42 +243,55 @@ func matchesAnyOutput(sig *signature.Signature, obj map[string]any) bool {
 	return false
 }
 
+// keyRef is the object key an output field was found under.
+type keyRef struct {
+	key string
+	ok  bool
+}
+
 // mapKeys maps output indexes to the object's keys: exact names, then a
 // unique case-insensitive match, then one renamed key where exactly one
 // output and one key are left and one name contains the other.
-func mapKeys(sig *signature.Signature, obj map[string]any) map[int]string {
-	keys := make(map[int]string, sig.NumOutputs())
-	used := make(map[string]bool, len(obj))
+func mapKeys(sig *signature.Signature, obj map[string]any, keys []keyRef) []keyRef {
+	n := sig.NumOutputs()
+	for range n {
+		keys = append(keys, keyRef{})
+	}
+	used := 0
 	for k := range obj {
 		i := resolveMarkerName(sig, k)
 		if i < 0 {
 			continue
 		}
-		if prev, dup := keys[i]; dup && (prev == sig.Output(i).Name || k != sig.Output(i).Name) {
-			continue // the exact name wins over a case variant
+		if prev := keys[i]; prev.ok {
+			if prev.key == sig.Output(i).Name || k != sig.Output(i).Name {
+				continue // the exact name wins over a case variant
+			}
+			used--
 		}
-		keys[i] = k
-		used[k] = true
+		keys[i] = keyRef{k, true}
+		used++
 	}
-	if len(keys) == sig.NumOutputs()-1 && len(obj) == len(used)+1 {
-		var missing int
-		for i := range sig.NumOutputs() {
-			if _, ok := keys[i]; !ok {
-				missing = i
-			}
+	if used != n-1 || len(obj) != used+1 {
+		return keys
+	}
+	missing := 0
+	for i, k := range keys {
+		if !k.ok {
+			missing = i
 		}
-		f := sig.Output(missing)
-		if f.HasDefault {
-			return keys
+	}
+	f := sig.Output(missing)
+	if f.HasDefault {
+		return keys
+	}
+	for k := range obj {
+		if resolveMarkerName(sig, k) >= 0 {
+			continue
 		}
-		for k := range obj {
-			if used[k] {
-				continue
-			}
-			a, b := normKey(k), normKey(f.Name)
-			if a != "" && b != "" && (strings.Contains(a, b) || strings.Contains(b, a)) {
-				keys[missing] = k
-			}
+		a, b := normKey(k), normKey(f.Name)
+		if a != "" && b != "" && (strings.Contains(a, b) || strings.Contains(b, a)) {
+			keys[missing] = keyRef{k, true}
 		}
 	}
 	return keys
@@ -353,6 +377,92 @@ func stringWrapped(t string) (string, bool) {
 	}
 	inner := rest[1 : len(rest)-1]
 	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\r`, "\r", `\"`, `"`, `\\`, `\`).Replace(inner), true
+}
+
+// decodeFlat is the fast path for the common reply: one flat JSON object
+// whose values are strings without escapes, numbers, true, false or null.
+// It reports false for anything else, which the general decoder handles.
+func decodeFlat(t string) (map[string]any, bool) {
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+		return nil, false
+	}
+	m := make(map[string]any, 4)
+	i := skipWS(t, 1)
+	if t[i] == '}' {
+		return m, i == len(t)-1
+	}
+	for {
+		key, j, ok := flatString(t, i)
+		if !ok {
+			return nil, false
+		}
+		if i = skipWS(t, j); t[i] != ':' {
+			return nil, false
+		}
+		i = skipWS(t, i+1)
+		var v any
+		switch c := t[i]; {
+		case c == '"':
+			v, j, ok = flatString(t, i)
+		case c == '-' || c >= '0' && c <= '9':
+			j = i + 1
+			for j < len(t) && strings.IndexByte("0123456789.eE+-", t[j]) >= 0 {
+				j++
+			}
+			v, ok = json.Number(t[i:j]), json.Valid([]byte(t[i:j]))
+		case strings.HasPrefix(t[i:], "true"):
+			v, j, ok = true, i+4, true
+		case strings.HasPrefix(t[i:], "false"):
+			v, j, ok = false, i+5, true
+		case strings.HasPrefix(t[i:], "null"):
+			v, j, ok = nil, i+4, true
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil, false
+		}
+		m[key] = v
+		switch i = skipWS(t, j); t[i] {
+		case ',':
+			i = skipWS(t, i+1)
+		case '}':
+			return m, i == len(t)-1
+		default:
+			return nil, false
+		}
+	}
+}
+
+// skipWS skips JSON whitespace; it stops at the last byte at the latest.
+func skipWS(t string, i int) int {
+	for i < len(t)-1 {
+		switch t[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return min(i, len(t)-1)
+}
+
+// flatString reads a JSON string without escapes or control characters at
+// t[i] and returns its text and the index after it.
+func flatString(t string, i int) (string, int, bool) {
+	if t[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(t); j++ {
+		switch c := t[j]; {
+		case c == '"':
+			s := t[i+1 : j]
+			return s, j + 1, utf8.ValidString(s)
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
 }
 
 // decodeStrict decodes one JSON value with numbers kept as json.Number.

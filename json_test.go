@@ -3,6 +3,7 @@ package adapter_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/signature"
 )
 
 func TestJSONParseRecovery(t *testing.T) {
@@ -152,4 +154,158 @@ func TestChatFallsBackToJSON(t *testing.T) {
 	assert.Equal(t, 42, res.Outputs[0]["answer"])
 	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseAdapter(adapter.Chat{NoFallback: true}))
 	assert.Error(t, err)
+}
+
+// FuzzJSONParse: the JSON parser never panics, returns typed errors, and
+// what it returns has the output fields' Go types.
+func FuzzJSONParse(f *testing.F) {
+	for _, s := range []string{
+		`{"answer": "Paris", "score": 0.5}`,
+		"Here:\n```json\n{\"answer\": \"x\", \"score\": \"1,000\"}\n```",
+		`{"json": "{\"answer\": \"a\", \"score\": 1}"}`,
+		`{'answer': 'x', 'score': None,}`,
+		`{"answer": "cut`,
+		`{"answer": "a"} {"answer": "b"}`,
+	} {
+		f.Add(s)
+	}
+	sig := must(signature.Parse("question -> answer, score: Optional[float]"))
+	f.Fuzz(func(t *testing.T, text string) {
+		vals, err := adapter.JSON{}.Parse(sig, text)
+		if err != nil {
+			var pe *adapter.ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+			return
+		}
+		if _, ok := vals["answer"].(string); !ok {
+			t.Fatalf("answer is %T", vals["answer"])
+		}
+		if _, ok := vals["score"].(*float64); !ok {
+			t.Fatalf("score is %T", vals["score"])
+		}
+	})
+}
+
+var benchJSONReply = `{"reasoning": "The context states that water boils at 100 degrees Celsius at sea level.", "answer": "100 °C"}`
+
+// BenchmarkJSONParse is the JSON adapter's happy path; compare with
+// BenchmarkJSONDecodeBaseline, a plain encoding/json decode of the same
+// reply into a struct.
+func BenchmarkJSONParse(b *testing.B) {
+	b.SetBytes(int64(len(benchJSONReply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.JSON{}).Parse(benchSig, benchJSONReply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkJSONDecodeBaseline(b *testing.B) {
+	b.SetBytes(int64(len(benchJSONReply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var v struct {
+			Reasoning string `json:"reasoning"`
+			Answer    string `json:"answer"`
+		}
+		if err := json.Unmarshal([]byte(benchJSONReply), &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type shapeColor string
+
+func (shapeColor) EnumValues() []string { return []string{"red", "blue"} }
+
+type shapeNode struct {
+	Label    string      `json:"label"`
+	Color    shapeColor  `json:"color"`
+	Weight   *float64    `json:"weight"`
+	Children []shapeNode `json:"children"`
+}
+
+type shapeIn struct {
+	Text string `json:"text"`
+}
+
+type shapeOut struct {
+	Root  shapeNode   `json:"root"`
+	Extra []shapeNode `json:"extra"`
+	Note  *string     `json:"note"`
+}
+
+// TestJSONStrictRequestShape checks the response_format the JSON adapter
+// sends for nested structs, pointers, slices, enums and a recursive type,
+// against OpenAI's strict-mode rules, and that the reply fills the structs.
+func TestJSONStrictRequestShape(t *testing.T) {
+	sig, err := signature.FromStructs[shapeIn, shapeOut]()
+	require.NoError(t, err)
+	reply := `{"root": {"label": "a", "color": "RED", "weight": null, "children": [{"label": "b", "color": "blue", "weight": 2, "children": []}]}, "extra": [], "note": null}`
+	srv := lmtest.NewServer(lmtest.Text(reply))
+	defer srv.Close()
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"text": "t"},
+		adapter.UseAdapter(adapter.JSON{}), adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4.1"}))
+	require.NoError(t, err)
+	assert.Equal(t, adapter.ModeJSONSchema, res.Mode)
+	two := 2.0
+	assert.Equal(t, shapeNode{Label: "a", Color: "red", Children: []shapeNode{{Label: "b", Color: "blue", Weight: &two, Children: []shapeNode{}}}}, res.Outputs[0]["root"])
+	assert.Equal(t, (*string)(nil), res.Outputs[0]["note"])
+
+	var body struct {
+		RF struct {
+			Type       string `json:"type"`
+			JSONSchema struct {
+				Name   string         `json:"name"`
+				Strict bool           `json:"strict"`
+				Schema map[string]any `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	require.NoError(t, json.Unmarshal(srv.Requests()[0].Body, &body))
+	assert.Equal(t, "json_schema", body.RF.Type)
+	assert.True(t, body.RF.JSONSchema.Strict)
+	schema := body.RF.JSONSchema.Schema
+	assert.Equal(t, []any{"root", "extra", "note"}, schema["required"])
+	walkStrict(t, schema, "$")
+	node := schema["$defs"].(map[string]any)["shapeNode"].(map[string]any)
+	props := node["properties"].(map[string]any)
+	assert.Equal(t, map[string]any{"type": "string", "enum": []any{"red", "blue"}}, props["color"])
+	assert.Equal(t, map[string]any{"anyOf": []any{map[string]any{"type": "number"}, map[string]any{"type": "null"}}}, props["weight"])
+	assert.Equal(t, map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/shapeNode"}}, props["children"])
+}
+
+// walkStrict asserts OpenAI's strict-mode rules on every schema node.
+func walkStrict(t *testing.T, n map[string]any, path string) {
+	t.Helper()
+	if _, ok := n["$ref"]; ok {
+		assert.Len(t, n, 1, "%s: $ref with siblings", path)
+	}
+	if n["type"] == "object" {
+		props, _ := n["properties"].(map[string]any)
+		assert.Equal(t, false, n["additionalProperties"], path)
+		assert.Len(t, n["required"], len(props), "%s: every property required", path)
+		for k, p := range props {
+			walkStrict(t, p.(map[string]any), path+"."+k)
+		}
+	}
+	if items, ok := n["items"].(map[string]any); ok {
+		walkStrict(t, items, path+"[]")
+	}
+	for _, a := range asSlice(n["anyOf"]) {
+		walkStrict(t, a.(map[string]any), path+"|")
+	}
+	if defs, ok := n["$defs"].(map[string]any); ok {
+		for k, d := range defs {
+			walkStrict(t, d.(map[string]any), "$defs."+k)
+		}
+	}
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }

@@ -44,7 +44,7 @@ var (
 	scaleWords          = map[string]bool{"hundred": true, "thousand": true, "million": true, "billion": true, "trillion": true, "mn": true, "bn": true, "mm": true, "dozen": true, "lakh": true, "crore": true}
 	strongBools         = map[string]bool{"yes": true, "true": true, "no": false, "false": false}
 	boolWords           = map[string]bool{"true": true, "t": true, "yes": true, "y": true, "on": true, "1": true, "false": false, "f": false, "no": false, "n": false, "off": false, "0": false}
-	noneWords           = map[string]bool{"none": true, "null": true, "nil": true}
+	noneWords           = map[string]bool{"none": true, "null": true, "nil": true, "n/a": true}
 	errNull             = fmt.Errorf("%w: null for a field that cannot be None", ErrInvalid)
 )
 

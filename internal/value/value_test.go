@@ -112,6 +112,7 @@ func TestParse(t *testing.T) {
 		{typ: "Literal['ab', 'AB']", raw: "Ab", err: value.ErrAmbiguous},
 		{typ: "Literal[1, 2]", raw: "2", want: 2},
 		{typ: "Optional[int]", raw: "", want: (*int)(nil)},
+		{typ: "Optional[float]", raw: "N/A", want: (*float64)(nil)},
 		{typ: "list[str]", raw: "- red\n- green\n- blue", want: []string{"red", "green", "blue"}},
 		{typ: "list[int]", raw: "1. 10\n2. 20", want: []int{10, 20}},
 		{typ: "dict[str, int]", raw: "{\"a\": 1, \"b\": ", err: value.ErrTruncated},
