@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -93,6 +94,7 @@ type callConfig struct {
 	adapter    Adapter // UseAdapter: beats the context
 	fallback   Adapter // Default: below the context
 	noFallback bool
+	trace      *Trace
 }
 
 // WithRequest sets the request template: model, temperature, n, max tokens
@@ -135,7 +137,8 @@ type Result struct {
 	Adapter string
 	// Usage is the token usage summed over every LM call made.
 	Usage openai.Usage
-	// Calls is the number of LM calls made (2 after a fallback).
+	// Calls is the number of LM requests sent, failed ones included (2
+	// after a fallback or a rejected response format).
 	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string
@@ -170,8 +173,9 @@ func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, 
 		return nil, err
 	}
 	inputs = withDefaults(sig, inputs)
+	c.trace = composeTrace(traceFrom(ctx), c.trace)
 	res := &Result{}
-	err := attempt(ctx, lm, a, sig, demos, inputs, &c, res)
+	err := attempt(ctx, lm, a, 1, sig, demos, inputs, &c, res)
 	var pe *ParseError
 	if err == nil || !errors.As(err, &pe) || errors.Is(err, ErrTruncated) || c.noFallback {
 		return res, err
@@ -184,7 +188,7 @@ func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, 
 	if next == nil {
 		return res, err
 	}
-	if ferr := attempt(ctx, lm, next, sig, demos, inputs, &c, res); ferr != nil {
+	if ferr := attempt(ctx, lm, next, 2, sig, demos, inputs, &c, res); ferr != nil {
 		return res, fmt.Errorf("%w (after %s: %v)", ferr, a.Name(), err)
 	}
 	return res, nil
@@ -203,13 +207,17 @@ func (c *callConfig) resolve(ctx context.Context) Adapter {
 	return DefaultAdapter
 }
 
-// attempt makes one LM call with adapter a and parses its choices into res.
-func attempt(ctx context.Context, lm LM, a Adapter, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result) error {
+// attempt makes one LM call with adapter a (the n-th adapter tried) and
+// parses its choices into res.
+func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result) error {
 	p, ok := a.(Parser)
 	if !ok {
 		return fmt.Errorf("adapter: %s cannot parse completions", a.Name())
 	}
+	tr := tracer{c.trace, a.Name(), n}
+	start := time.Now()
 	msgs, err := a.Format(sig, demos, inputs)
+	tr.format(msgs, time.Since(start), err)
 	if err != nil {
 		return err
 	}
@@ -233,7 +241,11 @@ func attempt(ctx context.Context, lm LM, a Adapter, sig *signature.Signature, de
 		if err := ctx.Err(); err != nil {
 			return &LMError{Adapter: a.Name(), Err: err}
 		}
+		tr.lmStart(req, false)
+		start := time.Now()
 		resp, err = lm.CreateChatCompletion(ctx, req)
+		tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Usage: resp.Usage, Duration: time.Since(start), Err: err})
+		res.Calls++
 		if err == nil {
 			break
 		}
@@ -242,13 +254,11 @@ func attempt(ctx context.Context, lm LM, a Adapter, sig *signature.Signature, de
 		}
 		if shapes && level == 0 && req.ResponseFormat != nil && c.req.ResponseFormat == nil && isFormatRejection(err) {
 			// The provider rejected the response format: one tier down, once.
-			res.Calls++
 			rejected = err
 			continue
 		}
 		return &LMError{Adapter: a.Name(), Err: err}
 	}
-	res.Calls++
 	res.Usage = addUsage(res.Usage, resp.Usage)
 	res.Adapter = a.Name()
 	if len(resp.Choices) == 0 {
@@ -266,7 +276,9 @@ func attempt(ctx context.Context, lm LM, a Adapter, sig *signature.Signature, de
 		if strings.TrimSpace(text) == "" {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
+		start := time.Now()
 		vals, err := p.Parse(sig, text)
+		tr.parse(text, vals, time.Since(start), err)
 		if ch.FinishReason == openai.FinishReasonLength {
 			partial := vals
 			var pe *ParseError

@@ -131,7 +131,7 @@ func TestCallLMErrors(t *testing.T) {
 		var api *openai.APIError
 		require.ErrorAs(t, err, &api, "go-openai's error stays reachable")
 		assert.Equal(t, http.StatusBadRequest, api.HTTPStatusCode)
-		assert.Zero(t, res.Calls)
+		assert.Equal(t, 1, res.Calls)
 		assert.Len(t, srv.Requests(), 1, "never retried by a fallback")
 	})
 	t.Run("server error", func(t *testing.T) {
@@ -149,12 +149,24 @@ func TestCallLMErrors(t *testing.T) {
 		defer srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		_, err := adapter.Call(ctx, srv.Client(), sig, nil, in)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		var le *adapter.LMError
 		assert.ErrorAs(t, err, &le)
-		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Len(t, srv.Requests(), 1, "never retried by a fallback")
+	})
+	t.Run("rate limited", func(t *testing.T) {
+		srv := lmtest.NewServer(lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`))
+		defer srv.Close()
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, adapter.UseAdapter(adapter.JSON{}),
+			adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"}))
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		var api *openai.APIError
+		require.ErrorAs(t, err, &api)
+		assert.Equal(t, http.StatusTooManyRequests, api.HTTPStatusCode)
+		assert.Len(t, srv.Requests(), 1, "a 429 is not a schema rejection and never triggers a fallback")
+		assert.Equal(t, 1, res.Calls)
 	})
 }
 

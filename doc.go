@@ -13,12 +13,23 @@
 //
 // # Adapters
 //
-// [Chat] writes DSPy's [[ ## field ## ]] format. Format and Parse are pure
-// functions of their arguments; adapters are immutable values, safe for
-// concurrent use. Optional capabilities are separate interfaces detected by
-// type assertion, as database/sql does: [Parser] (reads a reply from its
-// text) and [Fallbacker] (retries once with another adapter after a parse
-// failure).
+// [Chat] writes DSPy's [[ ## field ## ]] format; [JSON] asks for a JSON
+// object, with OpenAI structured outputs where the LM supports them (see
+// [Capabilities]). Format and Parse are pure functions of their arguments;
+// adapters are immutable values, safe for concurrent use. Optional
+// capabilities are separate interfaces detected by type assertion, as
+// database/sql does: [Parser] (reads a reply from its text),
+// [RequestShaper] (sets request options such as response_format, with a
+// lower tier when the provider rejects them), [Fallbacker] (retries once
+// with another adapter after a parse failure) and [StreamParser] (routes
+// streamed text to fields, for [Stream]).
+//
+// # Streaming and observing
+//
+// [Stream] is [Call] as an iter.Seq2 of [Chunk]s: field deltas, reasoning
+// deltas, tool calls, and a last chunk carrying the [Result]. A [Trace]
+// (on the context with [WithTrace], or for one call with [Observe]) sees
+// every format, LM call and parse, fallbacks included.
 //
 // # Values
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"unicode"
 
 	"github.com/sigwire/adapter/signature"
 )
@@ -197,10 +198,10 @@ type section struct {
 // strips the header line's remainder ("[[ ## a ## ]] x  \n y" is "x\n y").
 func sectionText(seg string) string {
 	nl := strings.IndexByte(seg, '\n')
-	if nl > 0 && strings.TrimSpace(seg[:nl]) != "" {
-		if c := seg[nl-1]; c == ' ' || c == '\t' || c == '\r' {
-			if rest := strings.TrimRight(seg[nl:], " \t\r\n"); rest != "" {
-				return strings.TrimSpace(seg[:nl]) + rest
+	if nl > 0 {
+		if head := strings.TrimSpace(seg[:nl]); head != "" && len(strings.TrimRightFunc(seg[:nl], unicode.IsSpace)) < nl {
+			if rest := strings.TrimRightFunc(seg[nl:], unicode.IsSpace); rest != "" {
+				return head + rest
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -80,8 +81,9 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 		}
 		inputs = withDefaults(sig, inputs)
 		a := c.resolve(ctx)
+		c.trace = composeTrace(traceFrom(ctx), c.trace)
 		res := &Result{}
-		err, stopped := streamAttempt(ctx, lm, a, sig, demos, inputs, &c, res, yield)
+		err, stopped := streamAttempt(ctx, lm, a, 1, sig, demos, inputs, &c, res, yield)
 		if stopped {
 			return
 		}
@@ -90,7 +92,7 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 			if fb, ok := a.(Fallbacker); ok {
 				if next := fb.Fallback(); next != nil {
 					first := err
-					err, stopped = streamAttempt(ctx, lm, next, sig, demos, inputs, &c, res, yield)
+					err, stopped = streamAttempt(ctx, lm, next, 2, sig, demos, inputs, &c, res, yield)
 					if stopped {
 						return
 					}
@@ -110,12 +112,15 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 
 // streamAttempt streams one LM call with adapter a. stopped reports that
 // the consumer broke out of the loop.
-func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result, yield func(Chunk, error) bool) (err error, stopped bool) {
+func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result, yield func(Chunk, error) bool) (err error, stopped bool) {
 	p, ok := a.(Parser)
 	if !ok {
 		return errors.New("adapter: " + a.Name() + " cannot parse completions"), false
 	}
+	tr := tracer{c.trace, a.Name(), n}
+	start := time.Now()
 	msgs, err := a.Format(sig, demos, inputs)
+	tr.format(msgs, time.Since(start), err)
 	if err != nil {
 		return err, false
 	}
@@ -134,12 +139,15 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, sig *signatur
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	tr.lmStart(req, true)
+	lmStart := time.Now()
 	stream, err := lm.CreateChatCompletionStream(ctx, req)
+	res.Calls++
 	if err != nil {
+		tr.lmDone(LMCallDoneInfo{Request: req, Stream: true, Duration: time.Since(lmStart), Err: err})
 		return &LMError{Adapter: a.Name(), Err: err}, false
 	}
 	defer stream.Close()
-	res.Calls++
 	res.Adapter = a.Name()
 
 	var fs FieldStream
@@ -171,6 +179,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, sig *signatur
 			if cerr := ctx.Err(); cerr != nil && !errors.Is(rerr, cerr) {
 				rerr = errors.Join(cerr, rerr)
 			}
+			tr.lmDone(LMCallDoneInfo{Request: req, Stream: true, Usage: res.Usage, Duration: time.Since(lmStart), Err: rerr})
 			return &LMError{Adapter: a.Name(), Err: rerr}, false
 		}
 		if resp.Usage != nil {
@@ -221,10 +230,13 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, sig *signatur
 	for i := range texts {
 		res.Completions = append(res.Completions, texts[i].String())
 	}
+	tr.lmDone(LMCallDoneInfo{Request: req, Stream: true, Completions: res.Completions, Usage: res.Usage, Duration: time.Since(lmStart)})
 	outs := make([]Values, 0, len(texts))
 	for i, text := range res.Completions {
 		if finish[i] == "" || finish[i] == openai.FinishReasonLength {
+			pstart := time.Now()
 			vals, perr := p.Parse(sig, text)
+			tr.parse(text, vals, time.Since(pstart), perr)
 			partial := vals
 			var pe *ParseError
 			if errors.As(perr, &pe) {
@@ -235,7 +247,9 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, sig *signatur
 		if strings.TrimSpace(text) == "" && len(tools) == 0 {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}, false
 		}
+		pstart := time.Now()
 		vals, perr := p.Parse(sig, text)
+		tr.parse(text, vals, time.Since(pstart), perr)
 		if perr != nil {
 			return perr, false
 		}
