@@ -3,7 +3,6 @@ package adapter
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
 	"strings"
 	"unicode/utf8"
@@ -308,7 +307,7 @@ func normKey(s string) string {
 // the first is ErrAmbiguous (nothing says which one is the answer).
 func decodeReply(text string) (any, error) {
 	t := strings.TrimSpace(text)
-	if v, err := decodeStrict(t); err == nil {
+	if v, err := jsonx.Decode(t); err == nil {
 		return v, nil
 	}
 	if inner, ok := stringWrapped(t); ok {
@@ -328,7 +327,7 @@ func decodeReply(text string) (any, error) {
 	}
 	if _, isObj := v.(map[string]any); isObj {
 		if span2, _, ok := jsonx.Extract(t[start+len(span):]); ok && strings.HasPrefix(span2, "{") {
-			if v2, err := decodeStrict(span2); err == nil && !reflect.DeepEqual(v, v2) {
+			if v2, err := jsonx.Decode(span2); err == nil && !reflect.DeepEqual(v, v2) {
 				return nil, wrapf(ErrAmbiguous, "the reply holds two different JSON objects")
 			}
 		}
@@ -338,7 +337,7 @@ func decodeReply(text string) (any, error) {
 
 // decodeSpan decodes an extracted span strictly, else repaired.
 func decodeSpan(span string) (any, error) {
-	if v, err := decodeStrict(span); err == nil {
+	if v, err := jsonx.Decode(span); err == nil {
 		return v, nil
 	}
 	fixed, info, err := jsonx.Repair(span)
@@ -348,7 +347,7 @@ func decodeSpan(span string) (any, error) {
 	if info.Truncated {
 		return nil, ErrTruncated
 	}
-	return decodeStrict(fixed)
+	return jsonx.Decode(fixed)
 }
 
 // stringWrapped recognises {"key": "{...}"} whose string holds a JSON
@@ -463,20 +462,6 @@ func flatString(t string, i int) (string, int, bool) {
 		}
 	}
 	return "", 0, false
-}
-
-// decodeStrict decodes one JSON value with numbers kept as json.Number.
-func decodeStrict(s string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after JSON value")
-	}
-	return v, nil
 }
 
 // decodedValue converts a decoded JSON value to the field's type: a string

@@ -3,6 +3,8 @@ package adapter
 import (
 	"reflect"
 	"testing"
+
+	"github.com/sigwire/adapter/internal/jsonx"
 )
 
 // FuzzDecodeFlat: the fast path agrees with encoding/json whenever it
@@ -16,7 +18,7 @@ func FuzzDecodeFlat(f *testing.F) {
 		if !ok {
 			return
 		}
-		strict, err := decodeStrict(s)
+		strict, err := jsonx.Decode(s)
 		if err != nil {
 			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", s, err)
 		}

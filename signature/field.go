@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/sigwire/adapter/internal/pyjson"
 )
 
 // Field is one input or output of a signature.
@@ -72,7 +74,7 @@ type Constraint struct {
 
 // String renders the constraint as DSPy does: "greater than or equal to: 0".
 func (c Constraint) String() string {
-	return opText[c.Op] + pyStr(c.Value)
+	return opText[c.Op] + pyjson.Str(c.Value)
 }
 
 func (c Constraint) validate() error {

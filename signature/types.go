@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sigwire/adapter/internal/pyjson"
 )
 
 // Kind classifies a field type the way DSPy's adapters treat it.
@@ -229,7 +231,7 @@ func (t *TypeSpec) writeName(b *strings.Builder, source bool) {
 			if s, ok := l.(string); ok {
 				b.WriteString(quoteLiteral(s))
 			} else {
-				b.WriteString(pyStr(l))
+				b.WriteString(pyjson.Str(l))
 			}
 		}
 		b.WriteByte(']')
@@ -251,62 +253,6 @@ func quoteLiteral(s string) string {
 	default:
 		return "'" + s + "'"
 	}
-}
-
-// pyStr renders a literal member (string, bool, int, float64 or nil) as
-// Python's str() does: True, None, 3, 0.5, 3.0; strings unquoted.
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return pyFloat(x)
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
-// pyFloat renders f as Python's repr(float).
-func pyFloat(f float64) string {
-	switch {
-	case f != f:
-		return "nan"
-	case f > 1.7976931348623157e308:
-		return "inf"
-	case f < -1.7976931348623157e308:
-		return "-inf"
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, expS, _ := strings.Cut(s, "e")
-	exp, _ := strconv.Atoi(expS)
-	if exp < -4 || exp >= 16 {
-		sign := "+"
-		if exp < 0 {
-			sign = "-"
-			exp = -exp
-		}
-		es := strconv.Itoa(exp)
-		if len(es) < 2 {
-			es = "0" + es
-		}
-		return mant + "e" + sign + es
-	}
-	s = strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // IsStr reports whether the type is exactly DSPy's str (not a custom type

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kaptinlin/jsonrepair"
@@ -89,6 +90,24 @@ func Extract(text string) (span string, start int, ok bool) {
 		return firstBalanced, balancedAt, true
 	}
 	return "", 0, false
+}
+
+// Decode decodes exactly one JSON value with numbers kept as json.Number
+// (encoding/json's UseNumber), the form every parser here works on.
+func Decode(s string) (any, error) {
+	if s == "" || (s[0] != '{' && s[0] != '[' && s[0] != '"' && s[0] != '-' && (s[0] < '0' || s[0] > '9') && s[0] != 't' && s[0] != 'f' && s[0] != 'n') {
+		return nil, errors.New("jsonx: not a JSON value")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("jsonx: trailing data after the JSON value")
+	}
+	return v, nil
 }
 
 // fenced returns the body of the first ``` fence in text and its offset.

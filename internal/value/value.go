@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"regexp"
@@ -558,12 +557,12 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	if t == "" {
 		return nil, false, nil
 	}
-	if v, err := decodeJSON(t); err == nil {
+	if v, err := jsonx.Decode(t); err == nil {
 		return v, true, nil
 	}
 	if body, isFence := fenceBody(t); isFence {
 		t = strings.TrimSpace(body)
-		if v, err := decodeJSON(t); err == nil {
+		if v, err := jsonx.Decode(t); err == nil {
 			return v, true, nil
 		}
 	}
@@ -574,7 +573,7 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	if !found {
 		return nil, false, nil
 	}
-	if v, err := decodeJSON(span); err == nil {
+	if v, err := jsonx.Decode(span); err == nil {
 		return v, true, nil
 	}
 	if v, err := pyLiteral(span); err == nil {
@@ -587,25 +586,8 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	case err != nil:
 		return nil, false, nil
 	}
-	v, err = decodeJSON(fixed)
+	v, err = jsonx.Decode(fixed)
 	return v, err == nil, nil
-}
-
-// decodeJSON decodes exactly one JSON value, numbers as json.Number.
-func decodeJSON(s string) (any, error) {
-	if s == "" || (s[0] != '{' && s[0] != '[' && s[0] != '"' && s[0] != '-' && (s[0] < '0' || s[0] > '9') && s[0] != 't' && s[0] != 'f' && s[0] != 'n') {
-		return nil, errors.New("not JSON")
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after JSON value")
-	}
-	return v, nil
 }
 
 // bullets reads a markdown list ("- a", "* a", "1. a", "1) a"), one item
