@@ -50,6 +50,14 @@ type Parser interface {
 	Parse(sig *signature.Signature, completion string) (Values, error)
 }
 
+// CallingParser is implemented by adapters whose parse makes LM calls of
+// its own, such as TwoStep's extraction. The pipeline calls ParseCall
+// instead of Parse, with a context that carries the call's [Trace], and
+// adds the calls and usage of the returned Result to its own.
+type CallingParser interface {
+	ParseCall(ctx context.Context, sig *signature.Signature, completion string) (Values, *Result, error)
+}
+
 // RequestShaper is implemented by adapters that set LM options for their
 // calls, such as the JSON adapter's response_format. Level 0 is the
 // preferred form; when the provider rejects it (HTTP 400 about the
@@ -210,11 +218,11 @@ func (c *callConfig) resolve(ctx context.Context) Adapter {
 // attempt makes one LM call with adapter a (the n-th adapter tried) and
 // parses its choices into res.
 func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result) error {
-	p, ok := a.(Parser)
-	if !ok {
-		return fmt.Errorf("adapter: %s cannot parse completions", a.Name())
-	}
 	tr := tracer{c.trace, a.Name(), n}
+	parse, err := parserFor(ctx, a, c, res)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	msgs, err := a.Format(sig, demos, inputs)
 	tr.format(msgs, time.Since(start), err)
@@ -277,7 +285,7 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
 		start := time.Now()
-		vals, err := p.Parse(sig, text)
+		vals, err := parse(sig, text)
 		tr.parse(text, vals, time.Since(start), err)
 		if ch.FinishReason == openai.FinishReasonLength {
 			partial := vals
@@ -294,6 +302,26 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	}
 	res.Outputs = outs
 	return nil
+}
+
+// parserFor returns how a's completions are parsed: Parse, or ParseCall
+// with the call's trace on the context and its LM calls counted in res.
+func parserFor(ctx context.Context, a Adapter, c *callConfig, res *Result) (func(*signature.Signature, string) (Values, error), error) {
+	if cp, ok := a.(CallingParser); ok {
+		ctx = context.WithValue(ctx, traceKey{}, c.trace)
+		return func(sig *signature.Signature, text string) (Values, error) {
+			vals, r, err := cp.ParseCall(ctx, sig, text)
+			if r != nil {
+				res.Calls += r.Calls
+				res.Usage = addUsage(res.Usage, r.Usage)
+			}
+			return vals, err
+		}, nil
+	}
+	if p, ok := a.(Parser); ok {
+		return p.Parse, nil
+	}
+	return nil, fmt.Errorf("adapter: %s cannot parse completions", a.Name())
 }
 
 func addUsage(a, b openai.Usage) openai.Usage {

@@ -41,8 +41,6 @@ func (c Chat) Fallback() Adapter {
 // jsonFallback is the adapter Chat falls back to; the JSON adapter sets it.
 var jsonFallback Adapter
 
-var stringType = reflect.TypeFor[string]()
-
 // DSPy's texts for demos with missing fields.
 const (
 	incompleteDemoPrefix = "This is an example of the task, though some input or output fields are not supplied."

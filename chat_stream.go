@@ -56,6 +56,9 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		t := strings.TrimLeft(full, " \t\r\n")
 		s.think = 2
 		for _, tag := range thinkTags {
+			if resolveMarkerName(s.sig, tag) >= 0 {
+				continue
+			}
 			open := "<" + tag + ">"
 			switch {
 			case len(t) >= len(open) && strings.EqualFold(t[:len(open)], open):

@@ -131,7 +131,9 @@ func isContextWindow(err error) bool {
 // wrapf wraps a sentinel with a message: "msg: sentinel".
 func wrapf(err error, msg string) error { return fmt.Errorf("%s: %w", msg, err) }
 
-var errNotObject = errors.New("reply is not a JSON object")
+// errNotObject: the reply holds no JSON object, so every output field is
+// missing (errors.Is matches ErrMissingField).
+var errNotObject = fmt.Errorf("reply is not a JSON object: %w", ErrMissingField)
 
 // isFormatRejection reports a provider refusing the request's
 // response_format (an unsupported or invalid schema): HTTP 400 naming the

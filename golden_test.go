@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,18 @@ func buildSig(t *testing.T, c *golden.Case) *signature.Signature {
 var goldenAdapters = map[string]adapter.Adapter{
 	"chat": adapter.Chat{},
 	"json": adapter.JSON{},
+	"xml":  adapter.XML{},
+	"baml": adapter.BAML{},
+	// TwoStep's extraction needs an LM: its parse cases run in
+	// TestGoldenTwoStepParse against lmtest.
+	"twostep": adapter.TwoStep{Extractor: unusedLM{}},
+}
+
+// unusedLM is an LM for adapters that are only formatted.
+type unusedLM struct{}
+
+func (unusedLM) CreateChatCompletion(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	return openai.ChatCompletionResponse{}, errors.New("unusedLM called")
 }
 
 type goldenMessage struct {
@@ -83,13 +96,13 @@ func TestGoldenFormat(t *testing.T) {
 
 func TestGoldenParse(t *testing.T) {
 	for _, c := range goldenCases(t, "testdata/dspy_golden*.json") {
-		a, ok := goldenAdapters[c.Adapter]
+		a, ok := goldenAdapters[c.Adapter].(adapter.Parser)
 		if c.Kind != "parse" || !ok {
 			continue
 		}
 		t.Run(c.ID, func(t *testing.T) {
 			sig := buildSig(t, &c)
-			got, err := a.(adapter.Parser).Parse(sig, c.Completion)
+			got, err := a.Parse(sig, c.Completion)
 			want := c.Expected
 			if c.ID == "chat_parse_leading_whitespace_header_quirk" {
 				// DSPy keeps "]]   Paris" here (it slices the unstripped
@@ -113,15 +126,17 @@ func TestGoldenParseError(t *testing.T) {
 		"json_parse_error_mismatch_fields": `{"answer": "Paris"}`,
 		// A single wrapper key around the fields.
 		"json_parse_error_nested_keys_not_lifted": `{"answer": "Paris"}`,
+		// An unescaped & in XML text is a slip we recover.
+		"xml_parse_error_malformed_xml": `{"answer": "fish & chips"}`,
 	}
 	for _, c := range goldenCases(t, "testdata/dspy_golden*.json") {
-		a, ok := goldenAdapters[c.Adapter]
+		a, ok := goldenAdapters[c.Adapter].(adapter.Parser)
 		if c.Kind != "parse_error" || !ok {
 			continue
 		}
 		t.Run(c.ID, func(t *testing.T) {
 			sig := buildSig(t, &c)
-			got, err := a.(adapter.Parser).Parse(sig, c.Completion)
+			got, err := a.Parse(sig, c.Completion)
 			if want, ok := recovered[c.ID]; ok {
 				require.NoError(t, err)
 				assertValues(t, sig, json.RawMessage(want), got)
@@ -148,7 +163,7 @@ func TestGoldenParseError(t *testing.T) {
 // TestCallTruncated).
 func TestCorpus(t *testing.T) {
 	for _, c := range goldenCases(t, "testdata/malformed*.json") {
-		a, ok := goldenAdapters[c.Adapter]
+		a, ok := goldenAdapters[c.Adapter].(adapter.Parser)
 		if !ok {
 			continue
 		}
@@ -156,7 +171,7 @@ func TestCorpus(t *testing.T) {
 			sig := buildSig(t, &c)
 			exp, err := c.Expect()
 			require.NoError(t, err)
-			got, err := a.(adapter.Parser).Parse(sig, c.Completion)
+			got, err := a.Parse(sig, c.Completion)
 			if !exp.Unrecoverable {
 				require.NoError(t, err, c.Class)
 				raw, _ := json.Marshal(exp.Values)

@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,3 +15,5 @@ func mustParse(t testing.TB, spec string) *signature.Signature {
 	require.NoError(t, err)
 	return sig
 }
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }

@@ -107,6 +107,12 @@ func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 	if s != "" {
 		b.WriteString("\n\n")
 	}
+	writeJSONReminder(&b, sig)
+	return b.String(), nil
+}
+
+// writeJSONReminder writes DSPy's JSONAdapter.user_message_output_requirements.
+func writeJSONReminder(b *strings.Builder, sig *signature.Signature) {
 	b.WriteString("Respond with a JSON object in the following order of fields: ")
 	for i := range sig.NumOutputs() {
 		if i > 0 {
@@ -114,14 +120,13 @@ func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 		}
 		f := sig.Output(i)
 		b.WriteString("`" + f.Name + "`")
-		if f.Type != stringType {
+		if !f.Spec.IsStr() {
 			b.WriteString(" (must be formatted as a valid Python ")
 			b.WriteString(f.Spec.String())
 			b.WriteByte(')')
 		}
 	}
 	b.WriteByte('.')
-	return b.String(), nil
 }
 
 // jsonAssistant renders the outputs as DSPy's JSONAdapter does:
@@ -171,7 +176,7 @@ func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 const wrapperDepth = 2
 
 func parseJSONFields(sig *signature.Signature, completion, adapter string) (Values, error) {
-	text := stripReasoning(completion)
+	text := stripReasoning(sig, completion)
 	var top any
 	var err error
 	if flat, ok := decodeFlat(strings.TrimSpace(text)); ok {

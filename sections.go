@@ -161,9 +161,10 @@ func knownInput(sig *signature.Signature, name string) bool {
 }
 
 // stripReasoning drops what reasoning models write before the answer: a
-// leading <think>…</think> (or <thinking>) block and OpenAI harmony
-// channels up to the final channel's message.
-func stripReasoning(s string) string {
+// leading <think>…</think> (or <thinking>, <reasoning>) block and OpenAI
+// harmony channels up to the final channel's message. A tag that names an
+// output field is the field, not reasoning.
+func stripReasoning(sig *signature.Signature, s string) string {
 	t := strings.TrimLeft(s, " \t\r\n")
 	if strings.HasPrefix(t, "<|") {
 		const final = "<|channel|>final<|message|>"
@@ -175,7 +176,10 @@ func stripReasoning(s string) string {
 			return t
 		}
 	}
-	for _, tag := range [...]string{"think", "thinking", "reasoning"} {
+	for _, tag := range thinkTags {
+		if resolveMarkerName(sig, tag) >= 0 {
+			continue
+		}
 		if len(t) > len(tag)+2 && t[0] == '<' && strings.EqualFold(t[1:len(tag)+1], tag) && t[len(tag)+1] == '>' {
 			closing := "</" + tag + ">"
 			if i := strings.Index(t, closing); i >= 0 {
@@ -210,7 +214,7 @@ func sectionText(seg string) string {
 
 // parseSections is the Chat parser.
 func parseSections(sig *signature.Signature, completion, adapter string) (Values, error) {
-	text := stripReasoning(completion)
+	text := stripReasoning(sig, completion)
 	n := sig.NumOutputs()
 	var buf [8]section
 	secs := buf[:0]

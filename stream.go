@@ -113,11 +113,11 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 // streamAttempt streams one LM call with adapter a. stopped reports that
 // the consumer broke out of the loop.
 func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result, yield func(Chunk, error) bool) (err error, stopped bool) {
-	p, ok := a.(Parser)
-	if !ok {
-		return errors.New("adapter: " + a.Name() + " cannot parse completions"), false
-	}
 	tr := tracer{c.trace, a.Name(), n}
+	parse, err := parserFor(ctx, a, c, res)
+	if err != nil {
+		return err, false
+	}
 	start := time.Now()
 	msgs, err := a.Format(sig, demos, inputs)
 	tr.format(msgs, time.Since(start), err)
@@ -235,7 +235,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 	for i, text := range res.Completions {
 		if finish[i] == "" || finish[i] == openai.FinishReasonLength {
 			pstart := time.Now()
-			vals, perr := p.Parse(sig, text)
+			vals, perr := parse(sig, text)
 			tr.parse(text, vals, time.Since(pstart), perr)
 			partial := vals
 			var pe *ParseError
@@ -248,7 +248,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}, false
 		}
 		pstart := time.Now()
-		vals, perr := p.Parse(sig, text)
+		vals, perr := parse(sig, text)
 		tr.parse(text, vals, time.Since(pstart), perr)
 		if perr != nil {
 			return perr, false

@@ -1,0 +1,157 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/signature"
+)
+
+// TwoStep is DSPy's TwoStepAdapter: the main LM gets the task in plain
+// prose, without markers, and answers freely; a second, usually cheaper,
+// extractor LM then turns that text into the output fields, through
+// ExtractorAdapter (Chat by default, whose own JSON fallback applies).
+//
+// Both LM calls count in the Result (Calls, Usage) and are seen by a
+// [Trace]. An extraction that fails is a *ParseError of adapter "twostep"
+// whose Completion is the main LM's text and whose cause is the
+// extractor's *ParseError, which carries the extractor's reply. LM errors
+// of the extractor are returned as they are.
+//
+// A TwoStep without an Extractor cannot be used: Format (and so every call)
+// fails with an error that says so, before any LM call.
+type TwoStep struct {
+	// Extractor is the LM that extracts the fields. Required.
+	Extractor LM
+	// ExtractorRequest is the request template for the extraction call
+	// (its model above all).
+	ExtractorRequest openai.ChatCompletionRequest
+	// ExtractorAdapter formats and parses the extraction call; nil means
+	// Chat{}.
+	ExtractorAdapter Adapter
+}
+
+// ErrNoExtractor is returned by a TwoStep without an Extractor.
+var ErrNoExtractor = errors.New("adapter: twostep: no extractor LM: set TwoStep.Extractor")
+
+// Name returns "twostep".
+func (TwoStep) Name() string { return "twostep" }
+
+// Format renders DSPy's TwoStep prompt: a system message describing the
+// task in prose, the demos as "name: value" turns, and the inputs.
+func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if t.Extractor == nil {
+		return nil, ErrNoExtractor
+	}
+	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
+	var b strings.Builder
+	b.WriteString("You are a helpful assistant that can solve tasks based on user input.\nAs input, you will be provided with:\n")
+	writeFieldDescriptions(&b, sig, false)
+	b.WriteString("\nYour outputs must contain:\n")
+	writeFieldDescriptions(&b, sig, true)
+	b.WriteString("\nYou should lay out your outputs in detail so that your answer can be understood by another agent")
+	if in := sig.Instructions(); in != "" {
+		b.WriteString("\nSpecific instructions: ")
+		b.WriteString(in)
+	}
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
+	msgs, err := formatDemos(msgs, sig, demos, twoStepUser, twoStepAssistant)
+	if err != nil {
+		return nil, err
+	}
+	user, err := twoStepUser(sig, inputs, "", true)
+	if err != nil {
+		return nil, err
+	}
+	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user}), nil
+}
+
+// twoStepLines writes "name: value" for the fields present in vals,
+// blank-line separated, values as Python's str() prints them.
+func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, vals Values) {
+	n := sig.NumInputs()
+	if outputs {
+		n = sig.NumOutputs()
+	}
+	for i := range n {
+		f := field(sig, outputs, i)
+		v, ok := vals[f.Name]
+		if !ok {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(f.Name)
+		b.WriteString(": ")
+		b.WriteString(pyjson.Str(v))
+	}
+}
+
+func twoStepUser(sig *signature.Signature, vals Values, prefix string, _ bool) (string, error) {
+	var b strings.Builder
+	b.WriteString(prefix)
+	twoStepLines(&b, sig, false, vals)
+	return strings.TrimSpace(b.String()), nil
+}
+
+// twoStepAssistant writes the outputs present; DSPy omits missing ones
+// (the missing text is unused).
+func twoStepAssistant(sig *signature.Signature, vals Values, _ string) (string, error) {
+	var b strings.Builder
+	twoStepLines(&b, sig, true, vals)
+	return b.String(), nil
+}
+
+// ExtractionSignature is the signature TwoStep's extractor answers: the
+// main LM's text in, the original outputs out, with DSPy's instructions.
+func ExtractionSignature(sig *signature.Signature) (*signature.Signature, error) {
+	var names strings.Builder
+	for i := range sig.NumOutputs() {
+		if i > 0 {
+			names.WriteString(", ")
+		}
+		names.WriteString("`" + sig.Output(i).Name + "`")
+	}
+	// DSPy's f-string continues its line with a backslash, leaving the
+	// next line's indentation: 13 spaces between the sentences.
+	instructions := "The input is a text that should contain all the necessary information to produce the fields " +
+		names.String() + "." + strings.Repeat(" ", 13) +
+		"Your job is to extract the fields from the text verbatim. Extract precisely the appropriate value (content) for each field."
+	return signature.New(instructions, []signature.Field{{Name: "text"}}, sig.Outputs())
+}
+
+// ParseCall extracts the output fields from the main LM's completion with
+// the extractor LM.
+func (t TwoStep) ParseCall(ctx context.Context, sig *signature.Signature, completion string) (Values, *Result, error) {
+	if t.Extractor == nil {
+		return nil, nil, ErrNoExtractor
+	}
+	xsig, err := ExtractionSignature(sig)
+	if err != nil {
+		return nil, nil, err
+	}
+	inner := t.ExtractorAdapter
+	if inner == nil {
+		inner = Chat{}
+	}
+	res, err := Call(ctx, t.Extractor, xsig, nil, Values{"text": completion}, UseAdapter(inner), WithRequest(t.ExtractorRequest))
+	if err != nil {
+		var le *LMError
+		if errors.As(err, &le) {
+			return nil, res, err
+		}
+		pe := &ParseError{Adapter: "twostep", Completion: completion, Err: fmt.Errorf("extraction failed: %w", err)}
+		var ipe *ParseError
+		if errors.As(err, &ipe) {
+			pe.Field, pe.Partial = ipe.Field, ipe.Partial
+		}
+		return nil, res, pe
+	}
+	return res.Outputs[0], res, nil
+}
