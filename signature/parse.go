@@ -53,6 +53,26 @@ func Parse(spec string, opts ...Option) (*Signature, error) {
 	return s, nil
 }
 
+// parseLiteralTag reads the members of a `literal` struct tag, written as
+// inside Python's Literal[...]: "'US', 'CA'", "1, 2", "'a', None".
+func parseLiteralTag(src string) (*TypeSpec, error) {
+	p := &parser{spec: "Literal[" + src + "]"}
+	if err := p.lex(); err != nil {
+		return nil, err
+	}
+	t, err := p.typeExpr()
+	if err != nil {
+		return nil, err
+	}
+	if end := p.peek(); end.kind != 0 {
+		return nil, p.errAt(end, "unexpected text after the literal values")
+	}
+	if t.kind != KindLiteral {
+		return nil, fmt.Errorf("not a list of literal values")
+	}
+	return t, nil
+}
+
 type token struct {
 	kind byte // 'i' identifier (dots allowed), 's' string, 'n' number, 'a' arrow, punctuation itself, 0 at end
 	text string

@@ -105,3 +105,38 @@ func checkStrict(t *testing.T, n map[string]any, path string) {
 		}
 	}
 }
+
+type litAddress struct {
+	City    string  `json:"city"`
+	Country string  `json:"country" literal:"'US', 'CA'"`
+	Rank    *int    `json:"rank" literal:"1, 2, None"`
+	Score   float64 `json:"score"`
+}
+
+func TestLiteralTag(t *testing.T) {
+	spec, err := signature.SpecOf(reflect.TypeFor[litAddress]())
+	require.NoError(t, err)
+	fields, err := spec.Fields()
+	require.NoError(t, err)
+	assert.Equal(t, "Literal['US', 'CA']", fields[1].Field.Spec.String())
+	assert.Equal(t, "Literal[1, 2, None]", fields[2].Field.Spec.String())
+	schema, err := spec.PromptSchema()
+	require.NoError(t, err)
+	country := schema["properties"].(map[string]any)["country"]
+	assert.Equal(t, map[string]any{"enum": []any{"US", "CA"}, "title": "Country", "type": "string"}, country)
+
+	type bad struct {
+		N int `json:"n" literal:"'a'"`
+	}
+	_, err = signature.SpecOf(reflect.TypeFor[bad]())
+	if err == nil {
+		_, err = mustSpec(t, reflect.TypeFor[bad]()).Fields()
+	}
+	assert.ErrorContains(t, err, "literal")
+}
+
+func mustSpec(t *testing.T, typ reflect.Type) *signature.TypeSpec {
+	s, err := signature.SpecOf(typ)
+	require.NoError(t, err)
+	return s
+}

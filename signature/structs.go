@@ -26,6 +26,11 @@ type StructField struct {
 //	gt, ge, lt, le, multiple_of:"<number>"   numeric constraints
 //	min_length, max_length:"<int>"           length constraints
 //	allow_inf_nan:"true"
+//	literal:"'US', 'CA'"  the allowed values, as inside Python's Literal[...]
+//	                      (the field's Go type must be the Literal's: string,
+//	                      int, float64 or bool; a pointer to it when None is a
+//	                      member). Named string types with EnumValues are the
+//	                      other way to give a closed set.
 var constraintTags = []Op{GT, GE, LT, LE, MinLength, MaxLength, MultipleOf, AllowInfNaN}
 
 // Fields returns the fields of a struct type in declaration order, named as
@@ -86,6 +91,14 @@ func fieldFromStruct(sf reflect.StructField, name string, names map[reflect.Type
 	spec, err := specOf(sf.Type, names, 1)
 	if err != nil {
 		return f, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	if lit, ok := sf.Tag.Lookup("literal"); ok {
+		if spec, err = parseLiteralTag(lit); err != nil {
+			return f, fmt.Errorf("tag literal:%q: %v", lit, err)
+		}
+		if spec.goType != sf.Type {
+			return f, fmt.Errorf("tag literal:%q: the values need Go type %s, the field is %s", lit, spec.goType, sf.Type)
+		}
 	}
 	f.Spec = spec
 	for _, op := range constraintTags {

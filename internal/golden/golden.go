@@ -432,6 +432,9 @@ func (b *Builder) object(t *typeLexer, reg map[string]reflect.Type) (string, err
 			return "", fmt.Errorf("golden: %s.%s: %w", name, fname, err)
 		}
 		tag := fmt.Sprintf(`json:%q`, fname)
+		if inner, ok := strings.CutPrefix(src, "Literal["); ok {
+			tag += fmt.Sprintf(` literal:%q`, strings.TrimSuffix(inner, "]"))
+		}
 		if t.peek() == '#' {
 			t.i++
 			t.skip()
