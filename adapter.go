@@ -223,21 +223,23 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	if err != nil {
 		return err
 	}
+	caps := capabilitiesOf(lm, c.req.Model)
+	base := c.req
+	fsig, dropped := planNative(sig, caps, &base)
 	start := time.Now()
-	msgs, err := a.Format(sig, demos, inputs)
+	msgs, err := a.Format(fsig, demos, inputs)
 	tr.format(msgs, time.Since(start), err)
 	if err != nil {
 		return err
 	}
 	shaper, shapes := a.(RequestShaper)
-	caps := capabilitiesOf(lm, c.req.Model)
 	var resp openai.ChatCompletionResponse
 	var rejected error
 	for level := 0; ; level++ {
-		req := c.req
+		req := base
 		req.Messages = msgs
 		if shapes {
-			mode, ok, err := shaper.ShapeRequest(sig, &req, caps, level)
+			mode, ok, err := shaper.ShapeRequest(fsig, &req, caps, level)
 			if err != nil {
 				return err
 			}
@@ -285,7 +287,10 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
 		start := time.Now()
-		vals, err := parse(sig, text)
+		vals, err := parse(fsig, text)
+		if err == nil && len(dropped) > 0 {
+			fillNative(vals, dropped, ch)
+		}
 		tr.parse(text, vals, time.Since(start), err)
 		if ch.FinishReason == openai.FinishReasonLength {
 			partial := vals

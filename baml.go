@@ -64,18 +64,7 @@ func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]o
 	b.WriteString("[[ ## completed ## ]]\n")
 	writeObjective(&b, sig.Instructions())
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
-	msgs, err := formatDemos(msgs, sig, demos, bamlUser, jsonAssistant)
-	if err != nil {
-		return nil, err
-	}
-	user, err := bamlUser(sig, inputs, "", true)
-	if err != nil {
-		return nil, err
-	}
-	if user != "" {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
-	}
-	return msgs, nil
+	return formatTurns(msgs, sig, demos, inputs, bamlUser, jsonAssistant)
 }
 
 // bamlUser is the JSON adapter's user message, struct inputs as JSON

@@ -58,18 +58,7 @@ func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	msgs, err = formatDemos(msgs, sig, demos, chatUser, chatAssistant)
-	if err != nil {
-		return nil, err
-	}
-	user, err := chatUser(sig, inputs, "", true)
-	if err != nil {
-		return nil, err
-	}
-	if user != "" {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
-	}
-	return msgs, nil
+	return formatTurns(msgs, sig, demos, inputs, chatUser, chatAssistant)
 }
 
 // userFunc and assistantFunc render one turn of an adapter's conversation.
@@ -315,4 +304,18 @@ func chatAssistant(sig *signature.Signature, vals Values, missing string) (strin
 // missing field is an ErrMissingField error carrying the fields read.
 func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseSections(sig, completion, "chat")
+}
+
+// ShapeRequest removes tools, tool_choice and parallel_tool_calls from the
+// request: the Chat adapter asks for tool calls in the text (a ToolCalls
+// output field), as DSPy's ChatAdapter does without native function
+// calling.
+func (Chat) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
+	stripTools(req)
+	return "", level == 0, nil
+}
+
+// stripTools removes the native tool-calling options from req.
+func stripTools(req *openai.ChatCompletionRequest) {
+	req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, nil, nil
 }

@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ func writeFieldDescriptions(b *strings.Builder, sig *signature.Signature, output
 		b.WriteString("` (")
 		b.WriteString(f.Spec.String())
 		desc := f.Desc
+		for _, d := range f.Spec.TypeDescriptions() {
+			desc += "\n    " + d
+		}
 		if i == n-1 && len(f.Constraints) == 0 {
 			desc = strings.TrimRightFunc(desc, unicode.IsSpace)
 			if desc == "" {
@@ -102,6 +106,11 @@ func typeNote(f signature.Field) (string, error) {
 		return "must be a single float value", nil
 	case signature.KindEnum:
 		return "must be one of: " + strings.Join(spec.EnumValues(), "; "), nil
+	case signature.KindCustom:
+		if spec.GoType().Kind() == reflect.String && !spec.GoType().Implements(promptSchemerType) {
+			// A text type such as Code: described, not schema'd (DSPy).
+			return "", nil
+		}
 	case signature.KindLiteral:
 		lits := spec.Literals()
 		parts := make([]string, len(lits))
@@ -116,6 +125,8 @@ func typeNote(f signature.Field) (string, error) {
 	}
 	return "must adhere to the JSON schema: " + renderSchema(schema), nil
 }
+
+var promptSchemerType = reflect.TypeFor[signature.PromptSchemer]()
 
 // renderSchema renders a prompt schema as DSPy prints it: json.dumps with
 // Python's separators, non-ASCII kept, and every object's keys ordered

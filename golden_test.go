@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -14,7 +15,9 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/internal/golden"
+	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 func goldenCases(t *testing.T, pattern string) []golden.Case {
@@ -29,7 +32,7 @@ func goldenCases(t *testing.T, pattern string) []golden.Case {
 // (Image, History, Tool, …) belong to package types.
 func buildSig(t *testing.T, c *golden.Case) *signature.Signature {
 	t.Helper()
-	sig, err := (&golden.Builder{}).Signature(c.Signature)
+	sig, err := (&golden.Builder{Custom: types.Names()}).Signature(c.Signature)
 	if errors.Is(err, golden.ErrUnknownType) {
 		t.Skipf("custom types are tested in package types: %v", err)
 	}
@@ -67,8 +70,8 @@ func TestGoldenFormat(t *testing.T) {
 			continue
 		}
 		t.Run(c.ID, func(t *testing.T) {
-			if len(c.LM) > 0 && string(c.LM) != "null" {
-				t.Skip("native LM features are tested in package types")
+			if c.ID == "xml_format_non_native_tool_history" {
+				t.Skip("tool_call_results turns of a History are not rendered yet (README)")
 			}
 			sig := buildSig(t, &c)
 			inputs, err := golden.Values(sig, c.Inputs)
@@ -79,15 +82,29 @@ func TestGoldenFormat(t *testing.T) {
 				require.NoError(t, err)
 				demos = append(demos, v)
 			}
+			if len(c.LM) > 0 && string(c.LM) != "null" {
+				if strings.Contains(string(c.LM), "anthropic/") {
+					t.Skip("native Citations are not built yet (README)")
+				}
+				goldenLMCase(t, &c, a, sig, demos, inputs)
+				return
+			}
 			got, err := a.Format(sig, demos, inputs)
 			require.NoError(t, err)
 			var want []goldenMessage
 			require.NoError(t, json.Unmarshal(c.Expected, &want))
 			require.Len(t, got, len(want))
 			for i, w := range want {
-				var text string
-				require.NoError(t, json.Unmarshal(w.Content, &text), "message %d content is not text", i)
 				assert.Equal(t, w.Role, got[i].Role, "message %d role", i)
+				var text string
+				if json.Unmarshal(w.Content, &text) != nil {
+					// Content parts (images): compare as JSON.
+					parts, err := json.Marshal(got[i].MultiContent)
+					require.NoError(t, err)
+					assert.JSONEq(t, string(w.Content), string(parts), "message %d parts", i)
+					assert.Empty(t, got[i].Content, "message %d", i)
+					continue
+				}
 				assert.Equal(t, text, got[i].Content, "message %d", i)
 			}
 		})
@@ -216,3 +233,66 @@ func assertValues(t *testing.T, sig *signature.Signature, want json.RawMessage, 
 
 var _ = fmt.Sprint
 var _ openai.ChatCompletionMessage
+
+// goldenLMCase runs a format case captured at the LM boundary through Call
+// against lmtest, with the LM's declared capabilities and the case's
+// lm_kwargs, and compares the request's messages and options.
+func goldenLMCase(t *testing.T, c *golden.Case, a adapter.Adapter, sig *signature.Signature, demos []adapter.Values, inputs adapter.Values) {
+	t.Helper()
+	var lm struct {
+		Model     string `json:"model"`
+		Reasoning bool   `json:"supports_reasoning"`
+		Tools     bool   `json:"supports_function_calling"`
+	}
+	require.NoError(t, json.Unmarshal(c.LM, &lm))
+	req := openai.ChatCompletionRequest{Model: lm.Model}
+	var kw map[string]json.RawMessage
+	if len(c.LMKwargs) > 0 {
+		require.NoError(t, json.Unmarshal(c.LMKwargs, &kw))
+	}
+	for k, v := range kw {
+		switch k {
+		case "reasoning_effort":
+			req.ReasoningEffort = "none" // DSPy's None
+			_ = json.Unmarshal(v, &req.ReasoningEffort)
+		case "temperature":
+			require.NoError(t, json.Unmarshal(v, &req.Temperature))
+		case "tools":
+			require.NoError(t, json.Unmarshal(v, &req.Tools))
+		case "tool_choice":
+			var tc any
+			require.NoError(t, json.Unmarshal(v, &tc))
+			req.ToolChoice = tc
+		case "parallel_tool_calls":
+			var p any
+			require.NoError(t, json.Unmarshal(v, &p))
+			req.ParallelToolCalls = p
+		default:
+			t.Fatalf("lm_kwargs %s not mapped", k)
+		}
+	}
+	srv := lmtest.NewServer(lmtest.Text("ignored"))
+	defer srv.Close()
+	client := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Reasoning: lm.Reasoning, Tools: lm.Tools})
+	_, _ = adapter.Call(context.Background(), client, sig, demos, inputs, adapter.UseAdapter(a), adapter.WithRequest(req), adapter.NoFallback())
+	reqs := srv.Requests()
+	require.NotEmpty(t, reqs)
+	var want []goldenMessage
+	require.NoError(t, json.Unmarshal(c.Expected, &want))
+	got := reqs[0].Chat.Messages
+	require.Len(t, got, len(want))
+	for i, w := range want {
+		var text string
+		require.NoError(t, json.Unmarshal(w.Content, &text))
+		assert.Equal(t, w.Role, got[i].Role)
+		assert.Equal(t, text, got[i].Content, "message %d", i)
+	}
+	var body, wantKW map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+	require.NoError(t, json.Unmarshal(c.ExpectedLMKwargs, &wantKW))
+	for _, k := range []string{"temperature", "reasoning_effort", "tools", "tool_choice", "parallel_tool_calls"} {
+		_, sent := body[k]
+		_, expected := wantKW[k]
+		assert.Equal(t, expected, sent, "request option %s", k)
+	}
+}

@@ -36,18 +36,7 @@ func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	msgs, err = formatDemos(msgs, sig, demos, jsonUser, jsonAssistant)
-	if err != nil {
-		return nil, err
-	}
-	user, err := jsonUser(sig, inputs, "", true)
-	if err != nil {
-		return nil, err
-	}
-	if user != "" {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
-	}
-	return msgs, nil
+	return formatTurns(msgs, sig, demos, inputs, jsonUser, jsonAssistant)
 }
 
 func jsonSystem(sig *signature.Signature) (string, error) {

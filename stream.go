@@ -119,17 +119,19 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 		return err, false
 	}
 	start := time.Now()
-	msgs, err := a.Format(sig, demos, inputs)
+	caps := capabilitiesOf(lm, c.req.Model)
+	req := c.req
+	fsig, dropped := planNative(sig, caps, &req)
+	msgs, err := a.Format(fsig, demos, inputs)
 	tr.format(msgs, time.Since(start), err)
 	if err != nil {
 		return err, false
 	}
-	req := c.req
 	req.Messages = msgs
 	req.Stream = true
 	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	if s, ok := a.(RequestShaper); ok {
-		mode, ok, err := s.ShapeRequest(sig, &req, capabilitiesOf(lm, req.Model), 0)
+		mode, ok, err := s.ShapeRequest(fsig, &req, caps, 0)
 		if err != nil {
 			return err, false
 		}
@@ -152,9 +154,10 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 
 	var fs FieldStream
 	if sp, ok := a.(StreamParser); ok {
-		fs = sp.NewFieldStream(sig)
+		fs = sp.NewFieldStream(fsig)
 	}
 	var texts []strings.Builder
+	var reasoning strings.Builder
 	var finish []openai.FinishReason
 	var tools []openai.ToolCall
 	var deltas []FieldDelta
@@ -198,6 +201,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 				continue
 			}
 			if r := ch.Delta.ReasoningContent; r != "" {
+				reasoning.WriteString(r)
 				if !yield(Chunk{Reasoning: r, Adapter: a.Name()}, nil) {
 					return nil, true
 				}
@@ -235,7 +239,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 	for i, text := range res.Completions {
 		if finish[i] == "" || finish[i] == openai.FinishReasonLength {
 			pstart := time.Now()
-			vals, perr := parse(sig, text)
+			vals, perr := parse(fsig, text)
 			tr.parse(text, vals, time.Since(pstart), perr)
 			partial := vals
 			var pe *ParseError
@@ -248,7 +252,14 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}, false
 		}
 		pstart := time.Now()
-		vals, perr := parse(sig, text)
+		vals, perr := parse(fsig, text)
+		if perr == nil && len(dropped) > 0 {
+			var ch openai.ChatCompletionChoice
+			if i == 0 {
+				ch.Message.ReasoningContent = reasoning.String()
+			}
+			fillNative(vals, dropped, ch)
+		}
 		tr.parse(text, vals, time.Since(pstart), perr)
 		if perr != nil {
 			return perr, false

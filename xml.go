@@ -54,18 +54,7 @@ func (XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]op
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	msgs, err = formatDemos(msgs, sig, demos, xmlUser, xmlAssistant)
-	if err != nil {
-		return nil, err
-	}
-	user, err := xmlUser(sig, inputs, "", true)
-	if err != nil {
-		return nil, err
-	}
-	if user != "" {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
-	}
-	return msgs, nil
+	return formatTurns(msgs, sig, demos, inputs, xmlUser, xmlAssistant)
 }
 
 func xmlSystem(sig *signature.Signature) (string, error) {
@@ -114,6 +103,9 @@ func xmlSystem(sig *signature.Signature) (string, error) {
 func nestedXML(spec *signature.TypeSpec) bool {
 	if spec.Kind() == signature.KindOptional {
 		spec = spec.Elem()
+	}
+	if implementsAnyMarshaler(spec.GoType()) {
+		return false // a type with its own serialization (ToolCalls, Image)
 	}
 	switch spec.Kind() {
 	case signature.KindList, signature.KindDict, signature.KindStruct:
@@ -902,4 +894,10 @@ func closeTag(text, name string, start, to int) (end, next int, closed bool) {
 		i++
 	}
 	return to, to, false
+}
+
+// ShapeRequest removes the native tool-calling options, as Chat's does.
+func (XML) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
+	stripTools(req)
+	return "", level == 0, nil
 }

@@ -132,8 +132,17 @@ func (r Reply) WithToolCalls(calls ...openai.ToolCall) Reply {
 	return r
 }
 
-// WithRefusal sets the first choice's refusal text.
-func (r Reply) WithRefusal(text string) Reply { r.refusal = text; return r }
+// WithRefusal sets the first choice's refusal text and empties its
+// content. Streamed, the refusal arrives as one delta.
+func (r Reply) WithRefusal(text string) Reply {
+	r.refusal = text
+	r.contents = append([]string(nil), r.contents...)
+	if len(r.contents) == 0 {
+		r.contents = []string{""}
+	}
+	r.contents[0] = ""
+	return r
+}
 
 // WithUsage sets the token usage. By default the prompt counts a token per
 // four bytes of the request body and the completion one per four bytes of
@@ -163,6 +172,11 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	_ = json.Unmarshal(body, &req.Chat)
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
+	if !strings.HasSuffix(hr.URL.Path, "/chat/completions") || hr.Method != http.MethodPost {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, `{"error":{"message":"lmtest: only POST /chat/completions is served","type":"invalid_request_error"}}`)
+		return
+	}
 	var reply Reply
 	ok := true
 	switch {
@@ -180,11 +194,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	id := fmt.Sprintf("chatcmpl-lmtest-%d", s.n)
 	s.mu.Unlock()
 
-	switch {
-	case !strings.HasSuffix(hr.URL.Path, "/chat/completions") || hr.Method != http.MethodPost:
-		writeError(w, http.StatusNotFound, `{"error":{"message":"lmtest: only POST /chat/completions is served","type":"invalid_request_error"}}`)
-		return
-	case !ok:
+	if !ok {
 		writeError(w, http.StatusInternalServerError, `{"error":{"message":"lmtest: no scripted reply left","type":"server_error"}}`)
 		return
 	}
@@ -303,6 +313,9 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, reply Reply, id
 				return
 			}
 		}
+	}
+	if reply.refusal != "" && !send(delta(0, map[string]any{"refusal": reply.refusal}), nil) {
+		return
 	}
 	for k, tc := range reply.toolCalls {
 		args := tc.Function.Arguments

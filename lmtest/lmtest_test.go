@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
@@ -143,4 +145,107 @@ func TestDelayCancelled(t *testing.T) {
 	defer cancel()
 	_, err := srv.Client().CreateChatCompletion(ctx, ask(false))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestNotFoundKeepsQueue(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("kept"))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL() + "/models")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	got, err := srv.Client().CreateChatCompletion(context.Background(), ask(false))
+	require.NoError(t, err, "a 404 does not use up a scripted reply")
+	assert.Equal(t, "kept", got.Choices[0].Message.Content)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "/v1/models", reqs[0].Path)
+}
+
+func TestRefusal(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("x").WithRefusal("no can do"), lmtest.Text("x").WithRefusal("no can do"))
+	defer srv.Close()
+	resp, err := srv.Client().CreateChatCompletion(context.Background(), ask(false))
+	require.NoError(t, err)
+	assert.Equal(t, "no can do", resp.Choices[0].Message.Refusal)
+	assert.Empty(t, resp.Choices[0].Message.Content)
+
+	s, err := srv.Client().CreateChatCompletionStream(context.Background(), ask(true))
+	require.NoError(t, err)
+	defer s.Close()
+	var refusal, content string
+	for {
+		r, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		for _, c := range r.Choices {
+			refusal += c.Delta.Refusal
+			content += c.Delta.Content
+		}
+	}
+	assert.Equal(t, "no can do", refusal)
+	assert.Empty(t, content)
+}
+
+func TestStreamChunksKeepRunes(t *testing.T) {
+	text := "日本語のテキスト ✓ ok"
+	srv := lmtest.NewServer(lmtest.Text(text).ChunkSize(1))
+	defer srv.Close()
+	s, err := srv.Client().CreateChatCompletionStream(context.Background(), ask(true))
+	require.NoError(t, err)
+	defer s.Close()
+	var got strings.Builder
+	for {
+		r, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		for _, c := range r.Choices {
+			assert.True(t, utf8.ValidString(c.Delta.Content), "chunk %q splits a rune", c.Delta.Content)
+			got.WriteString(c.Delta.Content)
+		}
+	}
+	assert.Equal(t, text, got.String())
+}
+
+func TestStreamChunkDelayCancelled(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text(strings.Repeat("y", 64)).ChunkSize(4).ChunkDelay(time.Minute))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := srv.Client().CreateChatCompletionStream(ctx, ask(true))
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Recv() // role chunk
+	require.NoError(t, err)
+	start := time.Now()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	for err == nil {
+		_, err = s.Recv()
+	}
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+func TestConcurrent(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply { return lmtest.Text(r.Chat.Messages[0].Content) })
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				srv.Push(lmtest.Text("pushed"))
+			}
+			_, err := srv.Client().CreateChatCompletion(context.Background(), ask(false))
+			assert.NoError(t, err)
+			_ = srv.Requests()
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, srv.Requests(), 20)
 }

@@ -88,6 +88,9 @@ type TypeSpec struct {
 	origin   string // generic origin for lists: "list", "set" or "tuple"
 	names    map[reflect.Type]string
 
+	descOnce sync.Once // TypeDescriptions computed on first use
+	descs    []string
+
 	fieldsOnce sync.Once // struct kinds: Fields computed on first use
 	fields     []StructField
 	fieldsErr  error
@@ -257,7 +260,62 @@ func quoteLiteral(s string) string {
 
 // IsStr reports whether the type is exactly DSPy's str (not a custom type
 // that merely renders as str).
-func (t *TypeSpec) IsStr() bool { return t.kind == KindString && t.name == "str" }
+func (t *TypeSpec) IsStr() bool {
+	return t.kind == KindString && t.name == "str" && t.goType == stringType
+}
+
+// TypeDescriber is implemented by types that explain themselves to the
+// model: the text follows the field's description as "Type description of
+// <name>: <text>" (DSPy's Type.description()). It is called on the zero
+// value.
+type TypeDescriber interface {
+	TypeDescription() string
+}
+
+// TypeDescriptions returns the "Type description of X: ..." texts of the
+// described types in the type, outermost first, each type once (DSPy's
+// extract_custom_type_from_annotation).
+func (t *TypeSpec) TypeDescriptions() []string {
+	t.descOnce.Do(func() { t.descs = t.typeDescriptions() })
+	return t.descs
+}
+
+func (t *TypeSpec) typeDescriptions() []string {
+	var out []string
+	seen := map[reflect.Type]bool{}
+	var walk func(*TypeSpec)
+	walk = func(u *TypeSpec) {
+		if u == nil || seen[u.goType] {
+			return
+		}
+		if u.goType != nil && implements(u.goType, describerIface) {
+			seen[u.goType] = true
+			if d := callDescription(u.goType); d != "" {
+				out = append(out, "Type description of "+u.String()+": "+d)
+			}
+			return
+		}
+		walk(u.elem)
+		walk(u.key)
+		for _, o := range u.options {
+			walk(o)
+		}
+	}
+	walk(t)
+	return out
+}
+
+func callDescription(t reflect.Type) (d string) {
+	defer func() {
+		if recover() != nil {
+			d = ""
+		}
+	}()
+	if t.Implements(describerIface) {
+		return reflect.Zero(t).Interface().(TypeDescriber).TypeDescription()
+	}
+	return reflect.New(t).Interface().(TypeDescriber).TypeDescription()
+}
 
 // Literal returns the type Literal[values...]. Members must be strings,
 // bools, integers, floats or nil; they keep their kinds, so Literal(1, 2) is
@@ -326,14 +384,15 @@ func SpecOf(t reflect.Type) (*TypeSpec, error) {
 }
 
 var (
-	timeType     = reflect.TypeFor[time.Time]()
-	rawJSONType  = reflect.TypeFor[json.RawMessage]()
-	bytesType    = reflect.TypeFor[[]byte]()
-	anyType      = reflect.TypeFor[any]()
-	stringType   = reflect.TypeFor[string]()
-	enumIface    = reflect.TypeFor[EnumValuer]()
-	namerIface   = reflect.TypeFor[TypeNamer]()
-	schemerIface = reflect.TypeFor[PromptSchemer]()
+	timeType       = reflect.TypeFor[time.Time]()
+	rawJSONType    = reflect.TypeFor[json.RawMessage]()
+	bytesType      = reflect.TypeFor[[]byte]()
+	anyType        = reflect.TypeFor[any]()
+	stringType     = reflect.TypeFor[string]()
+	enumIface      = reflect.TypeFor[EnumValuer]()
+	namerIface     = reflect.TypeFor[TypeNamer]()
+	describerIface = reflect.TypeFor[TypeDescriber]()
+	schemerIface   = reflect.TypeFor[PromptSchemer]()
 )
 
 const maxTypeDepth = 64

@@ -283,6 +283,31 @@ func implementsMarshaler(t reflect.Type) bool {
 	return t.Implements(marshalerType) || t.Implements(textMarshalerType)
 }
 
+// Subst replaces a value by a string while marshaling: DSPy's custom types
+// serialize as marker strings inside JSON dumps. It reports ok false for
+// values it leaves alone.
+type Subst func(v reflect.Value) (s string, ok bool, err error)
+
+// MarshalSubst is Marshal with subst consulted for every value.
+func MarshalSubst(v any, subst Subst) ([]byte, error) {
+	e := encoder{subst: subst}
+	c, err := e.appendJSON(nil, reflect.ValueOf(v), 0)
+	if err != nil {
+		return nil, err
+	}
+	return reformat(c, "", ""), nil
+}
+
+// MarshalIndentSubst is MarshalIndent with subst consulted for every value.
+func MarshalIndentSubst(v any, prefix, indent string, subst Subst) ([]byte, error) {
+	e := encoder{subst: subst}
+	c, err := e.appendJSON(nil, reflect.ValueOf(v), 0)
+	if err != nil {
+		return nil, err
+	}
+	return reformat(c, prefix, indent), nil
+}
+
 // Marshal returns json.dumps(v) as Python writes it: ", " and ": "
 // separators, non-ASCII kept, floats as repr(float) (3.0, 1e-05).
 func Marshal(v any) ([]byte, error) {
@@ -306,16 +331,29 @@ func MarshalIndent(v any, prefix, indent string) ([]byte, error) {
 // marshal writes v as compact JSON with Python's float and string
 // rendering; reformat then adds the separators and indentation.
 func marshal(v reflect.Value, depth int) ([]byte, error) {
-	var b []byte
-	return appendJSON(b, v, depth)
+	var e encoder
+	return e.appendJSON(nil, v, depth)
 }
 
-func appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error) {
+type encoder struct {
+	subst Subst
+}
+
+func (e encoder) appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return nil, ErrTooDeep
 	}
 	if !v.IsValid() {
 		return append(b, "null"...), nil
+	}
+	if e.subst != nil {
+		s, ok, err := e.subst(v)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return appendQuote(b, s), nil
+		}
 	}
 	t := v.Type()
 	if t != numberType && (v.Kind() != reflect.Pointer || !v.IsNil()) && (v.Kind() != reflect.Interface) {
@@ -343,7 +381,7 @@ func appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error) {
 		if v.IsNil() {
 			return append(b, "null"...), nil
 		}
-		return appendJSON(b, v.Elem(), depth+1)
+		return e.appendJSON(b, v.Elem(), depth+1)
 	case reflect.Bool:
 		return strconv.AppendBool(b, v.Bool()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -370,7 +408,7 @@ func appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error) {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendJSON(b, v.Index(i), depth+1); err != nil {
+			if b, err = e.appendJSON(b, v.Index(i), depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -390,7 +428,7 @@ func appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error) {
 			}
 			b = appendQuote(b, k.name)
 			b = append(b, ':')
-			if b, err = appendJSON(b, v.MapIndex(k.key), depth+1); err != nil {
+			if b, err = e.appendJSON(b, v.MapIndex(k.key), depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -406,7 +444,7 @@ func appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error) {
 			first = false
 			b = appendQuote(b, name)
 			b = append(b, ':')
-			b, err = appendJSON(b, fv, depth+1)
+			b, err = e.appendJSON(b, fv, depth+1)
 			return err
 		})
 		if err != nil {

@@ -338,6 +338,9 @@ func Format(v any, spec *signature.TypeSpec) (string, error) {
 		return s, nil // the common case, without reflection
 	}
 	rv := reflect.ValueOf(v)
+	if s, ok, err := partsMarker(rv); ok || err != nil {
+		return s, err
+	}
 	for rv.IsValid() && (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface) {
 		if rv.IsNil() {
 			return "None", nil
@@ -354,7 +357,7 @@ func Format(v any, spec *signature.TypeSpec) (string, error) {
 		return numberedList(rv), nil
 	}
 	if implementsAny(rv.Type()) {
-		b, err := pyjson.Marshal(rv.Interface())
+		b, err := pyjson.MarshalSubst(rv.Interface(), partsMarker)
 		if err != nil {
 			return "", err
 		}
@@ -374,7 +377,7 @@ func Format(v any, spec *signature.TypeSpec) (string, error) {
 	}
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct:
-		b, err := pyjson.Marshal(rv.Interface())
+		b, err := pyjson.MarshalSubst(rv.Interface(), partsMarker)
 		if err != nil {
 			return "", err
 		}

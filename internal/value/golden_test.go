@@ -11,6 +11,7 @@ import (
 
 	"github.com/sigwire/adapter/internal/golden"
 	"github.com/sigwire/adapter/internal/value"
+	"github.com/sigwire/adapter/types"
 )
 
 // recovered lists parse_value cases where DSPy raises but this package,
@@ -22,7 +23,7 @@ var recovered = map[string]any{
 func TestGoldenParseValue(t *testing.T) {
 	cases, err := golden.Load("../../testdata/dspy_golden_public.json")
 	require.NoError(t, err)
-	var b golden.Builder
+	b := golden.Builder{Custom: types.Names()}
 	n := 0
 	for _, c := range cases {
 		if c.Kind != "parse_value" {
@@ -69,7 +70,7 @@ func TestGoldenParseValue(t *testing.T) {
 func TestGoldenFormatValue(t *testing.T) {
 	cases, err := golden.Load("../../testdata/dspy_golden_public.json")
 	require.NoError(t, err)
-	var b golden.Builder
+	b := golden.Builder{Custom: types.Names()}
 	for _, c := range cases {
 		if c.Kind != "format_value" {
 			continue

@@ -1,0 +1,171 @@
+package adapter
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/value"
+	"github.com/sigwire/adapter/signature"
+)
+
+// Formatter is implemented by values that stand for content parts of a
+// user message rather than text: images (and, where the client can send
+// them, audio and files). Wherever such a value appears in a user message,
+// alone or inside a list or struct, the message is split into content
+// parts at that place, exactly where DSPy splits it. An error (a part the
+// client cannot send) fails Format, naming the field.
+type Formatter interface {
+	FormatParts() ([]openai.ChatMessagePart, error)
+}
+
+// Conversation is implemented by an input value that stands for earlier
+// turns of the conversation (DSPy's History). Each turn holds values of the
+// signature's fields; it becomes a user message (its inputs) and an
+// assistant message (its outputs, a missing one as None) between the demos
+// and the request. Only the first such input counts; it stays listed in the
+// system message, as DSPy lists it.
+type Conversation interface {
+	Turns() []Values
+}
+
+var conversationType = reflect.TypeFor[Conversation]()
+
+// historyField returns the index of the first input whose type is a
+// Conversation, or -1.
+func historyField(sig *signature.Signature) int {
+	for i := range sig.NumInputs() {
+		t := sig.Input(i).Type
+		if t != nil && (t.Implements(conversationType) || reflect.PointerTo(t).Implements(conversationType)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// formatTurns appends what follows the system message, as DSPy's
+// Adapter.format does: the demos, the conversation history, the request;
+// then splits user messages at content-part markers.
+func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
+	msgs, err := formatDemos(msgs, sig, demos, user, assistant)
+	if err != nil {
+		return nil, err
+	}
+	reqSig, reqInputs := sig, inputs
+	if h := historyField(sig); h >= 0 {
+		name := sig.Input(h).Name
+		reqSig = sig.Delete(name)
+		reqInputs = make(Values, len(inputs))
+		for k, v := range inputs {
+			if k != name {
+				reqInputs[k] = v
+			}
+		}
+		if conv, ok := asConversation(inputs[name]); ok {
+			for _, turn := range conv.Turns() {
+				u, err := user(reqSig, turn, "", false)
+				if err != nil {
+					return nil, err
+				}
+				if u != "" {
+					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u})
+				}
+				full := make(Values, len(turn)+reqSig.NumOutputs())
+				for k, v := range turn {
+					full[k] = v
+				}
+				for i := range reqSig.NumOutputs() {
+					if _, ok := full[reqSig.Output(i).Name]; !ok {
+						full[reqSig.Output(i).Name] = nil // DSPy renders a missing output as None
+					}
+				}
+				a, err := assistant(reqSig, full, "")
+				if err != nil {
+					return nil, err
+				}
+				if a != "" {
+					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a})
+				}
+			}
+		}
+	}
+	u, err := user(reqSig, reqInputs, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if u != "" {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u})
+	}
+	for i := range msgs {
+		if msgs[i].Role == openai.ChatMessageRoleUser {
+			if err := expandParts(&msgs[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return msgs, nil
+}
+
+func asConversation(v any) (Conversation, bool) {
+	if c, ok := v.(Conversation); ok {
+		return c, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.IsValid() && rv.Kind() != reflect.Pointer {
+		p := reflect.New(rv.Type())
+		p.Elem().Set(rv)
+		c, ok := p.Interface().(Conversation)
+		return c, ok
+	}
+	return nil, false
+}
+
+// expandParts splits a user message whose text holds content-part markers
+// into text parts (unstripped, empty ones left out) and the parts the
+// markers carry.
+func expandParts(m *openai.ChatCompletionMessage) error {
+	content := m.Content
+	if !strings.Contains(content, value.PartsStart) {
+		return nil
+	}
+	var parts []openai.ChatMessagePart
+	text := func(s string) {
+		if s != "" {
+			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: s})
+		}
+	}
+	for {
+		i := strings.Index(content, value.PartsStart)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(content[i+len(value.PartsStart):], value.PartsEnd)
+		if j < 0 {
+			break
+		}
+		text(content[:i])
+		payload := strings.TrimSpace(content[i+len(value.PartsStart) : i+len(value.PartsStart)+j])
+		parts = append(parts, decodeParts(payload)...)
+		content = content[i+len(value.PartsStart)+j+len(value.PartsEnd):]
+	}
+	text(content)
+	m.Content, m.MultiContent = "", parts
+	return nil
+}
+
+// decodeParts reads a marker's payload: a JSON list of parts, or one
+// escaped inside a JSON string (a marker within a JSON dump, such as a list
+// of images); anything else is kept as text.
+func decodeParts(payload string) []openai.ChatMessagePart {
+	var parts []openai.ChatMessagePart
+	if json.Unmarshal([]byte(payload), &parts) == nil {
+		return parts
+	}
+	var unquoted string
+	if json.Unmarshal([]byte(`"`+payload+`"`), &unquoted) == nil && json.Unmarshal([]byte(unquoted), &parts) == nil {
+		return parts
+	}
+	return []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: payload}}
+}

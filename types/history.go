@@ -1,0 +1,56 @@
+package types
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// History is DSPy's dspy.History: earlier turns of the conversation, each
+// a map of the signature's field names to values. As an input it expands
+// into user and assistant messages between the demos and the request
+// (adapter.Conversation); a turn's missing outputs show as None.
+//
+// Turns holding tool calls are shown as text (DSPy's non-native mode);
+// their tool_call_results turns are not rendered.
+type History struct {
+	Messages []map[string]any `json:"messages"`
+}
+
+// Turns returns the messages.
+func (h History) Turns() []map[string]any { return h.Messages }
+
+// UnmarshalJSON reads {"messages": [{field: value, …}, …]}, keeping each
+// object or array value as raw JSON so that its member order, which the
+// prompt shows, survives; strings, numbers and bools are decoded.
+func (h *History) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Messages []map[string]json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("types: History: %w", err)
+	}
+	h.Messages = make([]map[string]any, len(w.Messages))
+	for i, m := range w.Messages {
+		turn := make(map[string]any, len(m))
+		for k, raw := range m {
+			t := bytes.TrimSpace(raw)
+			switch {
+			case len(t) == 0 || string(t) == "null":
+				turn[k] = nil
+			case t[0] == '{' || t[0] == '[':
+				turn[k] = json.RawMessage(t)
+			default:
+				var v any
+				dec := json.NewDecoder(bytes.NewReader(t))
+				dec.UseNumber()
+				if err := dec.Decode(&v); err != nil {
+					return fmt.Errorf("types: History: %w", err)
+				}
+				turn[k] = v
+			}
+		}
+		h.Messages[i] = turn
+	}
+	return nil
+}

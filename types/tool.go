@@ -1,0 +1,283 @@
+package types
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kaptinlin/jsonrepair"
+
+	"github.com/sigwire/adapter/internal/pyjson"
+)
+
+// Tool is DSPy's dspy.Tool as an input: a function the model may call,
+// shown by name, description and argument schemas. Args keeps the order
+// the arguments were given in (a JSON object's member order), which the
+// prompt shows.
+type Tool struct {
+	Name string
+	Desc string
+	Args json.RawMessage // a JSON object: argument name → JSON Schema
+}
+
+// String is DSPy's str(tool): "name, whose description is <desc>…</desc>.
+// It takes arguments {…}." with the arguments as a Python dict.
+func (t Tool) String() string {
+	args := "{}"
+	if len(bytes.TrimSpace(t.Args)) > 0 {
+		if r, err := pyReprJSON(t.Args); err == nil {
+			args = r
+		}
+	}
+	if t.Desc == "" {
+		return t.Name + ". It takes arguments " + args + "."
+	}
+	return t.Name + ", whose description is <desc>" + strings.ReplaceAll(t.Desc, "\n", "  ") + "</desc>. It takes arguments " + args + "."
+}
+
+// MarshalText is the tool as the prompt shows it (String).
+func (t Tool) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalJSON reads {"name": …, "desc": …, "args": {…}}.
+func (t *Tool) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Name string          `json:"name"`
+		Desc string          `json:"desc"`
+		Args json.RawMessage `json:"args"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("types: Tool: %w", err)
+	}
+	*t = Tool{Name: w.Name, Desc: w.Desc, Args: w.Args}
+	return nil
+}
+
+// pyReprJSON renders JSON as Python's repr of the decoded value, keeping
+// object member order: {'query': {'type': 'string'}, 'k': 3}.
+func pyReprJSON(raw []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	if err := reprValue(dec, &b, 0); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func reprValue(dec *json.Decoder, b *strings.Builder, depth int) error {
+	if depth > 100 {
+		return errors.New("nested too deeply")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch x := tok.(type) {
+	case json.Delim:
+		closing := map[json.Delim]byte{'{': '}', '[': ']'}[x]
+		b.WriteByte(byte(x))
+		for i := 0; dec.More(); i++ {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if x == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				b.WriteString(pyjson.Repr(k))
+				b.WriteString(": ")
+			}
+			if err := reprValue(dec, b, depth+1); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		b.WriteByte(closing)
+	case json.Number:
+		b.WriteString(x.String())
+	default:
+		b.WriteString(pyjson.Repr(x))
+	}
+	return nil
+}
+
+// ToolCall is one call the model asks for.
+type ToolCall struct {
+	ID   string         `json:"id,omitempty"`
+	Name string         `json:"name"`
+	Args map[string]any `json:"args"`
+}
+
+// ToolCalls is DSPy's dspy.ToolCalls as an output: the calls the model
+// wants made. Parsing accepts what models write: {"tool_calls": [...]}, a
+// bare list of calls, one call; calls as {name, args}, {name, arguments}
+// or {"function": {name, arguments}}, arguments as a JSON string (repaired
+// if need be); the id from id or call_id.
+type ToolCalls struct {
+	Calls []ToolCall
+}
+
+// TypeDescription is DSPy's ToolCalls.description().
+func (ToolCalls) TypeDescription() string {
+	return "Tool calls must be a JSON object with `tool_calls`, a list of calls. Each call must include `name` and `args`. Example: {\"tool_calls\": [{\"name\": \"search\", \"args\": {\"query\": \"cats\"}}]}"
+}
+
+// PromptSchema is the schema DSPy shows for ToolCalls (ids hidden).
+func (ToolCalls) PromptSchema() map[string]any {
+	return map[string]any{
+		"$defs": map[string]any{"ToolCall": map[string]any{
+			"properties": map[string]any{
+				"args": map[string]any{"additionalProperties": true, "title": "Args", "type": "object"},
+				"name": map[string]any{"title": "Name", "type": "string"},
+			},
+			"required": []any{"name", "args"},
+			"title":    "ToolCall",
+			"type":     "object",
+		}},
+		"properties": map[string]any{"tool_calls": map[string]any{"items": map[string]any{"$ref": "#/$defs/ToolCall"}, "title": "Tool Calls", "type": "array"}},
+		"required":   []any{"tool_calls"},
+		"title":      "ToolCalls",
+		"type":       "object",
+	}
+}
+
+// MarshalJSON writes {"tool_calls": [{"name": …, "args": {…}}]}, ids left
+// out, as DSPy formats ToolCalls.
+func (tc ToolCalls) MarshalJSON() ([]byte, error) {
+	type call struct {
+		Name string         `json:"name"`
+		Args map[string]any `json:"args"`
+	}
+	calls := make([]call, len(tc.Calls))
+	for i, c := range tc.Calls {
+		args := c.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		calls[i] = call{c.Name, args}
+	}
+	return json.Marshal(struct {
+		Calls []call `json:"tool_calls"`
+	}{calls})
+}
+
+// UnmarshalJSON reads any of the shapes ParseField reads.
+func (tc *ToolCalls) UnmarshalJSON(b []byte) error {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("types: ToolCalls: %w", err)
+	}
+	calls, err := toolCallsFrom(v)
+	if err != nil {
+		return err
+	}
+	tc.Calls = calls
+	return nil
+}
+
+// ParseField reads tool calls from a field's text: JSON, or a Python
+// literal (single quotes, None), repaired if need be.
+func (tc *ToolCalls) ParseField(raw string) error {
+	s := strings.TrimSpace(raw)
+	if json.Valid([]byte(s)) {
+		return tc.UnmarshalJSON([]byte(s))
+	}
+	fixed, err := jsonrepair.Repair(s)
+	if err != nil || !json.Valid([]byte(fixed)) {
+		return fmt.Errorf("types: ToolCalls: %q is not a list of calls", clip(s))
+	}
+	return tc.UnmarshalJSON([]byte(fixed))
+}
+
+func toolCallsFrom(v any) ([]ToolCall, error) {
+	switch x := v.(type) {
+	case []any:
+		out := make([]ToolCall, 0, len(x))
+		for _, c := range x {
+			call, err := toolCallFrom(c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, call)
+		}
+		return out, nil
+	case map[string]any:
+		if list, ok := x["tool_calls"]; ok {
+			return toolCallsFrom(list)
+		}
+		call, err := toolCallFrom(x)
+		if err != nil {
+			return nil, err
+		}
+		return []ToolCall{call}, nil
+	}
+	return nil, fmt.Errorf("types: ToolCalls: %T is not a list of calls", v)
+}
+
+func toolCallFrom(v any) (ToolCall, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ToolCall{}, fmt.Errorf("types: ToolCalls: a call is %T, not an object", v)
+	}
+	if fn, ok := m["function"].(map[string]any); ok {
+		merged := map[string]any{"id": m["id"], "call_id": m["call_id"]}
+		for k, v := range fn {
+			merged[k] = v
+		}
+		m = merged
+	}
+	name, _ := m["name"].(string)
+	if name == "" {
+		return ToolCall{}, errors.New("types: ToolCalls: a call has no name")
+	}
+	call := ToolCall{Name: name, Args: map[string]any{}}
+	if id, ok := m["id"].(string); ok {
+		call.ID = id
+	} else if id, ok := m["call_id"].(string); ok {
+		call.ID = id
+	}
+	args, ok := m["args"]
+	if !ok {
+		args = m["arguments"]
+	}
+	if s, isStr := args.(string); isStr {
+		fixed, err := jsonrepair.Repair(s)
+		if err == nil {
+			dec := json.NewDecoder(strings.NewReader(fixed))
+			dec.UseNumber()
+			_ = dec.Decode(&args)
+		}
+	}
+	if am, ok := args.(map[string]any); ok {
+		call.Args = plainNumbers(am).(map[string]any)
+	}
+	return call, nil
+}
+
+// plainNumbers turns json.Number into int or float64.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	}
+	return v
+}

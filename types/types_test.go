@@ -1,0 +1,163 @@
+package types_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
+)
+
+func parse(t *testing.T, spec string) *signature.Signature {
+	t.Helper()
+	sig, err := signature.Parse(spec, signature.WithTypes(types.Names()))
+	require.NoError(t, err)
+	return sig
+}
+
+func TestImage(t *testing.T) {
+	for _, ok := range []string{"https://x.org/a.png", "http://x.org/a.png", "gs://b/a.png", "data:image/png;base64,AAAA"} {
+		_, err := types.NewImage(ok)
+		assert.NoError(t, err, ok)
+	}
+	for _, bad := range []string{"/etc/passwd", "file:///etc/passwd", "cat.png", "ftp://x/a.png"} {
+		_, err := types.NewImage(bad)
+		assert.Error(t, err, bad)
+	}
+	img := types.ImageFromBytes([]byte("\x89PNG\r\n\x1a\n...."), "")
+	assert.True(t, strings.HasPrefix(img.URL, "data:image/png;base64,"), img.URL)
+	assert.Contains(t, img.String(), "<IMAGE_BASE_64_ENCODED(")
+}
+
+func TestDownloadImage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write([]byte("\x89PNG\r\n\x1a\nabcdefgh"))
+	}))
+	defer srv.Close()
+	_, err := types.DownloadImage(context.Background(), srv.URL, types.DownloadOptions{})
+	assert.ErrorIs(t, err, types.ErrForbiddenAddress, "loopback is refused by default")
+	img, err := types.DownloadImage(context.Background(), srv.URL, types.DownloadOptions{AllowPrivate: true})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(img.URL, "data:image/png;base64,"))
+	_, err = types.DownloadImage(context.Background(), srv.URL, types.DownloadOptions{AllowPrivate: true, MaxBytes: 4})
+	assert.ErrorContains(t, err, "larger than 4 bytes")
+	_, err = types.DownloadImage(context.Background(), "file:///etc/passwd", types.DownloadOptions{AllowPrivate: true})
+	assert.ErrorContains(t, err, "only http and https")
+}
+
+// TestImageInRequest sends an image through the real client: the user
+// message becomes content parts where the image stands.
+func TestImageInRequest(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## caption ## ]]\nA cat."))
+	defer srv.Close()
+	sig := parse(t, "image: Image, note -> caption")
+	img, err := types.NewImage("https://example.com/cat.png")
+	require.NoError(t, err)
+	img.Detail = openai.ImageURLDetailLow
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"image": img, "note": "be brief"})
+	require.NoError(t, err)
+	assert.Equal(t, "A cat.", res.Outputs[0]["caption"])
+	user := srv.Requests()[0].Chat.Messages[1]
+	require.Len(t, user.MultiContent, 3)
+	assert.Equal(t, "[[ ## image ## ]]\n", user.MultiContent[0].Text)
+	assert.Equal(t, "https://example.com/cat.png", user.MultiContent[1].ImageURL.URL)
+	assert.Equal(t, openai.ImageURLDetailLow, user.MultiContent[1].ImageURL.Detail)
+	assert.True(t, strings.HasPrefix(user.MultiContent[2].Text, "\n\n[[ ## note ## ]]\nbe brief"))
+}
+
+func TestAudioIsAClearError(t *testing.T) {
+	sig := parse(t, "clip: Audio -> transcript")
+	_, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"clip": types.Audio{Data: "AAAA", Format: "wav"}})
+	assert.ErrorIs(t, err, types.ErrUnsupportedPart)
+	assert.ErrorContains(t, err, `"clip"`)
+}
+
+func TestCode(t *testing.T) {
+	sig := parse(t, "task -> code: Code['python']")
+	vals, err := adapter.Chat{}.Parse(sig, "[[ ## code ## ]]\nHere it is:\n```python\nprint(1)\n```\nDone.")
+	require.NoError(t, err)
+	assert.Equal(t, types.CodeOf[types.Python]("print(1)"), vals["code"])
+	assert.Equal(t, "Code_python", sig.Output(0).Spec.String())
+}
+
+func TestToolCallsShapes(t *testing.T) {
+	want := []types.ToolCall{{Name: "search", Args: map[string]any{"q": "go", "k": 3}}}
+	for _, raw := range []string{
+		`{"tool_calls": [{"name": "search", "args": {"q": "go", "k": 3}}]}`,
+		`[{'name': 'search', 'args': {'q': 'go', 'k': 3}}]`,
+		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`,
+		`[{"type": "function", "function": {"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3"}}]`,
+	} {
+		var tc types.ToolCalls
+		require.NoError(t, tc.ParseField(raw), raw)
+		assert.Equal(t, want, tc.Calls, raw)
+	}
+	var tc types.ToolCalls
+	assert.Error(t, tc.ParseField(`[{"args": {}}]`), "a call without a name")
+}
+
+func TestHistoryTurns(t *testing.T) {
+	sig := parse(t, "history: History, question -> answer")
+	h := types.History{Messages: []map[string]any{{"question": "1+1?", "answer": "2"}, {"question": "2+2?"}}}
+	msgs, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"history": h, "question": "3+3?"})
+	require.NoError(t, err)
+	require.Len(t, msgs, 6)
+	assert.Equal(t, "[[ ## question ## ]]\n1+1?", msgs[1].Content)
+	assert.Equal(t, "[[ ## answer ## ]]\n2\n\n[[ ## completed ## ]]\n", msgs[2].Content)
+	assert.Equal(t, "[[ ## answer ## ]]\nNone\n\n[[ ## completed ## ]]\n", msgs[4].Content, "a missing output shows as None")
+	assert.True(t, strings.HasPrefix(msgs[5].Content, "[[ ## question ## ]]\n3+3?\n\nRespond"))
+}
+
+func TestReasoningNative(t *testing.T) {
+	sig := parse(t, "question -> reasoning: Reasoning, answer")
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\n4").WithReasoning("2 and 2 make 4."), lmtest.Text("[[ ## reasoning ## ]]\nby hand\n\n[[ ## answer ## ]]\n4"))
+	defer srv.Close()
+	lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Reasoning: true})
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": "2+2?"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "deepseek-reasoner"}))
+	require.NoError(t, err)
+	assert.Equal(t, adapter.Values{"reasoning": types.Reasoning("2 and 2 make 4."), "answer": "4"}, res.Outputs[0])
+	req := srv.Requests()[0].Chat
+	assert.Equal(t, "low", req.ReasoningEffort)
+	assert.NotContains(t, req.Messages[0].Content, "[[ ## reasoning ## ]]", "the field left the prompt")
+
+	// Without declared support the field stays in the prompt.
+	res, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "2+2?"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "some-model"}))
+	require.NoError(t, err)
+	assert.Equal(t, types.Reasoning("by hand"), res.Outputs[0]["reasoning"])
+	assert.Empty(t, srv.Requests()[1].Chat.ReasoningEffort)
+}
+
+func ExampleImage() {
+	sig, _ := signature.Parse("photo: Image -> caption", signature.WithTypes(types.Names()))
+	img, _ := types.NewImage("https://example.com/cat.png")
+	msgs, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"photo": img})
+	if err != nil {
+		fmt.Println(errors.Unwrap(err))
+		return
+	}
+	for _, p := range msgs[1].MultiContent {
+		if p.ImageURL != nil {
+			fmt.Printf("image_url %s\n", p.ImageURL.URL)
+		} else {
+			fmt.Printf("text %q\n", p.Text[:min(len(p.Text), 22)])
+		}
+	}
+	// Output:
+	// text "[[ ## photo ## ]]\n"
+	// image_url https://example.com/cat.png
+	// text "\n\nRespond with the cor"
+}
