@@ -177,6 +177,13 @@ func (t *TypeSpec) writeName(b *strings.Builder, source bool) {
 			}
 		}
 	}
+	if source && (t.kind == KindInt || t.kind == KindFloat) && t.goType != nil && t.goType.PkgPath() == "" &&
+		t.goType != reflect.TypeFor[int]() && t.goType != reflect.TypeFor[float64]() {
+		// Go's sized numbers have no DSPy spelling: keep the Go one so
+		// that String round-trips (int8, uint32, float32).
+		b.WriteString(t.goType.String())
+		return
+	}
 	switch t.kind {
 	case KindList:
 		if t.name != "" {
