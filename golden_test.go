@@ -70,9 +70,6 @@ func TestGoldenFormat(t *testing.T) {
 			continue
 		}
 		t.Run(c.ID, func(t *testing.T) {
-			if c.ID == "xml_format_non_native_tool_history" {
-				t.Skip("tool_call_results turns of a History are not rendered yet (README)")
-			}
 			sig := buildSig(t, &c)
 			inputs, err := golden.Values(sig, c.Inputs)
 			require.NoError(t, err)

@@ -88,6 +88,9 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 				if a != "" {
 					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a})
 				}
+				if msgs, err = appendToolResults(msgs, reqSig, turn, user); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -104,6 +107,37 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 				return nil, err
 			}
 		}
+	}
+	return msgs, nil
+}
+
+// toolResulter is implemented by a turn's tool-calls value that knows the
+// calls' results (types.ToolCalls).
+type toolResulter interface {
+	ToolCallResults() (any, bool)
+}
+
+// appendToolResults adds, after a history turn whose tool calls carry
+// results, DSPy's user message holding them as a tool_call_results field.
+func appendToolResults(msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, user userFunc) ([]openai.ChatCompletionMessage, error) {
+	for i := range sig.NumOutputs() {
+		tr, ok := turn[sig.Output(i).Name].(toolResulter)
+		if !ok {
+			continue
+		}
+		results, ok := tr.ToolCallResults()
+		if !ok {
+			continue
+		}
+		rsig, err := signature.New("", []signature.Field{{Name: "tool_call_results", Type: reflect.TypeOf(results)}}, nil)
+		if err != nil {
+			return nil, err
+		}
+		u, err := user(rsig, Values{"tool_call_results": results}, "", false)
+		if err != nil {
+			return nil, err
+		}
+		return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u}), nil
 	}
 	return msgs, nil
 }

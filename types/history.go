@@ -11,8 +11,9 @@ import (
 // into user and assistant messages between the demos and the request
 // (adapter.Conversation); a turn's missing outputs show as None.
 //
-// Turns holding tool calls are shown as text (DSPy's non-native mode);
-// their tool_call_results turns are not rendered.
+// Turns holding tool calls (a ToolCalls value) are shown as text, DSPy's
+// non-native mode; their results follow as a tool_call_results user
+// message.
 type History struct {
 	Messages []map[string]any `json:"messages"`
 }
@@ -38,6 +39,13 @@ func (h *History) UnmarshalJSON(b []byte) error {
 			switch {
 			case len(t) == 0 || string(t) == "null":
 				turn[k] = nil
+			case t[0] == '{' && bytes.Contains(t, []byte(`"tool_calls"`)):
+				// A turn's tool calls, with their results if given.
+				var tc ToolCalls
+				if err := tc.UnmarshalJSON(t); err != nil {
+					return fmt.Errorf("types: History: %w", err)
+				}
+				turn[k] = tc
 			case t[0] == '{' || t[0] == '[':
 				turn[k] = json.RawMessage(t)
 			default:

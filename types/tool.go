@@ -120,6 +120,32 @@ type ToolCall struct {
 // if need be); the id from id or call_id.
 type ToolCalls struct {
 	Calls []ToolCall
+	// Results are the outcomes of the calls, when known (in a History
+	// turn); they are shown as a tool_call_results user message after the
+	// turn, never as part of the calls.
+	Results *ToolCallResults
+}
+
+// ToolCallResult is the outcome of one call.
+type ToolCallResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Value   any    `json:"value"`
+	IsError bool   `json:"is_error"`
+}
+
+// ToolCallResults is DSPy's dspy.ToolCallResults.
+type ToolCallResults struct {
+	Results []ToolCallResult `json:"tool_call_results"`
+}
+
+// ToolCallResults returns the calls' results for the turn's
+// tool_call_results message (the root's optional interface).
+func (tc ToolCalls) ToolCallResults() (any, bool) {
+	if tc.Results == nil {
+		return nil, false
+	}
+	return *tc.Results, true
 }
 
 // TypeDescription is DSPy's ToolCalls.description().
@@ -178,7 +204,23 @@ func (tc *ToolCalls) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	tc.Calls = calls
+	tc.Calls, tc.Results = calls, nil
+	if m, ok := v.(map[string]any); ok && m["tool_call_results"] != nil {
+		raw, err := json.Marshal(m["tool_call_results"])
+		if err != nil {
+			return err
+		}
+		var r ToolCallResults
+		var list []ToolCallResult
+		switch {
+		case json.Unmarshal(raw, &r) == nil && r.Results != nil:
+		case json.Unmarshal(raw, &list) == nil:
+			r.Results = list
+		default:
+			return fmt.Errorf("types: ToolCalls: tool_call_results is not a list of results")
+		}
+		tc.Results = &r
+	}
 	return nil
 }
 
