@@ -225,9 +225,9 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	}
 	caps := capabilitiesOf(lm, c.req.Model)
 	base := c.req
-	fsig, dropped := planNative(sig, caps, &base)
+	fsig, fin, dropped := planNative(a, sig, inputs, caps, &base)
 	start := time.Now()
-	msgs, err := a.Format(fsig, demos, inputs)
+	msgs, err := a.Format(fsig, demos, fin)
 	tr.format(msgs, time.Since(start), err)
 	if err != nil {
 		return err
@@ -283,13 +283,14 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	}
 	for _, ch := range choices {
 		text := ch.Message.Content
-		if strings.TrimSpace(text) == "" {
+		native := len(dropped) > 0 && nativeValues(dropped, ch)
+		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
 		start := time.Now()
-		vals, err := parse(fsig, text)
+		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && len(dropped) > 0 {
-			fillNative(vals, dropped, ch)
+			fillNative(vals, sig, dropped, ch)
 		}
 		tr.parse(text, vals, time.Since(start), err)
 		if ch.FinishReason == openai.FinishReasonLength {
@@ -327,6 +328,23 @@ func parserFor(ctx context.Context, a Adapter, c *callConfig, res *Result) (func
 		return p.Parse, nil
 	}
 	return nil, fmt.Errorf("adapter: %s cannot parse completions", a.Name())
+}
+
+// parseChoice parses a choice's text. With native tool calls, DSPy reads
+// the text only if there is some, and a text it cannot read leaves the
+// other outputs empty rather than failing the calls.
+func parseChoice(parse func(*signature.Signature, string) (Values, error), sig *signature.Signature, text string, toolCalls bool) (Values, error) {
+	if !toolCalls {
+		return parse(sig, text)
+	}
+	if strings.TrimSpace(text) == "" || sig.NumOutputs() == 0 {
+		return Values{}, nil
+	}
+	vals, err := parse(sig, text)
+	if err != nil {
+		return Values{}, nil
+	}
+	return vals, nil
 }
 
 func addUsage(a, b openai.Usage) openai.Usage {

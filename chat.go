@@ -24,7 +24,14 @@ type Chat struct {
 	// parse failure the Chat parser cannot recover (DSPy's
 	// use_json_adapter_fallback=False).
 	NoFallback bool
+	// NativeTools asks for native function calling: a ToolCalls output is
+	// answered through the request's tools (from a Tool input) when the LM
+	// supports them. Off by default, as in DSPy's ChatAdapter; then tools,
+	// tool_choice and parallel_tool_calls are removed from the request.
+	NativeTools bool
 }
+
+func (c Chat) nativeTools() bool { return c.NativeTools }
 
 // Name returns "chat".
 func (Chat) Name() string { return "chat" }
@@ -307,11 +314,13 @@ func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
 }
 
 // ShapeRequest removes tools, tool_choice and parallel_tool_calls from the
-// request: the Chat adapter asks for tool calls in the text (a ToolCalls
-// output field), as DSPy's ChatAdapter does without native function
-// calling.
-func (Chat) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
-	stripTools(req)
+// request unless NativeTools is set: the Chat adapter then asks for tool
+// calls in the text (a ToolCalls output field), as DSPy's ChatAdapter does
+// without native function calling.
+func (c Chat) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
+	if !c.NativeTools {
+		stripTools(req)
+	}
 	return "", level == 0, nil
 }
 

@@ -31,6 +31,20 @@
 // (on the context with [WithTrace], or for one call with [Observe]) sees
 // every format, LM call and parse, fallbacks included.
 //
+// # Custom types
+//
+// Field types plug in through interfaces, detected on the type (package
+// types has DSPy's: Image, Code, Reasoning, History, Tool, ToolCalls,
+// Citations). In formatting, a [Formatter] value becomes content parts of
+// the user message; otherwise json.Marshaler, then encoding.TextMarshaler,
+// then the rules for the kind render it. An input of a [Conversation] type
+// expands into earlier turns. An output of a [NativeHook] type may be
+// answered natively (reasoning_content, native tool calls) when the LM's
+// [Capabilities] allow. In parsing, a type with ParseField ([FieldParser])
+// beats encoding.TextUnmarshaler (and, for decoded JSON, json.Unmarshaler),
+// which beats the kind rules. signature.TypeNamer, TypeDescriber and
+// PromptSchemer choose what the model is told about a type.
+//
 // # Values
 //
 // [ParseValue] is the one routine that turns a field's text into a Go

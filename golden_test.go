@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -80,9 +79,6 @@ func TestGoldenFormat(t *testing.T) {
 				demos = append(demos, v)
 			}
 			if len(c.LM) > 0 && string(c.LM) != "null" {
-				if strings.Contains(string(c.LM), "anthropic/") {
-					t.Skip("native Citations are not built yet (README)")
-				}
 				goldenLMCase(t, &c, a, sig, demos, inputs)
 				return
 			}

@@ -20,7 +20,15 @@ import (
 // DSPy 3.3.1's.
 //
 // The zero value is ready to use and safe for concurrent use.
-type JSON struct{}
+type JSON struct {
+	// NoNativeTools turns off native function calling, which the JSON
+	// adapter uses by default (as DSPy's JSONAdapter does): a ToolCalls
+	// output is answered through the request's tools when the LM supports
+	// them.
+	NoNativeTools bool
+}
+
+func (j JSON) nativeTools() bool { return !j.NoNativeTools }
 
 func init() { jsonFallback = JSON{} }
 

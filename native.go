@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"maps"
 	"reflect"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -9,26 +10,47 @@ import (
 )
 
 // NativeHook is implemented by output field types that a capable LM can
-// produce natively rather than in the text, such as reasoning models'
-// reasoning_content. It is detected on the field's type (its zero value).
+// produce natively rather than in the text: reasoning models'
+// reasoning_content (types.Reasoning), native tool calls (types.ToolCalls).
+// It is detected on the field's type (its zero value).
 //
-// PlanNative runs once per LM call, before formatting, with the LM's
-// declared capabilities and the call's request. Its Plan may drop the field
-// from the prompt and set request options on the call's own request copy;
-// it never changes shared state. After the call, NativeValue reads the
-// field's value from each choice; a dropped field without a native value
-// takes its type's zero value.
+// PlanNative runs once per LM call, before formatting. Its Plan may drop
+// the field (and inputs it consumed) from the prompt and set request
+// options on the call's own request copy; it never changes shared state.
+// After the call, NativeValue reads the field's value from each choice; a
+// dropped field without a native value takes its type's zero value.
 type NativeHook interface {
-	PlanNative(field string, caps Capabilities, req openai.ChatCompletionRequest) Plan
+	PlanNative(r NativeRequest) Plan
 	NativeValue(choice openai.ChatCompletionChoice) (any, bool)
+}
+
+// NativeRequest is what a NativeHook decides from.
+type NativeRequest struct {
+	Field     string                       // the output field
+	Signature *signature.Signature         // the call's signature
+	Inputs    Values                       // the call's inputs
+	Caps      Capabilities                 // what the LM declares
+	Request   openai.ChatCompletionRequest // the request template (a copy)
+	// NativeTools: the adapter asks for native function calling (JSON by
+	// default; Chat and XML when their NativeTools is set).
+	NativeTools bool
 }
 
 // Plan is what a NativeHook decides for one call.
 type Plan struct {
 	// Drop leaves the field out of the prompt and the parse.
 	Drop bool
+	// DropInputs leaves these inputs out of the prompt (the tools a native
+	// tool call was given through the request).
+	DropInputs []string
 	// Request, when set, adjusts the call's request (never shared).
 	Request func(*openai.ChatCompletionRequest)
+}
+
+// nativeTooler is implemented by adapters that say whether they use native
+// function calling.
+type nativeTooler interface {
+	nativeTools() bool
 }
 
 var nativeHookType = reflect.TypeFor[NativeHook]()
@@ -41,18 +63,20 @@ type nativeField struct {
 }
 
 // planNative applies the outputs' native hooks to req and returns the
-// signature the adapter formats and parses (without the dropped fields)
-// and the dropped fields.
-func planNative(sig *signature.Signature, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, []nativeField) {
+// signature the adapter formats and parses (without the dropped fields),
+// the inputs without the dropped inputs, and the dropped outputs.
+func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField) {
 	var dropped []nativeField
-	fsig := sig
+	fsig, fin, copied := sig, inputs, false
+	nt, _ := a.(nativeTooler)
 	for i := range sig.NumOutputs() {
 		f := sig.Output(i)
 		if f.Type == nil || !f.Type.Implements(nativeHookType) {
 			continue
 		}
 		hook := reflect.Zero(f.Type).Interface().(NativeHook)
-		plan := hook.PlanNative(f.Name, caps, *req)
+		plan := hook.PlanNative(NativeRequest{Field: f.Name, Signature: sig, Inputs: inputs, Caps: caps, Request: *req,
+			NativeTools: nt != nil && nt.nativeTools()})
 		if plan.Request != nil {
 			plan.Request(req)
 		}
@@ -60,17 +84,44 @@ func planNative(sig *signature.Signature, caps Capabilities, req *openai.ChatCom
 			fsig = fsig.Delete(f.Name)
 			dropped = append(dropped, nativeField{f.Name, f.Type, hook})
 		}
+		for _, in := range plan.DropInputs {
+			fsig = fsig.Delete(in)
+			if _, ok := fin[in]; ok {
+				if !copied {
+					fin, copied = maps.Clone(inputs), true
+				}
+				delete(fin, in)
+			}
+		}
 	}
-	return fsig, dropped
+	return fsig, fin, dropped
 }
 
-// fillNative sets the dropped fields' values from a choice.
-func fillNative(vals Values, dropped []nativeField, choice openai.ChatCompletionChoice) {
+// nativeValues reports whether a choice carries a value for any dropped
+// field (so an empty text is not an empty reply).
+func nativeValues(dropped []nativeField, choice openai.ChatCompletionChoice) bool {
+	for _, d := range dropped {
+		if _, ok := d.hook.NativeValue(choice); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fillNative sets the dropped fields' values from a choice, and every
+// other output still missing to its zero value (DSPy sets them to None).
+func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, choice openai.ChatCompletionChoice) {
 	for _, d := range dropped {
 		if v, ok := d.hook.NativeValue(choice); ok {
 			vals[d.name] = v
 		} else {
 			vals[d.name] = reflect.Zero(d.typ).Interface()
+		}
+	}
+	for i := range sig.NumOutputs() {
+		f := sig.Output(i)
+		if _, ok := vals[f.Name]; !ok {
+			vals[f.Name] = reflect.Zero(f.Type).Interface()
 		}
 	}
 }

@@ -121,8 +121,8 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 	start := time.Now()
 	caps := capabilitiesOf(lm, c.req.Model)
 	req := c.req
-	fsig, dropped := planNative(sig, caps, &req)
-	msgs, err := a.Format(fsig, demos, inputs)
+	fsig, fin, dropped := planNative(a, sig, inputs, caps, &req)
+	msgs, err := a.Format(fsig, demos, fin)
 	tr.format(msgs, time.Since(start), err)
 	if err != nil {
 		return err, false
@@ -248,17 +248,18 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 			}
 			return &ParseError{Adapter: a.Name(), Completion: text, Partial: partial, Err: ErrTruncated}, false
 		}
-		if strings.TrimSpace(text) == "" && len(tools) == 0 {
+		var ch openai.ChatCompletionChoice // what the stream said natively
+		if i == 0 {
+			ch.Message.ReasoningContent, ch.Message.ToolCalls = reasoning.String(), tools
+		}
+		native := len(dropped) > 0 && nativeValues(dropped, ch)
+		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}, false
 		}
 		pstart := time.Now()
-		vals, perr := parse(fsig, text)
+		vals, perr := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if perr == nil && len(dropped) > 0 {
-			var ch openai.ChatCompletionChoice
-			if i == 0 {
-				ch.Message.ReasoningContent = reasoning.String()
-			}
-			fillNative(vals, dropped, ch)
+			fillNative(vals, sig, dropped, ch)
 		}
 		tr.parse(text, vals, time.Since(pstart), perr)
 		if perr != nil {

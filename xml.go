@@ -32,7 +32,11 @@ type XML struct {
 	// NoFallback turns off the one retry with the JSON adapter after a
 	// parse failure the XML parser cannot recover.
 	NoFallback bool
+	// NativeTools asks for native function calling, as Chat's does.
+	NativeTools bool
 }
+
+func (x XML) nativeTools() bool { return x.NativeTools }
 
 // Name returns "xml".
 func (XML) Name() string { return "xml" }
@@ -897,7 +901,9 @@ func closeTag(text, name string, start, to int) (end, next int, closed bool) {
 }
 
 // ShapeRequest removes the native tool-calling options, as Chat's does.
-func (XML) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
-	stripTools(req)
+func (x XML) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
+	if !x.NativeTools {
+		stripTools(req)
+	}
 	return "", level == 0, nil
 }

@@ -21,7 +21,8 @@ type Reasoning string
 func (Reasoning) TypeName() string { return "str" }
 
 // PlanNative moves the field to native reasoning when the LM supports it.
-func (Reasoning) PlanNative(_ string, caps adapter.Capabilities, req openai.ChatCompletionRequest) adapter.Plan {
+func (Reasoning) PlanNative(r adapter.NativeRequest) adapter.Plan {
+	caps, req := r.Caps, r.Request
 	if req.ReasoningEffort == "none" {
 		// DSPy's reasoning_effort=None: no native reasoning, and nothing sent.
 		return adapter.Plan{Request: func(r *openai.ChatCompletionRequest) { r.ReasoningEffort = "" }}

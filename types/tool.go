@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/kaptinlin/jsonrepair"
+	openai "github.com/sashabaranov/go-openai"
+
+	adapter "github.com/sigwire/adapter"
 
 	"github.com/sigwire/adapter/internal/pyjson"
 )
@@ -322,4 +326,113 @@ func plainNumbers(v any) any {
 		}
 	}
 	return v
+}
+
+// ToolDefinition is the tool as an OpenAI function (DSPy's
+// format_as_litellm_function_call): its arguments as the parameters'
+// properties, in order, required unless they have a default.
+func (t Tool) ToolDefinition() (openai.Tool, error) {
+	args := bytes.TrimSpace(t.Args)
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	var schemas map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(args, &schemas); err != nil {
+		return openai.Tool{}, fmt.Errorf("types: tool %s: args: %w", t.Name, err)
+	}
+	keys, err := objectKeys(args)
+	if err != nil {
+		return openai.Tool{}, fmt.Errorf("types: tool %s: args: %w", t.Name, err)
+	}
+	required := []string{}
+	for _, k := range keys {
+		if _, ok := schemas[k]["default"]; !ok {
+			required = append(required, k)
+		}
+	}
+	req, _ := json.Marshal(required)
+	params := `{"type":"object","properties":` + string(args) + `,"required":` + string(req) + `}`
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name: t.Name, Description: t.Desc, Parameters: json.RawMessage(params),
+	}}, nil
+}
+
+// objectKeys lists a JSON object's keys in order.
+func objectKeys(raw []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+var (
+	toolType  = reflect.TypeFor[Tool]()
+	toolsType = reflect.TypeFor[[]Tool]()
+)
+
+// PlanNative answers the field with native tool calls when the adapter
+// asks for native function calling, the LM supports it and an input holds
+// the tools (a Tool or []Tool): the tools go into the request, and the
+// tools input and this output leave the prompt. Otherwise the calls are
+// asked for in the text.
+func (ToolCalls) PlanNative(r adapter.NativeRequest) adapter.Plan {
+	if !r.NativeTools || !r.Caps.Tools {
+		return adapter.Plan{}
+	}
+	for i := range r.Signature.NumInputs() {
+		f := r.Signature.Input(i)
+		if f.Type != toolType && f.Type != toolsType {
+			continue
+		}
+		var tools []Tool
+		switch v := r.Inputs[f.Name].(type) {
+		case Tool:
+			tools = []Tool{v}
+		case []Tool:
+			tools = v
+		}
+		defs := make([]openai.Tool, 0, len(tools))
+		for _, t := range tools {
+			d, err := t.ToolDefinition()
+			if err != nil {
+				return adapter.Plan{} // asked for in the text instead
+			}
+			defs = append(defs, d)
+		}
+		return adapter.Plan{
+			Drop:       true,
+			DropInputs: []string{f.Name},
+			Request:    func(req *openai.ChatCompletionRequest) { req.Tools = defs },
+		}
+	}
+	return adapter.Plan{}
+}
+
+// NativeValue reads the reply's native tool calls.
+func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
+	if len(choice.Message.ToolCalls) == 0 {
+		return nil, false
+	}
+	var tc ToolCalls
+	for _, c := range choice.Message.ToolCalls {
+		call, err := toolCallFrom(map[string]any{"id": c.ID, "name": c.Function.Name, "arguments": c.Function.Arguments})
+		if err != nil {
+			continue
+		}
+		tc.Calls = append(tc.Calls, call)
+	}
+	return tc, true
 }

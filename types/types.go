@@ -15,6 +15,7 @@ func Names() map[string]reflect.Type {
 		"Reasoning":          reflect.TypeFor[Reasoning](),
 		"Tool":               reflect.TypeFor[Tool](),
 		"ToolCalls":          reflect.TypeFor[ToolCalls](),
+		"Citations":          reflect.TypeFor[Citations](),
 		"Code":               reflect.TypeFor[Code](),
 		"Code['python']":     reflect.TypeFor[CodeOf[Python]](),
 		"Code['go']":         reflect.TypeFor[CodeOf[Go]](),

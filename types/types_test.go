@@ -161,3 +161,29 @@ func ExampleImage() {
 	// image_url https://example.com/cat.png
 	// text "\n\nRespond with the cor"
 }
+
+func TestNativeToolCalls(t *testing.T) {
+	sig := parse(t, "question, tools: list[Tool] -> answer, tool_calls: ToolCalls")
+	tools := []types.Tool{{Name: "search", Desc: "Search the web.", Args: []byte(`{"query": {"type": "string"}, "k": {"type": "integer", "default": 3}}`)}}
+	call := openai.ToolCall{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "search", Arguments: `{"query": "go generics"}`}}
+	srv := lmtest.NewServer(lmtest.Text("").WithToolCalls(call), lmtest.Text("[[ ## answer ## ]]\nlater\n\n[[ ## tool_calls ## ]]\n[{\"name\": \"search\", \"args\": {\"query\": \"x\"}}]"))
+	defer srv.Close()
+	lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true, JSONMode: true})
+	in := adapter.Values{"question": "What's new in Go?", "tools": tools}
+
+	res, err := adapter.Call(context.Background(), lm, sig, nil, in, adapter.UseAdapter(adapter.JSON{}))
+	require.NoError(t, err)
+	got := res.Outputs[0]["tool_calls"].(types.ToolCalls)
+	assert.Equal(t, []types.ToolCall{{ID: "call_1", Name: "search", Args: map[string]any{"query": "go generics"}}}, got.Calls)
+	assert.Equal(t, "", res.Outputs[0]["answer"], "an output the reply left out is its zero value")
+	req := srv.Requests()[0]
+	assert.Contains(t, string(req.Body), `"parameters":{"type":"object","properties":{"query":{"type":"string"},"k":{"type":"integer","default":3}},"required":["query"]}`)
+	assert.NotContains(t, req.Chat.Messages[0].Content, "{tool_calls}", "the ToolCalls field left the prompt")
+	assert.NotContains(t, req.Chat.Messages[0].Content, "[[ ## tools ## ]]", "the tools input left the prompt")
+
+	// Chat asks for the calls in the text unless NativeTools is set.
+	res, err = adapter.Call(context.Background(), lm, sig, nil, in, adapter.UseAdapter(adapter.Chat{}))
+	require.NoError(t, err)
+	assert.Equal(t, "search", res.Outputs[0]["tool_calls"].(types.ToolCalls).Calls[0].Name)
+	assert.Empty(t, srv.Requests()[1].Chat.Tools)
+}
