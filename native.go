@@ -3,6 +3,7 @@ package adapter
 import (
 	"maps"
 	"reflect"
+	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -71,7 +72,7 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 	nt, _ := a.(nativeTooler)
 	for i := range sig.NumOutputs() {
 		f := sig.Output(i)
-		if f.Type == nil || !f.Type.Implements(nativeHookType) {
+		if !traitsOf(f.Type).native {
 			continue
 		}
 		hook := reflect.Zero(f.Type).Interface().(NativeHook)
@@ -124,4 +125,28 @@ func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, ch
 			vals[f.Name] = reflect.Zero(f.Type).Interface()
 		}
 	}
+}
+
+// typeTraits is what the pipeline detects on a field type, computed once
+// per type.
+type typeTraits struct {
+	native       bool // implements NativeHook
+	conversation bool // implements Conversation (on the value or pointer)
+}
+
+var traitsCache sync.Map // reflect.Type → typeTraits
+
+func traitsOf(t reflect.Type) typeTraits {
+	if t == nil {
+		return typeTraits{}
+	}
+	if v, ok := traitsCache.Load(t); ok {
+		return v.(typeTraits)
+	}
+	tr := typeTraits{
+		native:       t.Implements(nativeHookType),
+		conversation: t.Implements(conversationType) || reflect.PointerTo(t).Implements(conversationType),
+	}
+	traitsCache.Store(t, tr)
+	return tr
 }

@@ -37,8 +37,7 @@ var conversationType = reflect.TypeFor[Conversation]()
 // Conversation, or -1.
 func historyField(sig *signature.Signature) int {
 	for i := range sig.NumInputs() {
-		t := sig.Input(i).Type
-		if t != nil && (t.Implements(conversationType) || reflect.PointerTo(t).Implements(conversationType)) {
+		if traitsOf(sig.Input(i).Type).conversation {
 			return i
 		}
 	}

@@ -1,7 +1,9 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"iter"
@@ -174,7 +176,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 		return true
 	}
 	for {
-		resp, rerr := stream.Recv()
+		resp, rerr := recvChunk(stream)
 		if errors.Is(rerr, io.EOF) {
 			break
 		}
@@ -269,6 +271,38 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 	}
 	res.Outputs = outs
 	return nil, false
+}
+
+// recvChunk reads the next chunk from its raw line, so that the
+// "reasoning" delta some providers send (vLLM, OpenRouter), which
+// go-openai's types drop, is kept: it is moved into ReasoningContent.
+func recvChunk(stream *openai.ChatCompletionStream) (openai.ChatCompletionStreamResponse, error) {
+	var resp openai.ChatCompletionStreamResponse
+	raw, err := stream.RecvRaw()
+	if err != nil {
+		return resp, err
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return resp, err
+	}
+	if bytes.Contains(raw, []byte(`"reasoning"`)) {
+		var extra struct {
+			Choices []struct {
+				Index int `json:"index"`
+				Delta struct {
+					Reasoning string `json:"reasoning"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(raw, &extra) == nil {
+			for i, c := range extra.Choices {
+				if i < len(resp.Choices) && c.Delta.Reasoning != "" && resp.Choices[i].Delta.ReasoningContent == "" {
+					resp.Choices[i].Delta.ReasoningContent = c.Delta.Reasoning
+				}
+			}
+		}
+	}
+	return resp, nil
 }
 
 // mergeToolCalls accumulates streamed tool-call deltas by index.

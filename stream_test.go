@@ -101,3 +101,14 @@ func TestStreamFieldsNoAdapterLeak(t *testing.T) {
 	assert.False(t, tmpl.Stream)
 	assert.Nil(t, tmpl.StreamOptions)
 }
+
+// TestStreamReasoningField reads the "reasoning" delta that vLLM and
+// OpenRouter send and go-openai's types drop.
+func TestStreamReasoningField(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\n4").WithReasoningField("two and two").ChunkSize(4))
+	defer srv.Close()
+	_, reasoning, last, err := collect(t, adapter.Stream(context.Background(), srv.Client(), mustParse(t, "q -> answer"), nil, adapter.Values{"q": "2+2"}))
+	require.NoError(t, err)
+	assert.Equal(t, "two and two", reasoning)
+	assert.Equal(t, "4", last.Result.Outputs[0]["answer"])
+}

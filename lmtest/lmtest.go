@@ -90,6 +90,7 @@ type Reply struct {
 	finish     string
 	noFinish   bool
 	reasoning  string
+	reasonKey  string // "reasoning_content", or "reasoning" (vLLM, OpenRouter)
 	toolCalls  []openai.ToolCall
 	refusal    string
 	usage      *openai.Usage
@@ -123,7 +124,21 @@ func (r Reply) WithFinish(reason string) Reply {
 }
 
 // WithReasoning sets the reasoning_content of the first choice.
-func (r Reply) WithReasoning(text string) Reply { r.reasoning = text; return r }
+func (r Reply) WithReasoning(text string) Reply { r.reasoning, r.reasonKey = text, ""; return r }
+
+// WithReasoningField sets the first choice's reasoning under the key
+// "reasoning", as vLLM and OpenRouter send it (go-openai's types drop it).
+func (r Reply) WithReasoningField(text string) Reply {
+	r.reasoning, r.reasonKey = text, "reasoning"
+	return r
+}
+
+func (r Reply) reasoningKey() string {
+	if r.reasonKey == "" {
+		return "reasoning_content"
+	}
+	return r.reasonKey
+}
 
 // WithToolCalls sets the tool calls of the first choice. Streamed, each
 // call's arguments arrive in two deltas.
@@ -228,7 +243,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		msg := map[string]any{"role": "assistant", "content": c}
 		if i == 0 {
 			if reply.reasoning != "" {
-				msg["reasoning_content"] = reply.reasoning
+				msg[reply.reasoningKey()] = reply.reasoning
 			}
 			if len(reply.toolCalls) > 0 {
 				msg["tool_calls"] = reply.toolCalls
@@ -303,7 +318,7 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, reply Reply, id
 		}
 	}
 	for _, piece := range chunks(reply.reasoning, size) {
-		if !send(delta(0, map[string]any{"reasoning_content": piece}), nil) || !sleep(hr, reply.chunkDelay) {
+		if !send(delta(0, map[string]any{reply.reasoningKey(): piece}), nil) || !sleep(hr, reply.chunkDelay) {
 			return
 		}
 	}

@@ -223,3 +223,23 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// Document is DSPy's experimental dspy.experimental.Document: text (or a
+// PDF) the model may cite. go-openai's message parts cannot carry
+// documents, so formatting a Document value fails with ErrUnsupportedPart.
+type Document struct {
+	Data      string `json:"data"`
+	Title     string `json:"title,omitempty"`
+	MediaType string `json:"media_type,omitempty"` // "text/plain" (default) or "application/pdf"
+	Context   string `json:"context,omitempty"`
+}
+
+// TypeDescription is DSPy's Document.description().
+func (Document) TypeDescription() string {
+	return "A document containing text content that can be referenced and cited. Include the full text content and optionally a title for proper referencing."
+}
+
+// FormatParts fails: see ErrUnsupportedPart.
+func (Document) FormatParts() ([]openai.ChatMessagePart, error) {
+	return nil, fmt.Errorf("%w: document", ErrUnsupportedPart)
+}

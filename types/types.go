@@ -16,6 +16,7 @@ func Names() map[string]reflect.Type {
 		"Tool":               reflect.TypeFor[Tool](),
 		"ToolCalls":          reflect.TypeFor[ToolCalls](),
 		"Citations":          reflect.TypeFor[Citations](),
+		"Document":           reflect.TypeFor[Document](),
 		"Code":               reflect.TypeFor[Code](),
 		"Code['python']":     reflect.TypeFor[CodeOf[Python]](),
 		"Code['go']":         reflect.TypeFor[CodeOf[Go]](),
