@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -210,7 +211,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 			}
 			if len(ch.Delta.ToolCalls) > 0 {
 				tools = mergeToolCalls(tools, ch.Delta.ToolCalls)
-				if !yield(Chunk{ToolCalls: tools, Adapter: a.Name()}, nil) {
+				if !yield(Chunk{ToolCalls: slices.Clone(tools), Adapter: a.Name()}, nil) {
 					return nil, true
 				}
 			}

@@ -112,3 +112,47 @@ func TestStreamReasoningField(t *testing.T) {
 	assert.Equal(t, "two and two", reasoning)
 	assert.Equal(t, "4", last.Result.Outputs[0]["answer"])
 }
+
+// TestStreamFallback: after a parse failure the JSON fallback streams as a
+// second call, its chunks named "json".
+func TestStreamFallback(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("The answer is forty-two.").ChunkSize(5), lmtest.Text(`{"answer": 42}`).ChunkSize(3))
+	defer srv.Close()
+	var adapters []string
+	var last adapter.Chunk
+	for ch, err := range adapter.Stream(context.Background(), srv.Client(), mustParse(t, "question -> answer: int"), nil, adapter.Values{"question": "q"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "some-model"})) {
+		require.NoError(t, err)
+		if ch.Field == "answer" {
+			assert.Equal(t, "json", ch.Adapter)
+		}
+		if len(adapters) == 0 || adapters[len(adapters)-1] != ch.Adapter {
+			adapters = append(adapters, ch.Adapter)
+		}
+		last = ch
+	}
+	assert.Equal(t, []string{"json"}, adapters[len(adapters)-1:])
+	require.True(t, last.Done)
+	assert.Equal(t, 2, last.Result.Calls)
+	assert.Equal(t, "json", last.Result.Adapter)
+	assert.Equal(t, 42, last.Result.Outputs[0]["answer"])
+}
+
+// TestStreamToolCalls: tool-call deltas are merged by index into whole
+// calls.
+func TestStreamToolCalls(t *testing.T) {
+	call := openai.ToolCall{ID: "c1", Type: "function", Function: openai.FunctionCall{Name: "search", Arguments: `{"query": "go streams"}`}}
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nsearching").WithToolCalls(call))
+	defer srv.Close()
+	var calls []openai.ToolCall
+	for ch, err := range adapter.Stream(context.Background(), srv.Client(), mustParse(t, "q -> answer"), nil, adapter.Values{"q": "x"}) {
+		require.NoError(t, err)
+		if ch.ToolCalls != nil {
+			calls = ch.ToolCalls
+		}
+	}
+	require.Len(t, calls, 1)
+	assert.Equal(t, "c1", calls[0].ID)
+	assert.Equal(t, "search", calls[0].Function.Name)
+	assert.Equal(t, `{"query": "go streams"}`, calls[0].Function.Arguments)
+}

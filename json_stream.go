@@ -1,0 +1,303 @@
+package adapter
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// NewFieldStream returns a FieldStream for JSON replies: the members of the
+// reply's top-level object are routed to the output fields they name (as
+// Parse names them: exact, then case-insensitive). A string value streams
+// as it grows, its escapes decoded; any other value (a number, a bool,
+// null, an array, an object) is reported once complete, as its JSON text.
+// Text around the object (prose, a code fence) belongs to no field.
+func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
+	return &jsonFieldStream{sig: sig, field: markOther}
+}
+
+// NewFieldStream streams as the JSON adapter does.
+func (BAML) NewFieldStream(sig *signature.Signature) FieldStream {
+	return JSON{}.NewFieldStream(sig)
+}
+
+// jsonState is where the scanner is in the top-level object.
+type jsonState uint8
+
+const (
+	jsBefore jsonState = iota // before the object's '{'
+	jsKey                     // expecting a key (or '}')
+	jsInKey                   // inside a key string
+	jsColon                   // after a key, expecting ':'
+	jsValue                   // expecting a value
+	jsString                  // inside a string value
+	jsRaw                     // inside another value
+	jsComma                   // after a value, expecting ',' or '}'
+	jsDone                    // after the object
+)
+
+type jsonFieldStream struct {
+	sig    *signature.Signature
+	state  jsonState
+	field  int             // output index of the current member, or markOther
+	key    strings.Builder // the key being read
+	esc    []byte          // an escape sequence split across writes
+	raw    strings.Builder // a non-string value being read
+	depth  int             // nesting inside a raw value
+	inStr  bool            // inside a string within a raw value
+	rawEsc bool            // after a backslash in such a string
+}
+
+func (s *jsonFieldStream) name() string {
+	if s.field < 0 {
+		return ""
+	}
+	return s.sig.Output(s.field).Name
+}
+
+func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
+	i := 0
+	for i < len(text) {
+		switch s.state {
+		case jsBefore:
+			j := strings.IndexByte(text[i:], '{')
+			if j < 0 {
+				return dst
+			}
+			i += j + 1
+			s.state = jsKey
+		case jsKey:
+			c := text[i]
+			i++
+			switch c {
+			case '"':
+				s.key.Reset()
+				s.state = jsInKey
+			case '}':
+				s.state = jsDone
+			}
+		case jsInKey:
+			j := strings.IndexAny(text[i:], `"\`)
+			if j < 0 {
+				s.key.WriteString(text[i:])
+				return dst
+			}
+			s.key.WriteString(text[i : i+j])
+			if text[i+j] == '\\' && i+j+1 < len(text) {
+				s.key.WriteByte(text[i+j+1])
+				i += j + 2
+				continue
+			}
+			if text[i+j] == '\\' {
+				return dst
+			}
+			i += j + 1
+			s.field = resolveMarkerName(s.sig, s.key.String())
+			s.state = jsColon
+		case jsColon:
+			if text[i] == ':' {
+				s.state = jsValue
+			}
+			i++
+		case jsValue:
+			c := text[i]
+			switch {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				i++
+			case c == '"':
+				i++
+				s.state = jsString
+			default:
+				s.raw.Reset()
+				s.depth, s.inStr, s.rawEsc = 0, false, false
+				s.state = jsRaw
+			}
+		case jsString:
+			var end bool
+			i, end, dst = s.stringChunk(dst, text, i)
+			if end {
+				s.state = jsComma
+			}
+		case jsRaw:
+			var end bool
+			i, end = s.rawChunk(text, i)
+			if end {
+				if s.field >= 0 {
+					dst = append(dst, FieldDelta{Field: s.name(), Text: strings.TrimSpace(s.raw.String())})
+				}
+				s.state = jsComma
+			}
+		case jsComma:
+			c := text[i]
+			i++
+			switch c {
+			case ',':
+				s.state, s.field = jsKey, markOther
+			case '}':
+				s.state = jsDone
+			}
+		case jsDone:
+			return dst
+		}
+	}
+	return dst
+}
+
+// stringChunk decodes a string value from text[i:], appending its text to
+// dst, and reports where it stopped and whether the string ended. Escapes
+// and UTF-8 sequences split across writes wait for the next write;
+// invalid UTF-8 becomes U+FFFD per byte and a lone surrogate escape U+FFFD,
+// as encoding/json decodes them.
+func (s *jsonFieldStream) stringChunk(dst []FieldDelta, text string, i int) (int, bool, []FieldDelta) {
+	var out strings.Builder
+	flush := func() {
+		if out.Len() > 0 && s.field >= 0 {
+			dst = append(dst, FieldDelta{Field: s.name(), Text: out.String()})
+		}
+		out.Reset()
+	}
+	buf := text[i:]
+	if len(s.esc) > 0 {
+		buf = string(s.esc) + buf
+		i -= len(s.esc)
+		s.esc = s.esc[:0]
+	}
+	base := i
+	j := 0
+	for j < len(buf) {
+		c := buf[j]
+		switch {
+		case c == '"':
+			flush()
+			return base + j + 1, true, dst
+		case c == '\\':
+			n, r, ok := jsonEscape(buf[j:])
+			if !ok {
+				s.esc = append(s.esc[:0], buf[j:]...)
+				flush()
+				return base + len(buf), false, dst
+			}
+			out.WriteString(r)
+			j += n
+		case c < utf8.RuneSelf:
+			out.WriteByte(c)
+			j++
+		default:
+			if !utf8.FullRuneInString(buf[j:]) {
+				s.esc = append(s.esc[:0], buf[j:]...)
+				flush()
+				return base + len(buf), false, dst
+			}
+			r, size := utf8.DecodeRuneInString(buf[j:])
+			if r == utf8.RuneError && size == 1 {
+				out.WriteRune(utf8.RuneError)
+			} else {
+				out.WriteString(buf[j : j+size])
+			}
+			j += size
+		}
+	}
+	flush()
+	return base + len(buf), false, dst
+}
+
+// jsonEscape decodes the escape at the start of s, reporting its length,
+// its text, and false when s ends before the escape does. A high surrogate
+// followed by a low one decodes as the pair.
+func jsonEscape(s string) (int, string, bool) {
+	if len(s) < 2 {
+		return 0, "", false
+	}
+	switch s[1] {
+	case 'n':
+		return 2, "\n", true
+	case 't':
+		return 2, "\t", true
+	case 'r':
+		return 2, "\r", true
+	case 'b':
+		return 2, "\b", true
+	case 'f':
+		return 2, "\f", true
+	case 'u':
+	default:
+		return 2, s[1:2], true
+	}
+	if len(s) < 6 {
+		return 0, "", false
+	}
+	n, err := strconv.ParseUint(s[2:6], 16, 32)
+	if err != nil {
+		return 6, string(utf8.RuneError), true
+	}
+	r := rune(n)
+	if utf16.IsSurrogate(r) {
+		if r >= 0xDC00 {
+			return 6, string(utf8.RuneError), true // a lone low half
+		}
+		if len(s) < 12 && (len(s) < 7 || s[6] == '\\' && (len(s) < 8 || s[7] == 'u')) {
+			return 0, "", false // the low half may still come
+		}
+		if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+			if m, err := strconv.ParseUint(s[8:12], 16, 32); err == nil {
+				if p := utf16.DecodeRune(r, rune(m)); p != utf8.RuneError {
+					return 12, string(p), true
+				}
+			}
+		}
+		return 6, string(utf8.RuneError), true
+	}
+	return 6, string(r), true
+}
+
+// rawChunk reads a non-string value from text[i:] into s.raw and reports
+// where it stopped and whether the value ended (at a ',' or '}' outside
+// any nesting, which is left for jsComma).
+func (s *jsonFieldStream) rawChunk(text string, i int) (int, bool) {
+	start := i
+	for ; i < len(text); i++ {
+		c := text[i]
+		if s.inStr {
+			switch {
+			case s.rawEsc:
+				s.rawEsc = false
+			case c == '\\':
+				s.rawEsc = true
+			case c == '"':
+				s.inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			if s.depth == 0 {
+				s.raw.WriteString(text[start:i])
+				return i, true
+			}
+			s.depth--
+		case ',':
+			if s.depth == 0 {
+				s.raw.WriteString(text[start:i])
+				return i, true
+			}
+		}
+	}
+	s.raw.WriteString(text[start:i])
+	return i, false
+}
+
+// Close reports a value still being read when the reply ended.
+func (s *jsonFieldStream) Close(dst []FieldDelta) []FieldDelta {
+	if s.state == jsRaw && s.field >= 0 && strings.TrimSpace(s.raw.String()) != "" {
+		dst = append(dst, FieldDelta{Field: s.name(), Text: strings.TrimSpace(s.raw.String())})
+	}
+	s.state = jsDone
+	return dst
+}

@@ -1,0 +1,254 @@
+package adapter
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// NewFieldStream returns a FieldStream for XML replies: the text inside an
+// output field's element streams to that field, entities and CDATA
+// decoded and the value trimmed as Parse trims it; a leading <think> block
+// streams as reasoning; everything else belongs to no field. Only a
+// possible closing tag, entity or CDATA end at the end of the text is held
+// back. (A value containing its own closing tag, which Parse recovers from
+// the whole reply, ends its deltas at the first closing tag.)
+func (XML) NewFieldStream(sig *signature.Signature) FieldStream {
+	return &xmlFieldStream{sig: sig, field: markOther}
+}
+
+type xmlMode uint8
+
+const (
+	xmOutside xmlMode = iota
+	xmField           // inside an output field's element
+	xmCDATA           // inside a CDATA section within a field
+	xmThink           // inside a leading reasoning block
+)
+
+type xmlFieldStream struct {
+	sig   *signature.Signature
+	buf   strings.Builder
+	pos   int // text before pos is decided
+	mode  xmlMode
+	field int    // the output being read
+	close string // its closing tag, "</name"
+	fresh bool   // nothing of the field sent yet: leading blanks go
+	hold  string // trailing blanks held until more text comes
+	begun bool   // past the start (a think block is only recognised there)
+}
+
+func (s *xmlFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
+	if s.buf.Cap() == 0 {
+		s.buf.Grow(max(512, 2*len(text)))
+	}
+	s.buf.WriteString(text)
+	return s.advance(dst, false)
+}
+
+func (s *xmlFieldStream) Close(dst []FieldDelta) []FieldDelta {
+	return s.advance(dst, true)
+}
+
+func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
+	full := s.buf.String()
+	for s.pos < len(full) {
+		switch s.mode {
+		case xmOutside:
+			k := strings.IndexByte(full[s.pos:], '<')
+			if k < 0 {
+				s.begun = s.begun || strings.TrimSpace(full[s.pos:]) != ""
+				s.pos = len(full)
+				return dst
+			}
+			k += s.pos
+			if !s.begun && strings.TrimSpace(full[s.pos:k]) != "" {
+				s.begun = true
+			}
+			el, ok := openTag(full, k, len(full))
+			if !ok {
+				if !final && !strings.ContainsAny(full[k+1:], "<>") && len(full)-k < 256 {
+					return dst // the tag may still be arriving
+				}
+				s.pos = k + 1
+				continue
+			}
+			s.pos = el.start
+			if el.selfClosing {
+				continue
+			}
+			if i := resolveMarkerName(s.sig, el.key()); i >= 0 {
+				s.mode, s.field, s.close, s.fresh, s.hold = xmField, i, "</"+el.name, true, ""
+				s.begun = true
+				continue
+			}
+			if !s.begun && isThinkTag(el.name) {
+				s.mode, s.close = xmThink, "</"+el.name
+			}
+			s.begun = true
+		case xmThink:
+			k := indexFold(full[s.pos:], s.close)
+			end := len(full)
+			if k >= 0 {
+				end = s.pos + k
+			} else if !final {
+				end = max(s.pos, len(full)-len(s.close))
+			}
+			if end > s.pos {
+				dst = append(dst, FieldDelta{Text: full[s.pos:end], Reasoning: true})
+			}
+			if k < 0 {
+				s.pos = end
+				return dst
+			}
+			s.pos = skipPast(full, end, '>')
+			s.mode = xmOutside
+		case xmField:
+			rest := full[s.pos:]
+			k := findClose(rest, s.close, final)
+			c := strings.Index(rest, "<![CDATA[")
+			switch {
+			case c >= 0 && (k < 0 || c < k):
+				dst = s.emitText(dst, decodeEntities(rest[:c]), false)
+				s.pos += c + len("<![CDATA[")
+				s.mode = xmCDATA
+			case k >= 0:
+				dst = s.emitText(dst, decodeEntities(rest[:k]), true)
+				s.pos = skipPast(full, s.pos+k, '>')
+				s.mode, s.field = xmOutside, markOther
+			case final:
+				dst = s.emitText(dst, decodeEntities(rest), true)
+				s.pos = len(full)
+			default:
+				end := xmlHoldStart(rest, s.close)
+				dst = s.emitText(dst, decodeEntities(rest[:end]), false)
+				s.pos += end
+				return dst
+			}
+		case xmCDATA:
+			rest := full[s.pos:]
+			k := strings.Index(rest, "]]>")
+			switch {
+			case k >= 0:
+				dst = s.emitText(dst, rest[:k], false)
+				s.pos += k + 3
+				s.mode = xmField
+			case final:
+				dst = s.emitText(dst, rest, true)
+				s.pos = len(full)
+			default:
+				end := max(0, len(rest)-2)
+				dst = s.emitText(dst, rest[:end], false)
+				s.pos += end
+				return dst
+			}
+		}
+	}
+	return dst
+}
+
+func isThinkTag(name string) bool {
+	for _, t := range thinkTags {
+		if strings.EqualFold(t, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// findClose finds the closing tag close ("</name") in rest: followed by
+// '>' or a blank, not by more of a longer name. An occurrence at the very
+// end is undecided (-1) until the text is final.
+func findClose(rest, close string, final bool) int {
+	for from := 0; ; {
+		k := indexFold(rest[from:], close)
+		if k < 0 {
+			return -1
+		}
+		k += from
+		after := k + len(close)
+		if after == len(rest) {
+			if final {
+				return k
+			}
+			return -1
+		}
+		if !isNameByte(rest[after], false) {
+			return k
+		}
+		from = k + 1
+	}
+}
+
+// skipPast returns the index after the next c at or after i, or len(s).
+func skipPast(s string, i int, c byte) int {
+	if j := strings.IndexByte(s[i:], c); j >= 0 {
+		return i + j + 1
+	}
+	return len(s)
+}
+
+// xmlHoldStart returns how much of a field's pending text can be sent: it
+// holds back a '<' that may begin the closing tag and an '&' that may
+// begin an entity.
+func xmlHoldStart(rest, close string) int {
+	end := len(rest)
+	if i := strings.LastIndexByte(rest, '<'); i >= 0 && len(rest)-i < len(close)+2 {
+		end = i
+	}
+	if i := strings.LastIndexByte(rest[:end], '&'); i >= 0 && end-i <= 10 && !strings.Contains(rest[i:end], ";") {
+		end = i
+	}
+	return end
+}
+
+// decodeEntities decodes XML entities; an '&' that starts none stays.
+func decodeEntities(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '&')
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		if r, n := xmlEntity(s[i:]); n > 0 {
+			b.WriteString(r)
+			s = s[i+n:]
+			continue
+		}
+		b.WriteByte('&')
+		s = s[i+1:]
+	}
+	return b.String()
+}
+
+// emitText sends decoded text of the current field: leading blanks of the
+// field dropped, trailing blanks held until more text comes (dropped at
+// the field's end).
+func (s *xmlFieldStream) emitText(dst []FieldDelta, text string, last bool) []FieldDelta {
+	if s.fresh {
+		text = strings.TrimLeftFunc(text, unicode.IsSpace)
+		if text == "" {
+			return dst
+		}
+		s.fresh = false
+	}
+	body := strings.TrimRightFunc(text, unicode.IsSpace)
+	if body == "" {
+		if !last {
+			s.hold += text
+		}
+		return dst
+	}
+	dst = append(dst, FieldDelta{Field: s.sig.Output(s.field).Name, Text: s.hold + body})
+	s.hold = ""
+	if !last {
+		s.hold = text[len(body):]
+	}
+	return dst
+}
