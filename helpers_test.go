@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 func mustParse(t testing.TB, spec string) *signature.Signature {
@@ -17,3 +18,5 @@ func mustParse(t testing.TB, spec string) *signature.Signature {
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+func typesNames() map[string]reflect.Type { return types.Names() }
