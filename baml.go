@@ -64,7 +64,7 @@ func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]o
 	b.WriteString("[[ ## completed ## ]]\n")
 	writeObjective(&b, sig.Instructions())
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
-	return formatTurns(msgs, sig, demos, inputs, bamlUser, jsonAssistant)
+	return formatTurns(msgs, sig, demos, inputs, bamlUser, jsonAssistant, true)
 }
 
 // bamlUser is the JSON adapter's user message, struct inputs as JSON

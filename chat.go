@@ -65,7 +65,7 @@ func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	return formatTurns(msgs, sig, demos, inputs, chatUser, chatAssistant)
+	return formatTurns(msgs, sig, demos, inputs, chatUser, chatAssistant, c.NativeTools)
 }
 
 // userFunc and assistantFunc render one turn of an adapter's conversation.

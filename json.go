@@ -44,7 +44,7 @@ func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	return formatTurns(msgs, sig, demos, inputs, jsonUser, jsonAssistant)
+	return formatTurns(msgs, sig, demos, inputs, jsonUser, jsonAssistant, !j.NoNativeTools)
 }
 
 func jsonSystem(sig *signature.Signature) (string, error) {

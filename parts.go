@@ -47,7 +47,7 @@ func historyField(sig *signature.Signature) int {
 // formatTurns appends what follows the system message, as DSPy's
 // Adapter.format does: the demos, the conversation history, the request;
 // then splits user messages at content-part markers.
-func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
+func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
 	msgs, err := formatDemos(msgs, sig, demos, user, assistant)
 	if err != nil {
 		return nil, err
@@ -70,6 +70,14 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 				}
 				if u != "" {
 					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u})
+				}
+				if nativeTools {
+					var handled bool
+					if msgs, handled, err = appendNativeToolTurn(msgs, reqSig, turn, assistant); err != nil {
+						return nil, err
+					} else if handled {
+						continue
+					}
 				}
 				full := make(Values, len(turn)+reqSig.NumOutputs())
 				for k, v := range turn {
@@ -139,6 +147,60 @@ func appendToolResults(msgs []openai.ChatCompletionMessage, sig *signature.Signa
 		return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u}), nil
 	}
 	return msgs, nil
+}
+
+// nativeToolTurn is implemented by a turn's tool-calls value that can
+// replay itself as native messages (types.ToolCalls): the calls for the
+// assistant message and one tool message per result, ok when the results
+// answer the calls one for one.
+type nativeToolTurn interface {
+	NativeToolTurn() (calls []openai.ToolCall, results []openai.ChatCompletionMessage, ok bool)
+}
+
+// appendNativeToolTurn replays a history turn holding tool calls as DSPy
+// does with native function calling: the assistant message holds the other
+// outputs present (or no content) and, when the results match the calls,
+// the calls themselves, followed by one tool message per result. It
+// reports false for turns without tool calls.
+func appendNativeToolTurn(msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, assistant assistantFunc) ([]openai.ChatCompletionMessage, bool, error) {
+	var name string
+	var nt nativeToolTurn
+	for i := range sig.NumOutputs() {
+		if v, ok := turn[sig.Output(i).Name].(nativeToolTurn); ok {
+			name, nt = sig.Output(i).Name, v
+			break
+		}
+	}
+	if nt == nil {
+		return msgs, false, nil
+	}
+	csig := sig.Delete(name)
+	for i := range sig.NumOutputs() {
+		f := sig.Output(i)
+		if v, ok := turn[f.Name]; f.Name != name && (!ok || isNil(v)) {
+			csig = csig.Delete(f.Name)
+		}
+	}
+	content := ""
+	if csig.NumOutputs() > 0 {
+		var err error
+		if content, err = assistant(csig, turn, ""); err != nil {
+			return nil, true, err
+		}
+	}
+	calls, results, ok := nt.NativeToolTurn()
+	if content == "" && !ok {
+		return msgs, true, nil
+	}
+	m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content}
+	if ok {
+		m.ToolCalls = calls
+	}
+	msgs = append(msgs, m)
+	if ok {
+		msgs = append(msgs, results...)
+	}
+	return msgs, true, nil
 }
 
 func asConversation(v any) (Conversation, bool) {

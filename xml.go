@@ -51,14 +51,14 @@ func (x XML) Fallback() Adapter {
 
 // Format renders the system message, the demos as user/assistant pairs
 // (incomplete ones first) and the user message with the XML reminder.
-func (XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	sys, err := xmlSystem(sig)
 	if err != nil {
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	return formatTurns(msgs, sig, demos, inputs, xmlUser, xmlAssistant)
+	return formatTurns(msgs, sig, demos, inputs, xmlUser, xmlAssistant, x.NativeTools)
 }
 
 func xmlSystem(sig *signature.Signature) (string, error) {

@@ -2,6 +2,7 @@ package types
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ type Tool struct {
 	Name string
 	Desc string
 	Args json.RawMessage // a JSON object: argument name → JSON Schema
+
+	call func(context.Context, []byte) (any, error) `json:"-"` // set by NewTool
 }
 
 // String is DSPy's str(tool): "name, whose description is <desc>…</desc>.
@@ -217,11 +220,14 @@ func (tc *ToolCalls) UnmarshalJSON(b []byte) error {
 		var r ToolCallResults
 		var list []ToolCallResult
 		switch {
-		case json.Unmarshal(raw, &r) == nil && r.Results != nil:
-		case json.Unmarshal(raw, &list) == nil:
+		case decodeNumbers(raw, &r) == nil && r.Results != nil:
+		case decodeNumbers(raw, &list) == nil:
 			r.Results = list
 		default:
 			return fmt.Errorf("types: ToolCalls: tool_call_results is not a list of results")
+		}
+		for i := range r.Results {
+			r.Results[i].Value = plainNumbers(r.Results[i].Value)
 		}
 		tc.Results = &r
 	}
@@ -435,4 +441,47 @@ func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 		tc.Calls = append(tc.Calls, call)
 	}
 	return tc, true
+}
+
+// NativeToolTurn replays the calls of a History turn as native messages:
+// the calls (arguments as JSON) and one tool message per result; ok only
+// when the results answer the calls one for one, by id.
+func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletionMessage, bool) {
+	if tc.Results == nil || len(tc.Results.Results) != len(tc.Calls) {
+		return nil, nil, false
+	}
+	calls := make([]openai.ToolCall, len(tc.Calls))
+	msgs := make([]openai.ChatCompletionMessage, len(tc.Calls))
+	for i, c := range tc.Calls {
+		r := tc.Results.Results[i]
+		if c.ID == "" || r.CallID != c.ID {
+			return nil, nil, false
+		}
+		args := c.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		a, err := pyjson.Marshal(args)
+		if err != nil {
+			return nil, nil, false
+		}
+		calls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.Name, Arguments: string(a)}}
+		content, ok := r.Value.(string)
+		if !ok {
+			b, err := pyjson.Marshal(r.Value)
+			if err != nil {
+				return nil, nil, false
+			}
+			content = string(b)
+		}
+		msgs[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: r.Name, Content: content}
+	}
+	return calls, msgs, true
+}
+
+// decodeNumbers decodes JSON keeping numbers as json.Number.
+func decodeNumbers(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
 }

@@ -2,6 +2,7 @@ package types_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -186,4 +187,78 @@ func TestNativeToolCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "search", res.Outputs[0]["tool_calls"].(types.ToolCalls).Calls[0].Name)
 	assert.Empty(t, srv.Requests()[1].Chat.Tools)
+}
+
+type weatherArgs struct {
+	City  string `json:"city" jsonschema:"description=the city"`
+	Units string `json:"units,omitempty"`
+}
+
+func TestNewToolAndExecute(t *testing.T) {
+	tool, err := types.NewTool("weather", "Current weather.", func(_ context.Context, a weatherArgs) (string, error) {
+		if a.City == "" {
+			return "", errors.New("no city")
+		}
+		return "sunny in " + a.City, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "weather, whose description is <desc>Current weather.</desc>. It takes arguments {'city': {'type': 'string', 'description': 'the city'}, 'units': {'type': 'string'}}.", tool.String())
+	def, err := tool.ToolDefinition()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"object","properties":{"city":{"type":"string","description":"the city"},"units":{"type":"string"}},"required":["city","units"]}`, string(def.Function.Parameters.(json.RawMessage)))
+
+	out, err := tool.Call(context.Background(), json.RawMessage(`{"city": "Oslo"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "sunny in Oslo", out)
+	_, err = tool.Call(context.Background(), json.RawMessage(`{"city": "Oslo", "extra": 1}`))
+	assert.ErrorContains(t, err, "unknown field", "arguments are decoded strictly")
+
+	calls := types.ToolCalls{Calls: []types.ToolCall{{ID: "1", Name: "weather", Args: map[string]any{"city": "Rome"}}, {ID: "2", Name: "nope"}, {ID: "3", Name: "weather", Args: map[string]any{}}}}
+	res := calls.Execute(context.Background(), []types.Tool{tool})
+	require.Len(t, res.Results, 3)
+	assert.Equal(t, types.ToolCallResult{CallID: "1", Name: "weather", Value: "sunny in Rome"}, res.Results[0])
+	assert.True(t, res.Results[1].IsError)
+	assert.Equal(t, "no city", res.Results[2].Value)
+}
+
+// FuzzToolCalls: parsing tool calls never panics; what it accepts has
+// named calls.
+func FuzzToolCalls(f *testing.F) {
+	for _, s := range []string{`{"tool_calls": [{"name": "a", "args": {}}]}`, `[{'name': 'a', 'arguments': '{"x": 1'}]`, `{"function": {"name": "f", "arguments": "{}"}}`, `[1, 2]`, `{"tool_calls": "x"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var tc types.ToolCalls
+		if tc.ParseField(raw) != nil {
+			return
+		}
+		for _, c := range tc.Calls {
+			if c.Name == "" {
+				t.Fatalf("call without a name from %q", raw)
+			}
+		}
+	})
+}
+
+// TestHistoryNativeToolTurn replays a turn's tool calls as native messages
+// when the adapter uses native function calling (JSON by default).
+func TestHistoryNativeToolTurn(t *testing.T) {
+	sig := parse(t, "history: History, question -> next_thought, tool_calls: ToolCalls")
+	var h types.History
+	require.NoError(t, json.Unmarshal([]byte(`{"messages": [{"question": "Q1", "next_thought": "I should search.", "tool_calls": {"tool_calls": [{"id": "call_1", "name": "search", "args": {"query": "cats"}}], "tool_call_results": {"tool_call_results": [{"call_id": "call_1", "name": "search", "value": {"hits": 3}, "is_error": false}]}}}]}`), &h))
+	msgs, err := adapter.JSON{}.Format(sig, nil, adapter.Values{"history": h, "question": "Q2"})
+	require.NoError(t, err)
+	require.Len(t, msgs, 5)
+	assert.Equal(t, "[[ ## question ## ]]\nQ1", msgs[1].Content)
+	assert.Equal(t, "{\n  \"next_thought\": \"I should search.\"\n}", msgs[2].Content)
+	require.Len(t, msgs[2].ToolCalls, 1)
+	assert.Equal(t, `{"query": "cats"}`, msgs[2].ToolCalls[0].Function.Arguments)
+	assert.Equal(t, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_1", Name: "search", Content: `{"hits": 3}`}, msgs[3])
+
+	// Chat (text mode) shows the calls as text and the results as a user turn.
+	msgs, err = adapter.Chat{}.Format(sig, nil, adapter.Values{"history": h, "question": "Q2"})
+	require.NoError(t, err)
+	require.Len(t, msgs, 5)
+	assert.Contains(t, msgs[2].Content, "[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"search\", \"args\": {\"query\": \"cats\"}}]}")
+	assert.Equal(t, "[[ ## tool_call_results ## ]]\n{\"tool_call_results\": [{\"call_id\": \"call_1\", \"name\": \"search\", \"value\": {\"hits\": 3}, \"is_error\": false}]}", msgs[3].Content)
 }

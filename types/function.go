@@ -1,0 +1,90 @@
+package types
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Func is a Go function a Tool calls: typed arguments in, a result out.
+type Func[A, R any] func(ctx context.Context, args A) (R, error)
+
+// NewTool makes a Tool from a Go function whose arguments are a struct.
+// The arguments' JSON Schema comes from the struct (invopop/jsonschema:
+// json tags name the arguments, jsonschema tags describe them); calling
+// the tool decodes JSON arguments strictly into the struct (unknown
+// arguments are refused) before calling fn.
+func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
+	if name == "" || fn == nil {
+		return Tool{}, errors.New("types: NewTool needs a name and a function")
+	}
+	t := reflect.TypeFor[A]()
+	if t.Kind() != reflect.Struct {
+		return Tool{}, fmt.Errorf("types: tool %s: arguments must be a struct, not %s", name, t)
+	}
+	r := &jsonschema.Reflector{ExpandedStruct: true, DoNotReference: true, AllowAdditionalProperties: true}
+	s := r.ReflectFromType(t)
+	props := []byte("{}")
+	if s.Properties != nil {
+		b, err := json.Marshal(s.Properties)
+		if err != nil {
+			return Tool{}, fmt.Errorf("types: tool %s: %w", name, err)
+		}
+		props = b
+	}
+	call := func(ctx context.Context, raw []byte) (any, error) {
+		var args A
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&args); err != nil {
+			return nil, fmt.Errorf("types: tool %s: arguments: %w", name, err)
+		}
+		return fn(ctx, args)
+	}
+	return Tool{Name: name, Desc: desc, Args: props, call: call}, nil
+}
+
+// Call runs the tool with JSON arguments. A Tool built without a function
+// (from JSON, for prompts) cannot be called.
+func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
+	if t.call == nil {
+		return nil, fmt.Errorf("types: tool %s has no function", t.Name)
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	return t.call(ctx, args)
+}
+
+// Execute runs each call with the tool of its name and returns the
+// results, errors included as results (IsError), in call order.
+func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
+	byName := make(map[string]Tool, len(tools))
+	for _, t := range tools {
+		byName[t.Name] = t
+	}
+	out := ToolCallResults{Results: make([]ToolCallResult, 0, len(tc.Calls))}
+	for _, c := range tc.Calls {
+		res := ToolCallResult{CallID: c.ID, Name: c.Name}
+		t, ok := byName[c.Name]
+		if !ok {
+			res.Value, res.IsError = fmt.Sprintf("no tool named %q", c.Name), true
+			out.Results = append(out.Results, res)
+			continue
+		}
+		args, err := json.Marshal(c.Args)
+		if err == nil {
+			res.Value, err = t.Call(ctx, args)
+		}
+		if err != nil {
+			res.Value, res.IsError = err.Error(), true
+		}
+		out.Results = append(out.Results, res)
+	}
+	return out
+}
