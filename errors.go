@@ -46,6 +46,7 @@ type ParseError struct {
 	Err        error  // the cause; see the Err* sentinels
 }
 
+// Error says which adapter and field failed and why, with the start of the reply.
 func (e *ParseError) Error() string {
 	var b strings.Builder
 	b.WriteString("adapter: ")
@@ -69,6 +70,7 @@ func (e *ParseError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // InputError reports an input value that does not fit the signature. It is
@@ -78,8 +80,10 @@ type InputError struct {
 	Err   error
 }
 
+// Error names the input and the problem.
 func (e *InputError) Error() string { return fmt.Sprintf("adapter: input %q: %v", e.Field, e.Err) }
 
+// Unwrap returns the cause (ErrUnknownInput, ErrMissingInput, …).
 func (e *InputError) Unwrap() error { return e.Err }
 
 // LMError wraps an error from the LM call, including a cancelled or expired
@@ -90,8 +94,10 @@ type LMError struct {
 	Err     error
 }
 
+// Error names the adapter and the LM failure.
 func (e *LMError) Error() string { return "adapter: " + e.Adapter + ": LM call: " + e.Err.Error() }
 
+// Unwrap returns go-openai's error or the context's.
 func (e *LMError) Unwrap() error { return e.Err }
 
 // Is reports ErrContextWindow for the ways providers say the prompt is too

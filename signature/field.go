@@ -105,10 +105,12 @@ type FieldError struct {
 	Err   error
 }
 
+// Error names the field and the problem.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("signature: field %q: %v", e.Field, e.Err)
 }
 
+// Unwrap returns the cause (ErrDuplicate, ErrUnsupported, ErrNotStrict, …).
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // Errors callers can test for with errors.Is.

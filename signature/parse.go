@@ -18,6 +18,7 @@ type SyntaxError struct {
 	Msg    string
 }
 
+// Error quotes the offending text and its offset in the spec.
 func (e *SyntaxError) Error() string {
 	if e.Text == "" {
 		return fmt.Sprintf("signature: %s at offset %d in %q", e.Msg, e.Offset, e.Spec)

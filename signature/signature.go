@@ -249,6 +249,7 @@ const (
 	Output
 )
 
+// String returns "input" or "output".
 func (r Role) String() string {
 	switch r {
 	case Input:
