@@ -584,33 +584,21 @@ func xmlText(content string) string {
 		return s
 	}
 	var b strings.Builder
-	for len(s) > 0 {
-		i := strings.IndexAny(s, "&<")
+	for {
+		i := strings.Index(s, "<![CDATA[")
 		if i < 0 {
+			b.WriteString(decodeEntities(s))
+			break
+		}
+		b.WriteString(decodeEntities(s[:i]))
+		s = s[i+len("<![CDATA["):]
+		end := strings.Index(s, "]]>")
+		if end < 0 {
 			b.WriteString(s)
 			break
 		}
-		b.WriteString(s[:i])
-		s = s[i:]
-		if strings.HasPrefix(s, "<![CDATA[") {
-			end := strings.Index(s, "]]>")
-			if end < 0 {
-				b.WriteString(s[len("<![CDATA["):])
-				break
-			}
-			b.WriteString(s[len("<![CDATA["):end])
-			s = s[end+3:]
-			continue
-		}
-		if s[0] == '&' {
-			if r, n := xmlEntity(s); n > 0 {
-				b.WriteString(r)
-				s = s[n:]
-				continue
-			}
-		}
-		b.WriteByte(s[0])
-		s = s[1:]
+		b.WriteString(s[:end])
+		s = s[end+3:]
 	}
 	return strings.TrimSpace(b.String())
 }
