@@ -132,7 +132,7 @@ back:
 func resolveMarkerName(sig *signature.Signature, name string) int {
 	n := sig.NumOutputs()
 	for i := range n {
-		if sig.Output(i).Name == name {
+		if sig.OutputName(i) == name {
 			return i
 		}
 	}
@@ -141,7 +141,7 @@ func resolveMarkerName(sig *signature.Signature, name string) int {
 	}
 	found := markOther
 	for i := range n {
-		if strings.EqualFold(sig.Output(i).Name, name) {
+		if strings.EqualFold(sig.OutputName(i), name) {
 			if found != markOther {
 				return markOther
 			}
@@ -283,10 +283,10 @@ func parseSections(sig *signature.Signature, completion, adapter string) (Values
 // nil for a nullable type) and reports the first missing required one.
 func finishOutputs(sig *signature.Signature, vals Values, completion, adapter string) (Values, error) {
 	for i := range sig.NumOutputs() {
-		f := sig.Output(i)
-		if _, ok := vals[f.Name]; ok {
+		if _, ok := vals[sig.OutputName(i)]; ok {
 			continue
 		}
+		f := sig.Output(i)
 		switch {
 		case f.HasDefault:
 			vals[f.Name] = f.Default

@@ -151,6 +151,9 @@ func (s *Signature) NumOutputs() int { return len(s.outputs) }
 // Input returns the i-th input field without copying the list.
 func (s *Signature) Input(i int) Field { return s.inputs[i] }
 
+// OutputName returns the i-th output's name without copying the field.
+func (s *Signature) OutputName(i int) string { return s.outputs[i].Name }
+
 // Output returns the i-th output field without copying the list.
 func (s *Signature) Output(i int) Field { return s.outputs[i] }
 
