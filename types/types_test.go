@@ -262,3 +262,23 @@ func TestHistoryNativeToolTurn(t *testing.T) {
 	assert.Contains(t, msgs[2].Content, "[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"search\", \"args\": {\"query\": \"cats\"}}]}")
 	assert.Equal(t, "[[ ## tool_call_results ## ]]\n{\"tool_call_results\": [{\"call_id\": \"call_1\", \"name\": \"search\", \"value\": {\"hits\": 3}, \"is_error\": false}]}", msgs[3].Content)
 }
+
+// TestHistoryOverTheWire sends a History through the real client: the
+// turns arrive in order between the system message and the request.
+func TestHistoryOverTheWire(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\n6"))
+	defer srv.Close()
+	sig := parse(t, "history: History, question -> answer")
+	h := types.History{Messages: []map[string]any{{"question": "1+1?", "answer": "2"}, {"question": "2+2?", "answer": "4"}}}
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"history": h, "question": "3+3?"})
+	require.NoError(t, err)
+	assert.Equal(t, "6", res.Outputs[0]["answer"])
+	var roles, firstLines []string
+	for _, m := range srv.Requests()[0].Chat.Messages {
+		roles = append(roles, m.Role)
+		line, _, _ := strings.Cut(strings.TrimPrefix(m.Content, "[[ ## question ## ]]\n"), "\n")
+		firstLines = append(firstLines, line)
+	}
+	assert.Equal(t, []string{"system", "user", "assistant", "user", "assistant", "user"}, roles)
+	assert.Equal(t, []string{"1+1?", "[[ ## answer ## ]]", "2+2?", "[[ ## answer ## ]]", "3+3?"}, firstLines[1:])
+}
