@@ -103,6 +103,10 @@ type callConfig struct {
 	fallback   Adapter // Default: below the context
 	noFallback bool
 	trace      *Trace
+	middleware []Middleware
+	retry      RetryPolicy
+	noRetry    bool
+	timeout    time.Duration
 }
 
 // WithRequest sets the request template: model, temperature, n, max tokens
@@ -123,6 +127,11 @@ func UseAdapter(a Adapter) CallOption {
 // [WithAdapter] still overrides it.
 func Default(a Adapter) CallOption {
 	return func(c *callConfig) { c.fallback = a }
+}
+
+// Timeout bounds this call, fallback and retries included.
+func Timeout(d time.Duration) CallOption {
+	return func(c *callConfig) { c.timeout = d }
 }
 
 // NoFallback turns off the adapter's fallback (Chat → JSON) for this call.
@@ -155,6 +164,15 @@ type Result struct {
 	// or prompt. After a provider rejected a response format it names the
 	// lower tier actually used.
 	Mode string
+	// Retries counts the requests the retry middleware repeated (not
+	// included in Calls); CacheHits the responses a Cached middleware
+	// served without a request.
+	Retries, CacheHits int
+	// Model and SystemFingerprint are what the last reply said.
+	Model, SystemFingerprint string
+	// Logprobs holds each choice's log probabilities when the request asked
+	// for them (Logprobs: true), else nil.
+	Logprobs []*openai.LogProbs
 }
 
 // Call runs the pipeline once: it checks the inputs, formats the messages
@@ -182,7 +200,15 @@ func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, 
 	}
 	inputs = withDefaults(sig, inputs)
 	c.trace = composeTrace(traceFrom(ctx), c.trace)
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	stats := &callStats{}
+	ctx = context.WithValue(ctx, statsKey{}, stats)
 	res := &Result{}
+	defer func() { res.Retries, res.CacheHits = int(stats.retries.Load()), int(stats.cacheHits.Load()) }()
 	err := attempt(ctx, lm, a, 1, sig, demos, inputs, &c, res)
 	var pe *ParseError
 	if err == nil || !errors.As(err, &pe) || errors.Is(err, ErrTruncated) || c.noFallback {
@@ -233,6 +259,7 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 		return err
 	}
 	shaper, shapes := a.(RequestShaper)
+	call := invoker(lm, c)
 	var resp openai.ChatCompletionResponse
 	var rejected error
 	for level := 0; ; level++ {
@@ -253,7 +280,7 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 		}
 		tr.lmStart(req, false)
 		start := time.Now()
-		resp, err = lm.CreateChatCompletion(ctx, req)
+		resp, err = call(ctx, req)
 		tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Usage: resp.Usage, Duration: time.Since(start), Err: err})
 		res.Calls++
 		if err == nil {
@@ -271,15 +298,27 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	}
 	res.Usage = addUsage(res.Usage, resp.Usage)
 	res.Adapter = a.Name()
+	res.Model, res.SystemFingerprint = resp.Model, resp.SystemFingerprint
 	if len(resp.Choices) == 0 {
 		return &ParseError{Adapter: a.Name(), Err: ErrEmptyResponse}
 	}
 	choices := slices.Clone(resp.Choices)
 	slices.SortStableFunc(choices, func(x, y openai.ChatCompletionChoice) int { return x.Index - y.Index })
 	outs := make([]Values, 0, len(choices))
-	res.Completions = res.Completions[:0]
+	res.Completions, res.Logprobs = res.Completions[:0], nil
 	for _, ch := range choices {
 		res.Completions = append(res.Completions, ch.Message.Content)
+		if ch.LogProbs != nil {
+			res.Logprobs = make([]*openai.LogProbs, len(choices))
+		}
+	}
+	for i, ch := range choices {
+		if res.Logprobs != nil {
+			res.Logprobs[i] = ch.LogProbs
+		}
+		if ch.Message.Refusal != "" || ch.FinishReason == openai.FinishReasonContentFilter {
+			return &RefusalError{Adapter: a.Name(), Refusal: ch.Message.Refusal, FinishReason: string(ch.FinishReason), Completion: ch.Message.Content}
+		}
 	}
 	for _, ch := range choices {
 		text := ch.Message.Content
@@ -302,6 +341,10 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 			return &ParseError{Adapter: a.Name(), Completion: text, Partial: partial, Err: ErrTruncated}
 		}
 		if err != nil {
+			return err
+		}
+		if err := checkConstraints(sig, vals); err != nil {
+			err.Adapter, err.Completion = a.Name(), text
 			return err
 		}
 		outs = append(outs, vals)

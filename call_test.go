@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func TestCallLMErrors(t *testing.T) {
 	t.Run("server error", func(t *testing.T) {
 		srv := lmtest.NewServer(lmtest.Error(http.StatusInternalServerError, `{"error":{"message":"boom","type":"server_error"}}`))
 		defer srv.Close()
-		_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in)
+		_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, adapter.NoRetry())
 		var le *adapter.LMError
 		require.ErrorAs(t, err, &le)
 		assert.NotErrorIs(t, err, adapter.ErrContextWindow)
@@ -158,7 +159,7 @@ func TestCallLMErrors(t *testing.T) {
 	t.Run("rate limited", func(t *testing.T) {
 		srv := lmtest.NewServer(lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`))
 		defer srv.Close()
-		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, adapter.UseAdapter(adapter.JSON{}),
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, adapter.UseAdapter(adapter.JSON{}), adapter.NoRetry(),
 			adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"}))
 		var le *adapter.LMError
 		require.ErrorAs(t, err, &le)
@@ -254,4 +255,168 @@ func TestCallInputDefaults(t *testing.T) {
 	msgs := srv.Requests()[0].Chat.Messages
 	assert.Contains(t, msgs[len(msgs)-1].Content, "[[ ## k ## ]]\n3", "the input's default is sent")
 	assert.Equal(t, adapter.Values{"q": "x"}, in, "the caller's map is not changed")
+}
+
+// fastRetry keeps retry tests quick.
+var fastRetry = adapter.WithRetry(adapter.RetryPolicy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond})
+
+func TestRetries(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	t.Run("429 and 500 are retried", func(t *testing.T) {
+		srv := lmtest.NewServer(
+			lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down","type":"rate_limit"}}`),
+			lmtest.Error(http.StatusBadGateway, `{"error":{"message":"bad gateway","type":"server_error"}}`),
+			lmtest.Text("[[ ## a ## ]]\nok"))
+		defer srv.Close()
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry)
+		require.NoError(t, err)
+		assert.Equal(t, "ok", res.Outputs[0]["a"])
+		assert.Equal(t, 2, res.Retries)
+		assert.Len(t, srv.Requests(), 3)
+	})
+	t.Run("bounded", func(t *testing.T) {
+		srv := lmtest.NewServer()
+		defer srv.Close() // an empty queue answers 500
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry)
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, 2, res.Retries)
+		assert.Len(t, srv.Requests(), 3)
+	})
+	t.Run("never other 4xx or the context window", func(t *testing.T) {
+		for _, reply := range []lmtest.Reply{lmtest.Error(http.StatusBadRequest, `{"error":{"message":"bad","type":"invalid_request_error"}}`), lmtest.ContextLengthExceeded()} {
+			srv := lmtest.NewServer(reply)
+			_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry)
+			assert.Error(t, err)
+			assert.Len(t, srv.Requests(), 1)
+			srv.Close()
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		srv := lmtest.NewServer(lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`))
+		defer srv.Close()
+		_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, adapter.NoRetry())
+		assert.Error(t, err)
+		assert.Len(t, srv.Requests(), 1)
+	})
+}
+
+func TestMiddlewareAndCache(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\none"), lmtest.Text("[[ ## a ## ]]\ntwo"))
+	defer srv.Close()
+	var order []string
+	tag := func(name string) adapter.Middleware {
+		return func(next adapter.Invoker) adapter.Invoker {
+			return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+				order = append(order, name)
+				return next(ctx, req)
+			}
+		}
+	}
+	cache := adapter.NewLRU(10)
+	lm := adapter.WithMiddleware(srv.Client(), tag("lm"), adapter.Cached(cache))
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"q": "x"}, adapter.Use(tag("call1"), tag("call2")))
+	require.NoError(t, err)
+	assert.Equal(t, "one", res.Outputs[0]["a"])
+	assert.Equal(t, []string{"call1", "call2", "lm"}, order, "call middleware outermost, first first")
+
+	res, err = adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "one", res.Outputs[0]["a"], "the same request is served from the cache")
+	assert.Equal(t, 1, res.CacheHits)
+	assert.Len(t, srv.Requests(), 1)
+
+	res, err = adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"q": "y"})
+	require.NoError(t, err)
+	assert.Equal(t, "two", res.Outputs[0]["a"], "another request is not")
+	assert.Zero(t, res.CacheHits)
+}
+
+func TestRefusal(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	for _, reply := range []lmtest.Reply{lmtest.Text("").WithRefusal("I can't help with that."), lmtest.Text("partial").WithFinish("content_filter")} {
+		srv := lmtest.NewServer(reply)
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"q": "x"})
+		var re *adapter.RefusalError
+		require.ErrorAs(t, err, &re)
+		assert.ErrorIs(t, err, adapter.ErrRefusal)
+		var pe *adapter.ParseError
+		assert.False(t, errors.As(err, &pe), "a refusal is not a parse error")
+		assert.Equal(t, 1, res.Calls, "and never triggers a fallback")
+		srv.Close()
+	}
+}
+
+func TestConstraintsEnforced(t *testing.T) {
+	sig, err := signature.New("", []signature.Field{{Name: "q"}}, []signature.Field{
+		{Name: "score", Type: reflect.TypeFor[int](), Constraints: []signature.Constraint{{Op: signature.GE, Value: 0}, {Op: signature.LE, Value: 10}}},
+		{Name: "tags", Type: reflect.TypeFor[[]string](), Constraints: []signature.Constraint{{Op: signature.MaxLength, Value: 2}}},
+	})
+	require.NoError(t, err)
+	srv := lmtest.NewServer(lmtest.Text("[[ ## score ## ]]\n11\n\n[[ ## tags ## ]]\n[\"a\"]"), lmtest.Text("[[ ## score ## ]]\n7\n\n[[ ## tags ## ]]\n[\"a\", \"b\"]"))
+	defer srv.Close()
+	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, adapter.NoFallback())
+	var pe *adapter.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "score", pe.Field)
+	assert.ErrorIs(t, err, adapter.ErrConstraint)
+	assert.Contains(t, err.Error(), "less than or equal to: 10")
+	res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	assert.Equal(t, 7, res.Outputs[0]["score"])
+}
+
+func TestResultMetadata(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nok"))
+	defer srv.Close()
+	res, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-test"}), adapter.Timeout(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, "gpt-test", res.Model)
+	assert.Nil(t, res.Logprobs)
+}
+
+type qa struct {
+	Question string `json:"question"`
+	Answer   int64  `json:"answer"`
+}
+
+func TestDecodeAndValuesOf(t *testing.T) {
+	got, err := adapter.Decode[qa](adapter.Values{"question": "q", "answer": 42, "extra": true})
+	require.NoError(t, err)
+	assert.Equal(t, qa{"q", 42}, got)
+	_, err = adapter.Decode[qa](adapter.Values{"answer": "42"})
+	assert.ErrorContains(t, err, `"answer"`)
+	vals, err := adapter.ValuesOf(qa{"q", 1})
+	require.NoError(t, err)
+	assert.Equal(t, adapter.Values{"question": "q", "answer": int64(1)}, vals)
+}
+
+func TestBatch(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		q := r.Chat.Messages[len(r.Chat.Messages)-1].Content
+		if strings.Contains(q, "bad") {
+			return lmtest.Text("no markers at all")
+		}
+		return lmtest.Text("[[ ## a ## ]]\n" + strings.Fields(q)[5])
+	})
+	sig := mustParse(t, "q -> a")
+	inputs := []adapter.Values{{"q": "one"}, {"q": "bad"}, {"q": "three"}, {"q": "four"}}
+	out := adapter.Batch(context.Background(), srv.Client(), sig, nil, inputs, 2, adapter.NoFallback())
+	require.Len(t, out, 4)
+	assert.Equal(t, "one", out[0].Result.Outputs[0]["a"])
+	assert.Error(t, out[1].Err)
+	assert.Equal(t, "three", out[2].Result.Outputs[0]["a"])
+	assert.Equal(t, "four", out[3].Result.Outputs[0]["a"])
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out = adapter.Batch(ctx, srv.Client(), sig, nil, inputs, 1)
+	for _, r := range out {
+		assert.ErrorIs(t, r.Err, context.Canceled)
+	}
 }

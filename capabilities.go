@@ -59,6 +59,12 @@ func (d streamingDeclared) CreateChatCompletionStream(ctx context.Context, req o
 
 // capabilitiesOf returns what lm declares, else the guess for model.
 func capabilitiesOf(lm LM, model string) Capabilities {
+	switch w := lm.(type) {
+	case *middlewareLM:
+		return capabilitiesOf(w.lm, model)
+	case *middlewareStreamingLM:
+		return capabilitiesOf(w.lm, model)
+	}
 	if r, ok := lm.(CapabilityReporter); ok {
 		return r.Capabilities()
 	}

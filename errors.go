@@ -155,3 +155,28 @@ func isFormatRejection(err error) bool {
 	msg := strings.ToLower(api.Message)
 	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_schema") || strings.Contains(msg, "schema")
 }
+
+// ErrRefusal matches a *RefusalError.
+var ErrRefusal = errors.New("the model refused")
+
+// RefusalError reports a reply the model or the provider refused to give:
+// a refusal message (structured outputs produce them) or a finish reason
+// content_filter. It carries the model's text, is never a *ParseError and
+// never triggers a fallback.
+type RefusalError struct {
+	Adapter      string
+	Refusal      string // the model's refusal text
+	FinishReason string // "content_filter", or the reply's finish reason
+	Completion   string // any content the reply had
+}
+
+// Error quotes the refusal.
+func (e *RefusalError) Error() string {
+	if e.Refusal != "" {
+		return fmt.Sprintf("adapter: %s: the model refused: %q", e.Adapter, e.Refusal)
+	}
+	return fmt.Sprintf("adapter: %s: the reply was stopped by the content filter", e.Adapter)
+}
+
+// Is matches ErrRefusal.
+func (e *RefusalError) Is(target error) bool { return target == ErrRefusal }

@@ -194,3 +194,12 @@ func FromStructs[In, Out any](opts ...Option) (*Signature, error) {
 	}
 	return build(c.instructions, in, out, c.types)
 }
+
+// StructFieldName is the signature name of a top-level struct field, as
+// FromStructs names it: its json tag, else the snake_case of its Go name.
+func StructFieldName(sf reflect.StructField) string {
+	if name, _, _ := strings.Cut(sf.Tag.Get("json"), ","); name != "" {
+		return name
+	}
+	return snakeCase(sf.Name)
+}

@@ -1,0 +1,93 @@
+package adapter
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Decode copies Values into a struct T whose fields are named as
+// signature.FromStructs names them (json tags, else snake_case). A value
+// of another type than its field is converted when Go can convert it
+// losslessly (int to int64), otherwise it is an error naming the field;
+// keys without a field are ignored and fields without a key are left zero.
+func Decode[T any](vals Values) (T, error) {
+	var out T
+	rv := reflect.ValueOf(&out).Elem()
+	if rv.Kind() != reflect.Struct {
+		return out, fmt.Errorf("adapter: Decode needs a struct type, not %s", rv.Type())
+	}
+	for _, f := range topFields(rv.Type()) {
+		v, ok := vals[f.name]
+		if !ok || v == nil {
+			continue
+		}
+		dst := rv.FieldByIndex(f.index)
+		src := reflect.ValueOf(v)
+		switch {
+		case src.Type().AssignableTo(dst.Type()):
+			dst.Set(src)
+		case src.Type().ConvertibleTo(dst.Type()) && sameKindFamily(src.Type(), dst.Type()):
+			dst.Set(src.Convert(dst.Type()))
+		default:
+			return out, fmt.Errorf("adapter: Decode: field %q: %s does not fit %s", f.name, src.Type(), dst.Type())
+		}
+	}
+	return out, nil
+}
+
+// ValuesOf is Decode's inverse: a struct's fields as Values, named as
+// signature.FromStructs names them.
+func ValuesOf(v any) (Values, error) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("adapter: ValuesOf needs a struct, not %T", v)
+	}
+	fields := topFields(rv.Type())
+	out := make(Values, len(fields))
+	for _, f := range fields {
+		out[f.name] = rv.FieldByIndex(f.index).Interface()
+	}
+	return out, nil
+}
+
+type namedField struct {
+	name  string
+	index []int
+}
+
+// topFields lists a struct's fields by their signature names.
+func topFields(t reflect.Type) []namedField {
+	var out []namedField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() || sf.Tag.Get("json") == "-" {
+			continue
+		}
+		out = append(out, namedField{signature.StructFieldName(sf), sf.Index})
+	}
+	return out
+}
+
+// sameKindFamily keeps conversions lossless in spirit: numbers to numbers
+// of the same family, strings to strings.
+func sameKindFamily(a, b reflect.Type) bool {
+	fam := func(t reflect.Type) int {
+		switch {
+		case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+			return 1
+		case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uintptr:
+			return 2
+		case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+			return 3
+		case t.Kind() == reflect.String:
+			return 4
+		}
+		return 0
+	}
+	return fam(a) != 0 && fam(a) == fam(b)
+}
