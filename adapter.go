@@ -259,7 +259,7 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 		return err
 	}
 	shaper, shapes := a.(RequestShaper)
-	call := invoker(lm, c)
+	call := invoker(lm, c, tr)
 	var resp openai.ChatCompletionResponse
 	var rejected error
 	for level := 0; ; level++ {
@@ -278,10 +278,7 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 		if err := ctx.Err(); err != nil {
 			return &LMError{Adapter: a.Name(), Err: err}
 		}
-		tr.lmStart(req, false)
-		start := time.Now()
 		resp, err = call(ctx, req)
-		tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Usage: resp.Usage, Duration: time.Since(start), Err: err})
 		res.Calls++
 		if err == nil {
 			break

@@ -269,11 +269,14 @@ func TestRetries(t *testing.T) {
 			lmtest.Error(http.StatusBadGateway, `{"error":{"message":"bad gateway","type":"server_error"}}`),
 			lmtest.Text("[[ ## a ## ]]\nok"))
 		defer srv.Close()
-		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry)
+		var rec recorder
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry, adapter.Observe(rec.trace()))
 		require.NoError(t, err)
 		assert.Equal(t, "ok", res.Outputs[0]["a"])
 		assert.Equal(t, 2, res.Retries)
 		assert.Len(t, srv.Requests(), 3)
+		assert.Equal(t, []string{"lm done chat#1 tokens>0=false err=true", "lm done chat#1 tokens>0=false err=true", "lm done chat#1 tokens>0=true err=false"},
+			filter(rec.events, "lm done"), "the trace sees every attempt")
 	})
 	t.Run("bounded", func(t *testing.T) {
 		srv := lmtest.NewServer()
@@ -419,4 +422,14 @@ func TestBatch(t *testing.T) {
 	for _, r := range out {
 		assert.ErrorIs(t, r.Err, context.Canceled)
 	}
+}
+
+func filter(events []string, prefix string) []string {
+	var out []string
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -22,9 +22,9 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 
 // Middleware wraps an Invoker: logging, retries, caching, rate limits.
 // The order of a call, outermost first: the call's middlewares ([Use]),
-// then retries (on by default, see [Retry]), then the LM's own
-// middlewares ([WithMiddleware]), then the LM. A [Trace] sees every
-// request the pipeline makes. Streams bypass middleware.
+// then retries (on by default, see [Retry]), then the [Trace] (which so
+// sees every attempt, retries included), then the LM's own middlewares
+// ([WithMiddleware]), then the LM. Streams bypass middleware.
 type Middleware func(next Invoker) Invoker
 
 // Use adds middlewares to this call; the first is outermost.
@@ -67,9 +67,20 @@ func (m *middlewareStreamingLM) CreateChatCompletionStream(ctx context.Context, 
 	return m.stream.CreateChatCompletionStream(ctx, req)
 }
 
-// invoker builds a call's chain: the call's middlewares, retries, the LM.
-func invoker(lm LM, c *callConfig) Invoker {
+// invoker builds a call's chain: the call's middlewares, retries, the
+// trace (so it sees every attempt), the LM.
+func invoker(lm LM, c *callConfig, tr tracer) Invoker {
 	inv := Invoker(lm.CreateChatCompletion)
+	if tr.t != nil {
+		next := inv
+		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			tr.lmStart(req, false)
+			start := time.Now()
+			resp, err := next(ctx, req)
+			tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Usage: resp.Usage, Duration: time.Since(start), Err: err})
+			return resp, err
+		}
+	}
 	if !c.noRetry {
 		inv = Retry(c.retry)(inv)
 	}

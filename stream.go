@@ -160,7 +160,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 		fs = sp.NewFieldStream(fsig)
 	}
 	var texts []strings.Builder
-	var reasoning strings.Builder
+	var reasoning, refusal strings.Builder
 	var finish []openai.FinishReason
 	var tools []openai.ToolCall
 	var deltas []FieldDelta
@@ -203,6 +203,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 				texts[ch.Index].WriteString(ch.Delta.Content)
 				continue
 			}
+			refusal.WriteString(ch.Delta.Refusal)
 			if r := ch.Delta.ReasoningContent; r != "" {
 				reasoning.WriteString(r)
 				if !yield(Chunk{Reasoning: r, Adapter: a.Name()}, nil) {
@@ -238,6 +239,11 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 		res.Completions = append(res.Completions, texts[i].String())
 	}
 	tr.lmDone(LMCallDoneInfo{Request: req, Stream: true, Completions: res.Completions, Usage: res.Usage, Duration: time.Since(lmStart)})
+	for i := range texts {
+		if (i == 0 && refusal.Len() > 0) || finish[i] == openai.FinishReasonContentFilter {
+			return &RefusalError{Adapter: a.Name(), Refusal: refusal.String(), FinishReason: string(finish[i]), Completion: res.Completions[i]}, false
+		}
+	}
 	outs := make([]Values, 0, len(texts))
 	for i, text := range res.Completions {
 		if finish[i] == "" || finish[i] == openai.FinishReasonLength {

@@ -156,3 +156,13 @@ func TestStreamToolCalls(t *testing.T) {
 	assert.Equal(t, "search", calls[0].Function.Name)
 	assert.Equal(t, `{"query": "go streams"}`, calls[0].Function.Arguments)
 }
+
+func TestStreamRefusal(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("").WithRefusal("I can't help with that."))
+	defer srv.Close()
+	_, _, _, err := collect(t, adapter.Stream(context.Background(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}))
+	var re *adapter.RefusalError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "I can't help with that.", re.Refusal)
+	assert.Len(t, srv.Requests(), 1, "no fallback")
+}
