@@ -165,9 +165,11 @@ type Result struct {
 	// lower tier actually used.
 	Mode string
 	// Retries counts the requests the retry middleware repeated (not
-	// included in Calls); CacheHits the responses a Cached middleware
-	// served without a request.
+	// included in Calls) and RetryWait the waits it scheduled between them;
+	// CacheHits counts the responses a Cached middleware served without a
+	// request.
 	Retries, CacheHits int
+	RetryWait          time.Duration
 	// Model and SystemFingerprint are what the last reply said.
 	Model, SystemFingerprint string
 	// Logprobs holds each choice's log probabilities when the request asked
@@ -208,7 +210,10 @@ func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, 
 	stats := &callStats{}
 	ctx = context.WithValue(ctx, statsKey{}, stats)
 	res := &Result{}
-	defer func() { res.Retries, res.CacheHits = int(stats.retries.Load()), int(stats.cacheHits.Load()) }()
+	defer func() {
+		res.Retries, res.CacheHits = int(stats.retries.Load()), int(stats.cacheHits.Load())
+		res.RetryWait = time.Duration(stats.waited.Load())
+	}()
 	err := attempt(ctx, lm, a, 1, sig, demos, inputs, &c, res)
 	var pe *ParseError
 	if err == nil || !errors.As(err, &pe) || errors.Is(err, ErrTruncated) || c.noFallback {

@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,17 +139,23 @@ func Retry(p RetryPolicy) Middleware {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			start := time.Now()
 			delay := p.BaseDelay
+			slot := new(atomic.Int64)
+			ctx = context.WithValue(ctx, retryAfterKey{}, slot)
 			for attempt := 0; ; attempt++ {
 				resp, err := next(ctx, req)
 				if err == nil || attempt >= p.MaxRetries || !retryable(ctx, err) {
 					return resp, err
 				}
 				wait := time.Duration(rand.Int64N(int64(delay) + 1))
+				if ra := slot.Swap(0); ra > 0 {
+					wait = min(time.Duration(ra), p.MaxDelay) // the server's Retry-After
+				}
 				if time.Since(start)+wait > p.MaxElapsed {
 					return resp, err
 				}
 				if s := statsFrom(ctx); s != nil {
 					s.retries.Add(1)
+					s.waited.Add(int64(wait))
 				}
 				t := time.NewTimer(wait)
 				select {
@@ -160,6 +168,50 @@ func Retry(p RetryPolicy) Middleware {
 			}
 		}
 	}
+}
+
+type retryAfterKey struct{}
+
+// HTTPDoer wraps the HTTP client of a go-openai configuration so that the
+// library sees what go-openai's errors leave out: a 429 or 503 response's
+// Retry-After header, which the retry middleware then waits for (capped by
+// the policy's MaxDelay) instead of its own backoff.
+//
+//	cfg := openai.DefaultConfig(key)
+//	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
+func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
+	if next == nil {
+		next = http.DefaultClient
+	}
+	return retryAfterDoer{next}
+}
+
+type retryAfterDoer struct{ next openai.HTTPDoer }
+
+func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.Do(req)
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if slot, ok := req.Context().Value(retryAfterKey{}).(*atomic.Int64); ok {
+			if d := parseRetryAfter(resp.Header.Get("Retry-After")); d > 0 {
+				slot.Store(int64(d))
+			}
+		}
+	}
+	return resp, err
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
 }
 
 // retryable reports a rate limit, a server error or a transport failure.
@@ -275,6 +327,7 @@ func (l *LRU) Put(_ context.Context, key string, resp openai.ChatCompletionRespo
 // callStats counts what middleware did during one call.
 type callStats struct {
 	retries   atomic.Int64
+	waited    atomic.Int64 // nanoseconds the retries were scheduled to wait
 	cacheHits atomic.Int64
 }
 

@@ -90,6 +90,7 @@ type Reply struct {
 	finish     string
 	noFinish   bool
 	reasoning  string
+	header     http.Header
 	reasonKey  string // "reasoning_content", or "reasoning" (vLLM, OpenRouter)
 	toolCalls  []openai.ToolCall
 	refusal    string
@@ -167,6 +168,17 @@ func (r Reply) WithUsage(prompt, completion int) Reply {
 	return r
 }
 
+// WithHeader adds a response header (Retry-After on a 429, say).
+func (r Reply) WithHeader(key, value string) Reply {
+	h := r.header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Add(key, value)
+	r.header = h
+	return r
+}
+
 // Delay waits d before answering, or until the client gives up.
 func (r Reply) Delay(d time.Duration) Reply { r.delay = d; return r }
 
@@ -215,6 +227,11 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 	if !sleep(hr, reply.delay) {
 		return
+	}
+	for k, vs := range reply.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
 	}
 	if reply.status != 0 {
 		writeError(w, reply.status, reply.body)
