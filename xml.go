@@ -670,6 +670,7 @@ func (e xmlElem) key() string {
 // forgotten closing tag); only the last one can run to the end unclosed.
 func scanXML(text string, from, to int, isField func(string) bool) []xmlElem {
 	var out []xmlElem
+	lastClose := map[string]int{} // per tag name: its last closing tag in text[:to]
 	for i := from; i < to; {
 		j := strings.IndexByte(text[i:to], '<')
 		if j < 0 {
@@ -686,7 +687,13 @@ func scanXML(text string, from, to int, isField func(string) bool) []xmlElem {
 			continue
 		}
 		if !el.selfClosing {
-			el.end, el.next, el.closed = closeTag(text, el.name, el.start, to)
+			key := strings.ToLower(el.name)
+			lc, ok := lastClose[key]
+			if !ok {
+				lc = lastCloseFold(text[:to], el.name)
+				lastClose[key] = lc
+			}
+			el.end, el.next, el.closed = closeTag(text, el.name, el.start, to, lc)
 			if isField != nil && isField(el.key()) {
 				el = widenField(text, el, to, isField)
 			}
@@ -747,12 +754,38 @@ func nextFieldOpen(text string, from, to int, isField func(string) bool) int {
 	return to
 }
 
+// lastCloseFold returns the index of the last "</name" in text (case-
+// insensitively), or -1.
+func lastCloseFold(text, name string) int {
+	for j := len(text); ; {
+		i := strings.LastIndex(text[:j], "</")
+		if i < 0 {
+			return -1
+		}
+		if len(text)-i-2 >= len(name) && strings.EqualFold(text[i+2:i+2+len(name)], name) {
+			return i
+		}
+		j = i
+	}
+}
+
 // indexFold is strings.Index, ASCII case-insensitively.
 func indexFold(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
+	if sub == "" {
+		return 0
+	}
+	// Every use starts sub with '<', which has no case: find it fast.
+	first := sub[0]
+	for i := 0; i+len(sub) <= len(s); {
+		j := strings.IndexByte(s[i:len(s)-len(sub)+1], first)
+		if j < 0 {
+			return -1
+		}
+		i += j
 		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return i
 		}
+		i++
 	}
 	return -1
 }
@@ -847,7 +880,10 @@ func attrValue(attrs, name string) string {
 // counting nested elements of the same name (case-insensitively). It
 // returns the content end, where scanning continues, and whether the end
 // tag was found; without one the element runs to the end.
-func closeTag(text, name string, start, to int) (end, next int, closed bool) {
+func closeTag(text, name string, start, to int, lastClose int) (end, next int, closed bool) {
+	if lastClose < start {
+		return to, to, false // no closing tag after start: no need to count nesting
+	}
 	depth := 0
 	for i := start; i < to; {
 		j := strings.IndexByte(text[i:to], '<')
@@ -879,7 +915,9 @@ func closeTag(text, name string, start, to int) (end, next int, closed bool) {
 			continue
 		}
 		if el, ok := openTag(text, i, to); ok && strings.EqualFold(el.name, name) && !el.selfClosing {
-			depth++
+			if depth++; depth > maxXMLDepth {
+				return to, to, false // nested deeper than any answer: give up
+			}
 			i = el.start
 			continue
 		}
