@@ -18,15 +18,15 @@ func TestAdversarialReplies(t *testing.T) {
 	}
 	sig := mustParse(t, "q -> answer, items: list[str]")
 	cases := map[string]string{
-		"10 MB section":      "[[ ## answer ## ]]\n" + strings.Repeat("word ", 2<<20),
-		"deep brackets":      strings.Repeat("[", 100000) + strings.Repeat("]", 100000),
-		"deep objects":       strings.Repeat(`{"a":`, 100000),
-		"a million markers":  strings.Repeat("[[ ## answer ## ]]\nx\n", 1000000),
-		"NUL and bad UTF-8":  "[[ ## answer ## ]]\n\x00\x00\xff\xfe\n[[ ## items ## ]]\n[\"\xc3\x28\"]",
+		"10 MB section":       "[[ ## answer ## ]]\n" + strings.Repeat("word ", 2<<20),
+		"deep brackets":       strings.Repeat("[", 100000) + strings.Repeat("]", 100000),
+		"deep objects":        strings.Repeat(`{"a":`, 100000),
+		"a million markers":   strings.Repeat("[[ ## answer ## ]]\nx\n", 1000000),
+		"NUL and bad UTF-8":   "[[ ## answer ## ]]\n\x00\x00\xff\xfe\n[[ ## items ## ]]\n[\"\xc3\x28\"]",
 		"over the repair cap": `{"answer": "` + strings.Repeat("x", 200000) + `", "items": [`,
-		"unclosed tags":      strings.Repeat("<answer>", 200000),
-		"deep elements":      strings.Repeat("<items><item>", 100000),
-		"bracket soup":       strings.Repeat("{[", 500000),
+		"unclosed tags":       strings.Repeat("<answer>", 200000),
+		"deep elements":       strings.Repeat("<items><item>", 100000),
+		"bracket soup":        strings.Repeat("{[", 500000),
 	}
 	for name, text := range cases {
 		for _, a := range []adapter.Parser{adapter.Chat{}, adapter.JSON{}, adapter.XML{}} {
