@@ -1,0 +1,102 @@
+package predict_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/predict"
+)
+
+type Question struct {
+	Question string `json:"question"`
+}
+
+type Answer struct {
+	Answer string `json:"answer" desc:"often between 1 and 5 words"`
+}
+
+type Sum struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+type Total struct {
+	Total int `json:"total"`
+}
+
+func TestPredictTyped(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## total ## ]]\n5\n\n[[ ## completed ## ]]"))
+	defer srv.Close()
+	p, err := predict.New[Sum, Total](predict.WithInstructions("Add the numbers."))
+	require.NoError(t, err)
+	p, err = p.WithDemos(predict.Demo[Sum, Total]{In: Sum{1, 1}, Out: Total{2}})
+	require.NoError(t, err)
+	out, res, err := p.Call(context.Background(), srv.Client(), Sum{2, 3})
+	require.NoError(t, err)
+	assert.Equal(t, Total{5}, out)
+	assert.Equal(t, 1, res.Calls)
+
+	// The request is exactly the Chat adapter's prompt for the signature.
+	want, err := adapter.Chat{}.Format(p.Signature(), []adapter.Values{{"a": 1, "b": 1, "total": 2}}, adapter.Values{"a": 2, "b": 3})
+	require.NoError(t, err)
+	assert.Equal(t, want, srv.Requests()[0].Chat.Messages)
+}
+
+func TestChainOfThoughtAndProgram(t *testing.T) {
+	prog, err := predict.ReadProgram("testdata/program.json")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"generate_answer.predict"}, prog.Names())
+	assert.NotContains(t, prog["generate_answer.predict"].LM, "api_base", "unsafe LM keys are dropped")
+	assert.NotContains(t, prog["generate_answer.predict"].LM, "base_url")
+
+	cot, err := predict.NewChainOfThought[Question, Answer]()
+	require.NoError(t, err)
+	assert.Equal(t, "reasoning", cot.Signature().Output(0).Name)
+	cot, err = cot.Load(prog, "generate_answer.predict")
+	require.NoError(t, err)
+	assert.Equal(t, "Answer questions with short factoid answers.", cot.Signature().Instructions())
+
+	srv := lmtest.NewServer(lmtest.Text("[[ ## reasoning ## ]]\nTokyo is Japan's capital.\n\n[[ ## answer ## ]]\nTokyo\n\n[[ ## completed ## ]]"))
+	defer srv.Close()
+	out, reasoning, res, err := cot.Call(context.Background(), srv.Client(), Question{"What is the capital of Japan?"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o-mini"}))
+	require.NoError(t, err)
+	assert.Equal(t, Answer{"Tokyo"}, out)
+	assert.Equal(t, "Tokyo is Japan's capital.", reasoning)
+	assert.Equal(t, 1, res.Calls)
+
+	msgs := srv.Requests()[0].Chat.Messages
+	require.Len(t, msgs, 6, "system, two demos, request")
+	assert.Contains(t, msgs[0].Content, "2. `answer` (str): often between 1 and 5 words")
+	assert.Contains(t, msgs[0].Content, "your objective is: \n        Answer questions with short factoid answers.")
+	assert.Contains(t, msgs[1].Content, "This is an example of the task, though some input or output fields are not supplied.", "the demo without reasoning comes first")
+	assert.Contains(t, msgs[3].Content, "What is the capital of France?")
+	assert.Equal(t, "[[ ## reasoning ## ]]\nThe question asks for the capital of France, which is Paris.\n\n[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]\n", msgs[4].Content)
+}
+
+func TestLoadRefusesMismatch(t *testing.T) {
+	prog, err := predict.ReadProgram("testdata/program.json")
+	require.NoError(t, err)
+	p, err := predict.New[Question, Answer]() // no reasoning field: 2 fields, saved 3
+	require.NoError(t, err)
+	_, err = p.Load(prog, "generate_answer.predict")
+	assert.ErrorContains(t, err, "saved state has 3 fields")
+	_, err = p.Load(prog, "missing")
+	assert.ErrorContains(t, err, `no predictor "missing"`)
+}
+
+func ExampleNew() {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## total ## ]]\n42"))
+	defer srv.Close()
+	p, _ := predict.New[Sum, Total]()
+	out, _, err := p.Call(context.Background(), srv.Client(), Sum{A: 40, B: 2})
+	fmt.Println(out.Total, err)
+	// Output: 42 <nil>
+}
