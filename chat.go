@@ -328,3 +328,19 @@ func (c Chat) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionReq
 func stripTools(req *openai.ChatCompletionRequest) {
 	req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, nil, nil
 }
+
+// FormatFinetune returns the conversation of one training example for
+// OpenAI's chat fine-tuning, as DSPy's ChatAdapter.format_finetune_data
+// builds it: the messages Format sends, then the assistant message holding
+// outputs.
+func (c Chat) FormatFinetune(sig *signature.Signature, demos []Values, inputs, outputs Values) ([]openai.ChatCompletionMessage, error) {
+	msgs, err := c.Format(sig, demos, inputs)
+	if err != nil {
+		return nil, err
+	}
+	a, err := chatAssistant(sig, outputs, notSuppliedExample)
+	if err != nil {
+		return nil, err
+	}
+	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a}), nil
+}

@@ -1,0 +1,63 @@
+package predict_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/predict"
+	"github.com/sigwire/adapter/signature"
+)
+
+func ExampleNewChainOfThought() {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## reasoning ## ]]\n40 plus 2.\n\n[[ ## total ## ]]\n42"))
+	defer srv.Close()
+	cot, _ := predict.NewChainOfThought[Sum, Total]()
+	out, reasoning, _, err := cot.Call(context.Background(), srv.Client(), Sum{A: 40, B: 2})
+	fmt.Println(out.Total, reasoning, err)
+	// Output: 42 40 plus 2. <nil>
+}
+
+func ExampleReadProgram() {
+	prog, _ := predict.ReadProgram("testdata/program.json")
+	cot, _ := predict.NewChainOfThought[Question, Answer]()
+	cot, err := cot.Load(prog, "generate_answer.predict")
+	fmt.Println(err)
+	fmt.Println(cot.Signature().Instructions())
+	fmt.Println(len(cot.Module().Demos()), "demos")
+	// Output:
+	// <nil>
+	// Answer questions with short factoid answers.
+	// 2 demos
+}
+
+func ExampleNewModule() {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## sentiment ## ]]\npositive"))
+	defer srv.Close()
+	sig, _ := signature.Parse("text -> sentiment: Literal['positive', 'negative']")
+	m := predict.NewModule(sig, predict.WithAdapter(adapter.Chat{}))
+	res, err := m.Call(context.Background(), srv.Client(), adapter.Values{"text": "I love it"})
+	fmt.Println(res.Outputs[0]["sentiment"], err)
+	// Output: positive <nil>
+}
+
+func ExampleFinetuneLine() {
+	sig, _ := signature.Parse("question -> answer")
+	line, _ := predict.FinetuneLine(adapter.Chat{}, sig, nil, adapter.Values{"question": "2+2?"}, adapter.Values{"answer": "4"})
+	fmt.Println(len(line) > 0)
+	// Output: true
+}
+
+func ExampleRecorder() {
+	srv := lmtest.NewServer(lmtest.Text("[[ ## total ## ]]\n3"))
+	defer srv.Close()
+	rec := predict.NewRecorder(3)
+	p, _ := predict.New[Sum, Total](predict.WithCallOptions(adapter.Observe(rec.Trace())))
+	_, _, _ = p.Call(context.Background(), srv.Client(), Sum{A: 1, B: 2})
+	fmt.Println(len(rec.Last(10)), rec.Last(1)[0].Completion)
+	_ = rec.Inspect(os.Stdout, 0)
+	// Output: 1 [[ ## total ## ]]
+	// 3
+}

@@ -1,0 +1,179 @@
+package predict
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/signature"
+)
+
+// Logger returns a Trace that logs every LM call and parse to l: the
+// adapter, attempt, model, duration, token usage and error; parse failures
+// at Warn. Requests never carry the API key, so neither do the logs.
+func Logger(l *slog.Logger) *adapter.Trace {
+	return &adapter.Trace{
+		LMCallDone: func(i adapter.LMCallDoneInfo) {
+			level := slog.LevelInfo
+			if i.Err != nil {
+				level = slog.LevelError
+			}
+			l.LogAttrs(context.Background(), level, "lm call",
+				slog.String("adapter", i.Adapter), slog.Int("attempt", i.Attempt), slog.String("model", i.Request.Model),
+				slog.Bool("stream", i.Stream), slog.Duration("duration", i.Duration),
+				slog.Int("prompt_tokens", i.Usage.PromptTokens), slog.Int("completion_tokens", i.Usage.CompletionTokens),
+				slog.Any("error", i.Err))
+		},
+		ParseDone: func(i adapter.ParseInfo) {
+			if i.Err != nil {
+				l.LogAttrs(context.Background(), slog.LevelWarn, "parse failed",
+					slog.String("adapter", i.Adapter), slog.Int("attempt", i.Attempt), slog.Any("error", i.Err))
+			}
+		},
+	}
+}
+
+// Record is one LM call as the Recorder saw it.
+type Record struct {
+	Time       time.Time
+	Adapter    string
+	Attempt    int
+	Model      string
+	Messages   []openai.ChatCompletionMessage
+	Completion string
+	Outputs    adapter.Values
+	Usage      openai.Usage
+	Err        error
+}
+
+// Recorder keeps the last N LM calls, in the spirit of
+// dspy.inspect_history. Install its Trace on a context or call; it is
+// safe for concurrent use.
+type Recorder struct {
+	mu      sync.Mutex
+	max     int
+	records []Record
+}
+
+// NewRecorder keeps the last n calls (n < 1 means 10).
+func NewRecorder(n int) *Recorder {
+	if n < 1 {
+		n = 10
+	}
+	return &Recorder{max: n}
+}
+
+// Trace returns the hooks that feed the recorder.
+func (r *Recorder) Trace() *adapter.Trace {
+	return &adapter.Trace{
+		LMCallDone: func(i adapter.LMCallDoneInfo) {
+			rec := Record{Time: time.Now(), Adapter: i.Adapter, Attempt: i.Attempt, Model: i.Request.Model,
+				Messages: i.Request.Messages, Usage: i.Usage, Err: i.Err}
+			if len(i.Response.Choices) > 0 {
+				rec.Completion = i.Response.Choices[0].Message.Content
+			} else if len(i.Completions) > 0 {
+				rec.Completion = i.Completions[0]
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.records = append(r.records, rec)
+			if len(r.records) > r.max {
+				r.records = r.records[len(r.records)-r.max:]
+			}
+		},
+		ParseDone: func(i adapter.ParseInfo) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for j := len(r.records) - 1; j >= 0; j-- {
+				if rec := &r.records[j]; rec.Adapter == i.Adapter && rec.Outputs == nil && rec.Err == nil {
+					rec.Outputs, rec.Err = i.Outputs, i.Err
+					break
+				}
+			}
+		},
+	}
+}
+
+// Last returns up to n recorded calls, oldest first.
+func (r *Recorder) Last(n int) []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n = min(n, len(r.records))
+	return append([]Record(nil), r.records[len(r.records)-n:]...)
+}
+
+// Inspect writes the last n calls readably: each message by role, then
+// the reply and the parsed outputs or the error.
+func (r *Recorder) Inspect(w io.Writer, n int) error {
+	var b strings.Builder
+	for _, rec := range r.Last(n) {
+		fmt.Fprintf(&b, "\n[%s] %s attempt %d, model %q, %d+%d tokens\n\n", rec.Time.Format(time.RFC3339), rec.Adapter, rec.Attempt, rec.Model, rec.Usage.PromptTokens, rec.Usage.CompletionTokens)
+		for _, m := range rec.Messages {
+			fmt.Fprintf(&b, "%s message:\n\n", strings.ToUpper(m.Role[:1])+m.Role[1:])
+			if m.Content != "" {
+				b.WriteString(m.Content)
+			}
+			for _, p := range m.MultiContent {
+				if p.ImageURL != nil {
+					fmt.Fprintf(&b, "<image_url: %s>", p.ImageURL.URL)
+				} else {
+					b.WriteString(p.Text)
+				}
+			}
+			b.WriteString("\n\n")
+		}
+		b.WriteString("Response:\n\n")
+		b.WriteString(rec.Completion)
+		b.WriteString("\n\n")
+		if rec.Err != nil {
+			fmt.Fprintf(&b, "Error: %v\n", rec.Err)
+		} else if rec.Outputs != nil {
+			fmt.Fprintf(&b, "Outputs: %v\n", rec.Outputs)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// FinetuneFormatter is implemented by adapters that can write a training
+// example for chat fine-tuning (Chat).
+type FinetuneFormatter interface {
+	FormatFinetune(sig *signature.Signature, demos []adapter.Values, inputs, outputs adapter.Values) ([]openai.ChatCompletionMessage, error)
+}
+
+// FinetuneLine returns the OpenAI chat fine-tuning JSONL line
+// ({"messages": [...]}, no trailing newline) for inputs and the wanted
+// outputs, as DSPy's ChatAdapter.format_finetune_data writes it. Adapters
+// other than Chat do not support it and say so.
+func FinetuneLine(a adapter.Adapter, sig *signature.Signature, demos []adapter.Values, inputs, outputs adapter.Values) ([]byte, error) {
+	f, ok := a.(FinetuneFormatter)
+	if !ok {
+		return nil, fmt.Errorf("predict: the %s adapter does not support fine-tuning data (use Chat)", a.Name())
+	}
+	msgs, err := f.FormatFinetune(sig, demos, inputs, outputs)
+	if err != nil {
+		return nil, err
+	}
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	out := struct {
+		Messages []msg `json:"messages"`
+	}{}
+	for _, m := range msgs {
+		if len(m.MultiContent) > 0 {
+			return nil, fmt.Errorf("predict: fine-tuning data cannot hold content parts (images)")
+		}
+		out.Messages = append(out.Messages, msg{m.Role, m.Content})
+	}
+	return json.Marshal(out)
+}
