@@ -118,6 +118,7 @@ func TestChatRoundTrip(t *testing.T) {
 }
 
 func FuzzChatParse(f *testing.F) {
+	addCorpusSeeds(f, "chat")
 	for _, c := range []string{
 		"[[ ## reasoning ## ]]\nBecause.\n\n[[ ## answer ## ]]\n42\n\n[[ ## completed ## ]]",
 		"**[[ ## answer ## ]]**: 7",

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sigwire/adapter/internal/golden"
 	"github.com/sigwire/adapter/signature"
 	"github.com/sigwire/adapter/types"
 )
@@ -20,3 +21,20 @@ func mustParse(t testing.TB, spec string) *signature.Signature {
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 func typesNames() map[string]reflect.Type { return types.Names() }
+
+// addCorpusSeeds seeds a fuzz target with every completion of the golden
+// and corpus files for the adapter ("" for all).
+func addCorpusSeeds(f *testing.F, adapterName string) {
+	f.Helper()
+	for _, pattern := range []string{"testdata/dspy_golden*.json", "testdata/malformed*.json"} {
+		cases, err := golden.LoadGlob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, c := range cases {
+			if c.Completion != "" && (adapterName == "" || c.Adapter == adapterName) {
+				f.Add(c.Completion)
+			}
+		}
+	}
+}

@@ -159,6 +159,7 @@ func TestChatFallsBackToJSON(t *testing.T) {
 // FuzzJSONParse: the JSON parser never panics, returns typed errors, and
 // what it returns has the output fields' Go types.
 func FuzzJSONParse(f *testing.F) {
+	addCorpusSeeds(f, "json")
 	for _, s := range []string{
 		`{"answer": "Paris", "score": 0.5}`,
 		"Here:\n```json\n{\"answer\": \"x\", \"score\": \"1,000\"}\n```",

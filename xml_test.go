@@ -102,6 +102,7 @@ func TestXMLNestedRoundTrip(t *testing.T) {
 
 // FuzzXMLParse: the XML parser never panics and returns typed errors.
 func FuzzXMLParse(f *testing.F) {
+	addCorpusSeeds(f, "xml")
 	for _, s := range []string{
 		"<answer>42</answer><tags><item>a</item></tags>",
 		"<answer>fish & chips</answer>",
