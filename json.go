@@ -173,6 +173,13 @@ func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 const wrapperDepth = 2
 
 func parseJSONFields(sig *signature.Signature, completion, adapter string) (Values, error) {
+	return parseJSON(sig, completion, adapter, true)
+}
+
+// parseJSON is the JSON parser; with markers set, a reply without JSON
+// but with Chat markers is read as sections (once: that parse does not
+// come back here).
+func parseJSON(sig *signature.Signature, completion, adapter string, markers bool) (Values, error) {
 	text := stripReasoning(sig, completion)
 	var top any
 	var err error
@@ -190,9 +197,9 @@ func parseJSONFields(sig *signature.Signature, completion, adapter string) (Valu
 			err = errNotObject
 		}
 	}
-	if errors.Is(err, errNotObject) && hasOutputMarker(sig, text) {
+	if markers && errors.Is(err, errNotObject) && hasOutputMarker(sig, text) {
 		// Chat markers instead of JSON: read them.
-		return parseSections(sig, completion, adapter)
+		return parseChat(sig, completion, adapter, false)
 	}
 	if err != nil {
 		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: err}

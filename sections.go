@@ -214,6 +214,13 @@ func sectionText(seg string) string {
 
 // parseSections is the Chat parser.
 func parseSections(sig *signature.Signature, completion, adapter string) (Values, error) {
+	return parseChat(sig, completion, adapter, true)
+}
+
+// parseChat is the Chat parser; with json set, a reply without output
+// markers but with JSON is read as JSON (once: that parse does not come
+// back here).
+func parseChat(sig *signature.Signature, completion, adapter string, json bool) (Values, error) {
 	text := stripReasoning(sig, completion)
 	n := sig.NumOutputs()
 	var buf [8]section
@@ -257,9 +264,9 @@ func parseSections(sig *signature.Signature, completion, adapter string) (Values
 		cur, curStart, pos = m.field, m.end, m.end
 		anyOutput = anyOutput || m.field >= 0
 	}
-	if !anyOutput && strings.ContainsAny(text, "{[") {
+	if json && !anyOutput && strings.ContainsAny(text, "{[") {
 		// The answer given as JSON instead of markers.
-		vals, err := parseJSONFields(sig, completion, adapter)
+		vals, err := parseJSON(sig, completion, adapter, false)
 		if err == nil || !errors.Is(err, errNotObject) {
 			return vals, err
 		}
