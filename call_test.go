@@ -106,7 +106,7 @@ func TestCallEmptyResponse(t *testing.T) {
 }
 
 func TestCallParseError(t *testing.T) {
-	reply := "[[ ## reasoning ## ]]\nthink\n[[ ## answer ## ]]\nforty-two\n[[ ## completed ## ]]"
+	reply := "[[ ## reasoning ## ]]\nthink\n[[ ## answer ## ]]\na lot\n[[ ## completed ## ]]"
 	srv := lmtest.NewServer(lmtest.Text(reply))
 	defer srv.Close()
 	_, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> reasoning, answer: int"), nil,

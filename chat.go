@@ -14,9 +14,10 @@ import (
 // the reply ended by [[ ## completed ## ]]. Its prompts are byte-identical
 // to DSPy 3.3.1's. Its parser reads what DSPy reads and, without another LM
 // call, the slips real models make: marker drift (bold, heading, case,
-// spacing, mid-line, "]]:", missing brackets), the answer given as JSON or
-// fenced JSON instead of markers, <think> blocks and preambles before the
-// first marker, and chatter after the last field.
+// spacing, mid-line, "]]:", missing or extra brackets), the answer given
+// as JSON, fenced JSON, XML elements or "Answer: …" labels instead of
+// markers, <think> blocks and preambles before the first marker, and
+// chatter after the last field.
 //
 // The zero value is ready to use and safe for concurrent use.
 type Chat struct {

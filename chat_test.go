@@ -54,7 +54,7 @@ func TestChatParseErrors(t *testing.T) {
 		{"no markers", "The answer is 42.", "reasoning", adapter.ErrMissingField, adapter.Values{}},
 		{"conflict", "[[ ## reasoning ## ]]\nx\n[[ ## answer ## ]]\n42\n[[ ## answer ## ]]\n44", "answer", adapter.ErrAmbiguous, nil},
 		{"unclosed think", "<think>\nstill thinking [[ ## answer ## ]] 4", "reasoning", adapter.ErrMissingField, adapter.Values{}},
-		{"bad int", "[[ ## reasoning ## ]]\nx\n[[ ## answer ## ]]\nforty-two", "answer", nil, adapter.Values{"reasoning": "x"}},
+		{"bad int", "[[ ## reasoning ## ]]\nx\n[[ ## answer ## ]]\na lot", "answer", nil, adapter.Values{"reasoning": "x"}},
 		{"marker in prose", "I will write ## answer ## next: 42", "reasoning", adapter.ErrMissingField, adapter.Values{}},
 	}
 	for _, tt := range tests {

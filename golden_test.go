@@ -136,6 +136,8 @@ func TestGoldenParseError(t *testing.T) {
 		"json_parse_error_mismatch_fields": `{"answer": "Paris"}`,
 		// A single wrapper key around the fields.
 		"json_parse_error_nested_keys_not_lifted": `{"answer": "Paris"}`,
+		// A number word reads as the number ("forty-two" is 42).
+		"chat_parse_error_int_value": `{"reasoning": "think", "answer": 42}`,
 		// An unescaped & in XML text is a slip we recover.
 		"xml_parse_error_malformed_xml": `{"answer": "fish & chips"}`,
 	}

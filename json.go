@@ -161,7 +161,9 @@ func jsonAssistant(sig *signature.Signature, vals Values, missing string) (strin
 // Parse reads the output fields from a JSON reply: strict JSON first, then
 // the JSON object found in prose or a code fence, then (only on that span)
 // a repaired object. It unwraps a single wrapper key ({"json": {...}},
-// {"properties": {...}}), accepts a bare array for a single list output,
+// {"properties": {...}}), a tool-call envelope ({"name": …, "arguments":
+// {...}}) and a double-encoded reply, reads Chat markers or XML elements
+// given instead of JSON, accepts a bare array for a single list output,
 // key case differences, and a renamed key where exactly one output and one
 // key are left over and one name contains the other. Values go through
 // [ParseValue] (strings) or the same rules for decoded JSON values.
@@ -169,8 +171,31 @@ func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseJSONFields(sig, completion, "json")
 }
 
-// wrapperDepth bounds how many single-key wrapper objects are unwrapped.
-const wrapperDepth = 2
+// wrapperDepth bounds how many wrapper objects are unwrapped.
+const wrapperDepth = 3
+
+// wrapped returns what a wrapper object holds: the value of its only key
+// ({"json": {...}}, {"function": {...}}), or the arguments of a tool-call
+// envelope ({"name": "respond", "arguments": {...}}).
+func wrapped(obj map[string]any) (any, bool) {
+	if len(obj) == 1 {
+		for _, v := range obj {
+			return v, true
+		}
+	}
+	if _, named := obj["name"].(string); !named || len(obj) > 4 {
+		return nil, false
+	}
+	var args any
+	found := 0
+	for _, k := range [...]string{"arguments", "parameters", "args", "input"} {
+		if v, ok := obj[k]; ok {
+			args = v
+			found++
+		}
+	}
+	return args, found == 1
+}
 
 func parseJSONFields(sig *signature.Signature, completion, adapter string) (Values, error) {
 	return parseJSON(sig, completion, adapter, true)
@@ -188,6 +213,12 @@ func parseJSON(sig *signature.Signature, completion, adapter string, markers boo
 	} else {
 		top, err = decodeReply(text)
 	}
+	if str, ok := top.(string); ok && err == nil {
+		// A double-encoded reply: the object serialised into a JSON string.
+		if inner, err2 := decodeReply(str); err2 == nil {
+			top = inner
+		}
+	}
 	obj, isObj := top.(map[string]any)
 	if err == nil && !isObj {
 		arr, isArr := top.([]any)
@@ -197,26 +228,37 @@ func parseJSON(sig *signature.Signature, completion, adapter string, markers boo
 			err = errNotObject
 		}
 	}
-	if markers && errors.Is(err, errNotObject) && hasOutputMarker(sig, text) {
-		// Chat markers instead of JSON: read them.
-		return parseChat(sig, completion, adapter, false)
+	if markers && errors.Is(err, errNotObject) {
+		switch {
+		case hasOutputMarker(sig, text):
+			// Chat markers instead of JSON: read them.
+			return parseChat(sig, completion, adapter, false)
+		case hasOutputElement(sig, text):
+			// XML elements instead of JSON (the XML parser does not come
+			// back here: it found elements).
+			return parseXMLFields(sig, completion, adapter)
+		}
 	}
 	if err != nil {
 		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: err}
 	}
 	for range wrapperDepth {
-		if matchesAnyOutput(sig, obj) || len(obj) != 1 {
+		if matchesAnyOutput(sig, obj) {
 			break
 		}
-		for _, v := range obj {
-			if str, ok := v.(string); ok {
-				// A stringified object under a wrapper key.
-				v, _ = decodeReply(str)
-			}
-			if inner, ok := v.(map[string]any); ok {
-				obj = inner
-			}
+		v, ok := wrapped(obj)
+		if !ok {
+			break
 		}
+		if str, ok := v.(string); ok {
+			// A stringified object under a wrapper key.
+			v, _ = decodeReply(str)
+		}
+		inner, ok := v.(map[string]any)
+		if !ok {
+			break
+		}
+		obj = inner
 	}
 	var buf [8]keyRef
 	keys := mapKeys(sig, obj, buf[:0])

@@ -78,9 +78,11 @@ func markerAt(sig *signature.Signature, s string, i int) (marker, bool) {
 	if !strings.HasPrefix(s[k:], "##") {
 		return marker{}, false
 	}
-	end := skipBlank(s, k+2)
+	for k += 2; k < len(s) && s[k] == '#'; k++ { // "###"
+	}
+	end := skipBlank(s, k)
 	rb := 0
-	for rb < 2 && end < len(s) && s[end] == ']' {
+	for rb < 3 && end < len(s) && s[end] == ']' {
 		end++
 		rb++
 	}
@@ -96,9 +98,13 @@ func markerAt(sig *signature.Signature, s string, i int) (marker, bool) {
 		}
 	}
 back:
-	start := skipBlankBack(s, i)
+	start := i
+	for start > 0 && s[start-1] == '#' { // "###"
+		start--
+	}
+	start = skipBlankBack(s, start)
 	lb := 0
-	for lb < 2 && start > 0 && s[start-1] == '[' {
+	for lb < 3 && start > 0 && s[start-1] == '[' {
 		start--
 		lb++
 	}
@@ -230,6 +236,48 @@ func parseChat(sig *signature.Signature, completion, adapter string, json bool) 
 	} else {
 		secs = make([]section, n)
 	}
+	anyOutput, err := scanSections(sig, text, completion, adapter, secs, findMarker)
+	if err != nil {
+		return nil, err
+	}
+	if json && !anyOutput && strings.ContainsAny(text, "{[") {
+		// The answer given as JSON instead of markers.
+		vals, err := parseJSON(sig, completion, adapter, false)
+		if err == nil || !errors.Is(err, errNotObject) {
+			return vals, err
+		}
+	}
+	if json && !anyOutput && hasOutputElement(sig, text) {
+		// XML elements instead of markers (the XML parser does not come
+		// back here: it found elements).
+		return parseXMLFields(sig, completion, adapter)
+	}
+	if !anyOutput {
+		// No markers at all: "Answer: Paris" labels, when they name fields.
+		if _, err := scanSections(sig, text, completion, adapter, secs, findLabel); err != nil {
+			return nil, err
+		}
+	}
+	vals := make(Values, n)
+	for i := range n {
+		f := sig.Output(i)
+		if !secs[i].found {
+			continue
+		}
+		v, err := parseValue(secs[i].text, f)
+		if err != nil {
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
+		}
+		vals[f.Name] = v
+	}
+	return finishOutputs(sig, vals, completion, adapter)
+}
+
+// scanSections files the text after each marker that find finds under its
+// output field, up to the next marker or [[ ## completed ## ]]. It reports
+// whether any output marker was found; a field given twice with different
+// values is ErrAmbiguous.
+func scanSections(sig *signature.Signature, text, completion, adapter string, secs []section, find func(*signature.Signature, string, int) (marker, bool)) (bool, error) {
 	anyOutput := false
 	cur, curStart := markOther, 0
 	closeSection := func(end int) error {
@@ -248,42 +296,67 @@ func parseChat(sig *signature.Signature, completion, adapter string, json bool) 
 		return nil
 	}
 	for pos := 0; ; {
-		m, ok := findMarker(sig, text, pos)
+		m, ok := find(sig, text, pos)
 		if !ok {
-			if err := closeSection(len(text)); err != nil {
-				return nil, err
-			}
-			break
+			return anyOutput, closeSection(len(text))
 		}
 		if err := closeSection(m.start); err != nil {
-			return nil, err
+			return anyOutput, err
 		}
 		if m.field == markCompleted {
-			break
+			return anyOutput, nil
 		}
 		cur, curStart, pos = m.field, m.end, m.end
 		anyOutput = anyOutput || m.field >= 0
 	}
-	if json && !anyOutput && strings.ContainsAny(text, "{[") {
-		// The answer given as JSON instead of markers.
-		vals, err := parseJSON(sig, completion, adapter, false)
-		if err == nil || !errors.Is(err, errNotObject) {
-			return vals, err
+}
+
+// findLabel finds the next "Answer: …" label (also "**Answer:**",
+// "Final answer:") that starts a line and names a field, for replies
+// written without markers. Input names end a section, as with markers.
+func findLabel(sig *signature.Signature, s string, pos int) (marker, bool) {
+	for pos < len(s) {
+		end := len(s)
+		if nl := strings.IndexByte(s[pos:], '\n'); nl >= 0 {
+			end = pos + nl
 		}
+		if m, ok := labelAt(sig, s, pos, end); ok {
+			return m, true
+		}
+		pos = end + 1
 	}
-	vals := make(Values, n)
-	for i := range n {
-		f := sig.Output(i)
-		if !secs[i].found {
-			continue
+	return marker{}, false
+}
+
+// labelAt parses a label at the start of the line s[start:end].
+func labelAt(sig *signature.Signature, s string, start, end int) (marker, bool) {
+	const maxLabel = 40
+	decor := func(k int) int {
+		for k < end && strings.IndexByte(" \t*_#>", s[k]) >= 0 {
+			k++
 		}
-		v, err := parseValue(secs[i].text, f)
-		if err != nil {
-			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
-		}
-		vals[f.Name] = v
+		return k
 	}
-	return finishOutputs(sig, vals, completion, adapter)
+	k := decor(start)
+	n0 := k
+	for k < end && k-n0 < maxLabel && (isWordByte(s[k]) || s[k] == ' ') {
+		k++
+	}
+	name := strings.Trim(s[n0:k], " _")
+	k = decor(k)
+	if name == "" || k >= end || s[k] != ':' {
+		return marker{}, false
+	}
+	k++
+	for k+1 < end && (s[k:k+2] == "**" || s[k:k+2] == "__") {
+		k += 2
+	}
+	name = strings.ReplaceAll(name, " ", "_")
+	field := resolveMarkerName(sig, name)
+	if field == markCompleted || field == markOther && !knownInput(sig, name) {
+		return marker{}, false
+	}
+	return marker{start: start, end: k, field: field}, true
 }
 
 // finishOutputs applies defaults to missing outputs (the default value, or

@@ -933,3 +933,12 @@ func (x XML) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequ
 	}
 	return "", level == 0, nil
 }
+
+// hasOutputElement reports whether text holds an element of an output
+// field (directly or inside wrapper elements).
+func hasOutputElement(sig *signature.Signature, text string) bool {
+	if !strings.Contains(text, "<") {
+		return false
+	}
+	return collectXML(sig, text, 0, len(text), make([][]xmlElem, sig.NumOutputs()), 0)
+}

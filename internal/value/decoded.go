@@ -107,8 +107,16 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 		}
 		return reflect.Value{}, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(pyjson.Repr(v)), pyjson.Repr(spec.Literals()))
 	case signature.KindOptional:
+		x, isStr := v.(string)
+		isStr = isStr && spec.Elem().Kind() != signature.KindString
+		if isStr && strings.TrimSpace(x) == "" {
+			return reflect.Zero(t), nil // the text rule: empty is None
+		}
 		out, err := fromDecoded(v, spec.Elem(), top, depth+1)
 		if err != nil {
+			if isStr && isNone(x) {
+				return reflect.Zero(t), nil // "None", "N/A", "Unknown" …
+			}
 			return reflect.Value{}, err
 		}
 		return wrap(out, t), nil
@@ -134,6 +142,15 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			return out, nil
 		case string:
 			return parseText(x, spec, depth+1)
+		case json.Number, bool:
+			// A lone scalar given for a list is its one item.
+			ev, err := fromDecoded(x, spec.Elem(), false, depth+1)
+			if err != nil {
+				return reflect.Value{}, invalid("%s is not a %s", clip(pyjson.Repr(v)), spec)
+			}
+			out := reflect.MakeSlice(t, 1, 1)
+			out.Index(0).Set(ev)
+			return out, nil
 		}
 	case signature.KindDict:
 		switch x := v.(type) {

@@ -39,11 +39,12 @@ var (
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	fieldParserType     = reflect.TypeFor[fieldParser]()
 	errNotSelfParsing   = errors.New("no parser")
+	labelRE             = regexp.MustCompile(`^(?:\*\*|__)?[A-Za-z][A-Za-z _]{0,30}(?:\*\*|__)?\s*:(?:\*\*|__)?\s*`)
 	numberDecorRE       = regexp.MustCompile(`^([+-]?)[$€£¥]?\s*((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)(?:\s*([A-Za-z]{2,}|[A-Za-z]{2,}/[A-Za-z]+)\.?)?$`)
 	scaleWords          = map[string]bool{"hundred": true, "thousand": true, "million": true, "billion": true, "trillion": true, "mn": true, "bn": true, "mm": true, "dozen": true, "lakh": true, "crore": true}
 	strongBools         = map[string]bool{"yes": true, "true": true, "no": false, "false": false}
 	boolWords           = map[string]bool{"true": true, "t": true, "yes": true, "y": true, "on": true, "1": true, "false": false, "f": false, "no": false, "n": false, "off": false, "0": false}
-	noneWords           = map[string]bool{"none": true, "null": true, "nil": true, "n/a": true}
+	noneWords           = map[string]bool{"none": true, "null": true, "nil": true, "n/a": true, "unknown": true, "not available": true, "not applicable": true, "not specified": true, "not given": true}
 	errNull             = fmt.Errorf("%w: null for a field that cannot be None", ErrInvalid)
 )
 
@@ -112,31 +113,31 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 	case signature.KindString:
 		return reflect.ValueOf(raw).Convert(t), nil
 	case signature.KindInt:
-		n, err := parseInt(raw)
+		n, err := orUnlabelled(raw, parseInt)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return intValue(n, t, raw)
 	case signature.KindFloat:
-		f, err := parseFloat(raw)
+		f, err := orUnlabelled(raw, parseFloat)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(f).Convert(t), nil
 	case signature.KindBool:
-		b, err := parseBool(raw)
+		b, err := orUnlabelled(raw, parseBool)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(b).Convert(t), nil
 	case signature.KindEnum:
-		s, err := matchEnum(raw, spec.EnumValues())
+		s, err := orUnlabelled(raw, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) })
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(s).Convert(t), nil
 	case signature.KindLiteral:
-		lit, err := matchLiteral(raw, spec.Literals())
+		lit, err := orUnlabelled(raw, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) })
 		if err != nil {
 			return reflect.Value{}, err
 		}
@@ -152,11 +153,14 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 			// DSPy: a union with str keeps the text verbatim ("None" too).
 			return wrap(reflect.ValueOf(raw).Convert(elem.GoType()), t), nil
 		}
-		if s := strings.TrimSpace(raw); s == "" || isNone(s) {
+		if strings.TrimSpace(raw) == "" {
 			return reflect.Zero(t), nil
 		}
 		v, err := parseText(raw, elem, depth+1)
 		if err != nil {
+			if isNone(raw) {
+				return reflect.Zero(t), nil // None, N/A, Unknown …
+			}
 			return reflect.Value{}, err
 		}
 		return wrap(v, t), nil
@@ -183,6 +187,9 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		case signature.KindList:
 			if items, ok := bullets(raw); ok {
 				return listFromText(items, spec, depth)
+			}
+			if item, ok := singleItem(raw, spec.Elem()); ok {
+				return listFromText([]string{item}, spec, depth)
 			}
 		default:
 			if m, err := pyKwargs(strings.TrimSpace(raw)); err == nil {
@@ -305,11 +312,9 @@ func isNone(s string) bool {
 // separators, a currency sign or a unit word (2,161,000; $5; 42 km).
 func parseInt(raw string) (int64, error) {
 	s := cleanScalar(raw)
-	n, ok := pyNumber(s)
+	n, ok := readNumber(s)
 	if !ok {
-		if n, ok = decoratedNumber(s); !ok {
-			return 0, numberError(raw, s, "int")
-		}
+		return 0, numberError(raw, s, "int")
 	}
 	return intFromNumber(n, raw)
 }
@@ -354,11 +359,12 @@ func parseFloat(raw string) (float64, error) {
 		f, _ := strconv.ParseFloat(s, 64)
 		return f, nil
 	}
-	n, ok := pyNumber(s)
+	n, ok := readNumber(s)
 	if !ok {
-		if n, ok = decoratedNumber(s); !ok {
-			return 0, numberError(raw, s, "float")
+		if f, ok := fraction(s); ok {
+			return f, nil
 		}
+		return 0, numberError(raw, s, "float")
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil {
@@ -372,6 +378,93 @@ func numberError(raw, s, kind string) error {
 		return invalid("%s is a percentage: write the %s itself, the scale is ambiguous", clip(raw), kind)
 	}
 	return invalid("%s is not a %s", clip(raw), kind)
+}
+
+// readNumber reads a number: a Python literal, a decorated number, a
+// number word ("Eight"), each also after a hedge ("Approximately 1450
+// (the census is old)": the hedge and a closing parenthesis dropped).
+func readNumber(s string) (json.Number, bool) {
+	for range 2 {
+		if n, ok := pyNumber(s); ok {
+			return n, true
+		}
+		if n, ok := decoratedNumber(s); ok {
+			return n, true
+		}
+		if n, ok := numberWord(s); ok {
+			return n, true
+		}
+		m := hedgeRE.FindStringIndex(s)
+		if m == nil {
+			return "", false
+		}
+		s = s[m[1]:]
+		if i := strings.LastIndexByte(s, '('); i > 0 && strings.HasSuffix(s, ")") {
+			s = s[:i]
+		}
+		s = cleanScalar(strings.TrimRight(strings.TrimSpace(s), ".,;"))
+	}
+	return "", false
+}
+
+var (
+	hedgeRE    = regexp.MustCompile(`(?i)^(?:approximately|approx\.|about|around|roughly|circa|ca\.|~|≈|an estimated|estimated)\s*`)
+	fractionRE = regexp.MustCompile(`^([+-]?[0-9]{1,15})\s*/\s*([0-9]{1,15})$`)
+	smallWords = map[string]int{"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+		"eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
+	tensWords = map[string]int{"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+)
+
+// numberWord reads an English number word from zero to ninety-nine
+// ("Eight", "forty-two", "Twenty one"). Larger numbers in words are not
+// read: models write those in digits.
+func numberWord(s string) (json.Number, bool) {
+	if len(s) > 20 {
+		return "", false
+	}
+	w := strings.Fields(strings.ToLower(strings.ReplaceAll(strings.TrimRight(s, ".!"), "-", " ")))
+	neg := len(w) > 1 && (w[0] == "minus" || w[0] == "negative")
+	if neg {
+		w = w[1:]
+	}
+	n := 0
+	switch {
+	case len(w) == 1:
+		v, ok := smallWords[w[0]]
+		if !ok {
+			if v, ok = tensWords[w[0]]; !ok {
+				return "", false
+			}
+		}
+		n = v
+	case len(w) == 2:
+		t, ok1 := tensWords[w[0]]
+		u, ok2 := smallWords[w[1]]
+		if !ok1 || !ok2 || u == 0 || u > 9 {
+			return "", false
+		}
+		n = t + u
+	default:
+		return "", false
+	}
+	if neg {
+		n = -n
+	}
+	return json.Number(strconv.Itoa(n)), true
+}
+
+// fraction reads "1/36" as a float (never as an int: that would round).
+func fraction(s string) (float64, bool) {
+	m := fractionRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	a, err1 := strconv.ParseFloat(m[1], 64)
+	b, err2 := strconv.ParseFloat(m[2], 64)
+	if err1 != nil || err2 != nil || b == 0 {
+		return 0, false
+	}
+	return a / b, true
 }
 
 // decoratedNumber reads a number with thousands separators, a currency
@@ -472,9 +565,103 @@ func matchEnum(raw string, values []string) (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
+		if i, err := explainedChoice(s, values); err != nil {
+			return "", err
+		} else if i >= 0 {
+			return values[i], nil
+		}
 		return "", fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(raw), pyjson.Repr(values))
 	}
 	return "", fmt.Errorf("%w: %s matches %s", ErrAmbiguous, clip(raw), pyjson.Repr(found))
+}
+
+// orUnlabelled reads raw with read, and when that fails for a reason
+// other than ambiguity, once more without a leading label ("Answer:
+// **True**", "**Category:** billing").
+func orUnlabelled[T any](raw string, read func(string) (T, error)) (T, error) {
+	v, err := read(raw)
+	if err == nil || errors.Is(err, ErrAmbiguous) {
+		return v, err
+	}
+	if m := labelRE.FindStringIndex(cleanScalar(raw)); m != nil {
+		if rest := cleanScalar(raw)[m[1]:]; rest != "" {
+			if v2, err2 := read(rest); err2 == nil || errors.Is(err2, ErrAmbiguous) {
+				return v2, err2
+			}
+		}
+	}
+	return v, err
+}
+
+// explainedChoice reads an answer that starts with one choice and goes on
+// to explain it ("technical - the user cannot log in", "High priority"):
+// the index of the choice its head names, or -1. The explanation naming
+// another choice makes it ErrAmbiguous.
+func explainedChoice(s string, choices []string) (int, error) {
+	head := s
+	for i, r := range s {
+		sep := false
+		switch r {
+		case ':', ',', ';', '(', '\n', '—', '–':
+			sep = true
+		case '-', '.':
+			sep = i+1 == len(s) || s[i+1] == ' '
+		}
+		if sep {
+			head = s[:i]
+			break
+		}
+	}
+	pick := func(h string) int {
+		n := normChoice(cleanScalar(h))
+		found := -1
+		for i, c := range choices {
+			if normChoice(c) == n && n != "" {
+				if found >= 0 {
+					return -1
+				}
+				found = i
+			}
+		}
+		return found
+	}
+	at, rest := pick(head), s[len(head):]
+	if at < 0 {
+		if f := strings.Fields(s); len(f) > 1 {
+			at, rest = pick(f[0]), s[strings.Index(s, f[0])+len(f[0]):]
+		}
+	}
+	if at < 0 || strings.TrimSpace(rest) == "" {
+		return -1, nil
+	}
+	lower := strings.ToLower(rest)
+	for i, c := range choices {
+		if i != at && c != "" && (containsWord(lower, strings.ToLower(c)) || containsWord(lower, strings.ToLower(strings.ReplaceAll(c, "_", " ")))) {
+			return at, fmt.Errorf("%w: %s names both %s and %s", ErrAmbiguous, clip(s), pyjson.Repr(choices[at]), pyjson.Repr(c))
+		}
+	}
+	return at, nil
+}
+
+// containsWord reports whether w occurs in s between non-letters.
+func containsWord(s, w string) bool {
+	for off := 0; off < len(s); {
+		i := strings.Index(s[off:], w)
+		if i < 0 {
+			return false
+		}
+		i += off
+		before, after := i == 0 || !isLetterByte(s[i-1]), i+len(w) == len(s) || !isLetterByte(s[i+len(w)])
+		if before && after {
+			return true
+		}
+		off = i + 1
+	}
+	return false
+}
+
+func isLetterByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
 }
 
 // matchLiteral finds the Literal member raw names: a str member exactly or
@@ -526,6 +713,18 @@ func matchLiteral(raw string, lits []any) (any, error) {
 	case 1:
 		return found[0], nil
 	case 0:
+		var strs []string
+		var members []any
+		for _, l := range lits {
+			if x, ok := l.(string); ok {
+				strs, members = append(strs, x), append(members, l)
+			}
+		}
+		if i, err := explainedChoice(s, strs); err != nil {
+			return nil, err
+		} else if i >= 0 {
+			return members[i], nil
+		}
 		return nil, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(raw), pyjson.Repr(lits))
 	}
 	return nil, fmt.Errorf("%w: %s matches %s", ErrAmbiguous, clip(raw), pyjson.Repr(found))
@@ -622,6 +821,26 @@ func bulletItem(l string) (string, bool) {
 		return strings.TrimSpace(l[i+2:]), true
 	}
 	return "", false
+}
+
+// singleItem reads a lone scalar given for a list ("sql" for list[str]) as
+// the list's one item. A line with a comma or semicolon is refused for
+// text items: one item or several, the text does not say.
+func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
+	s := strings.TrimSpace(raw)
+	if s == "" || strings.ContainsAny(s, "\n[]{}") {
+		return "", false
+	}
+	switch elem.Kind() {
+	case signature.KindString, signature.KindEnum, signature.KindLiteral:
+		if strings.ContainsAny(s, ",;") {
+			return "", false
+		}
+	case signature.KindInt, signature.KindFloat, signature.KindBool:
+	default:
+		return "", false
+	}
+	return s, true
 }
 
 func listFromText(items []string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
