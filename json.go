@@ -212,6 +212,11 @@ func parseJSON(sig *signature.Signature, completion, adapter string, markers boo
 		top = flat
 	} else {
 		top, err = decodeReply(text)
+		if errors.Is(err, ErrAmbiguous) {
+			if v, ok := pickObject(sig, text); ok {
+				top, err = v, nil
+			}
+		}
 	}
 	if str, ok := top.(string); ok && err == nil {
 		// A double-encoded reply: the object serialised into a JSON string.
@@ -242,6 +247,27 @@ func parseJSON(sig *signature.Signature, completion, adapter string, markers boo
 	if err != nil {
 		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: err}
 	}
+	obj = unwrap(sig, obj)
+	var buf [8]keyRef
+	keys := mapKeys(sig, obj, buf[:0])
+	vals := make(Values, sig.NumOutputs())
+	for i, k := range keys {
+		if !k.ok {
+			continue
+		}
+		f := sig.Output(i)
+		v, err := decodedValue(obj[k.key], f)
+		if err != nil {
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
+		}
+		vals[f.Name] = v
+	}
+	return finishOutputs(sig, vals, completion, adapter)
+}
+
+// unwrap returns the object inside wrapper objects (see wrapped) when obj
+// itself has no output key.
+func unwrap(sig *signature.Signature, obj map[string]any) map[string]any {
 	for range wrapperDepth {
 		if matchesAnyOutput(sig, obj) {
 			break
@@ -260,21 +286,55 @@ func parseJSON(sig *signature.Signature, completion, adapter string, markers boo
 		}
 		obj = inner
 	}
-	var buf [8]keyRef
-	keys := mapKeys(sig, obj, buf[:0])
-	vals := make(Values, sig.NumOutputs())
-	for i, k := range keys {
-		if !k.ok {
+	return obj
+}
+
+// maxCandidates bounds the objects pickObject compares.
+const maxCandidates = 16
+
+// pickObject chooses the answer among several JSON objects in a reply
+// when that takes no judgement: the only one with output keys (the others
+// are drafts or examples with other keys), or the one that holds every
+// other candidate's output keys with the same values (a partial draft,
+// then the complete answer). Two candidates that disagree stay ambiguous.
+func pickObject(sig *signature.Signature, text string) (map[string]any, bool) {
+	var cands []map[string]any
+	for _, span := range jsonx.Objects(text, maxCandidates) {
+		v, err := decodeSpan(span)
+		if err != nil {
+			return nil, false // an object we cannot read might be the answer
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
 			continue
 		}
-		f := sig.Output(i)
-		v, err := decodedValue(obj[k.key], f)
-		if err != nil {
-			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
+		if obj = unwrap(sig, obj); matchesAnyOutput(sig, obj) {
+			cands = append(cands, obj)
 		}
-		vals[f.Name] = v
 	}
-	return finishOutputs(sig, vals, completion, adapter)
+	for _, c := range cands {
+		if holdsAll(sig, c, cands) {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// holdsAll reports whether big has every output key of each candidate with
+// an equal value.
+func holdsAll(sig *signature.Signature, big map[string]any, cands []map[string]any) bool {
+	for _, c := range cands {
+		for k, v := range c {
+			if resolveMarkerName(sig, k) < 0 {
+				continue
+			}
+			w, ok := big[k]
+			if !ok || !reflect.DeepEqual(v, w) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func isListKind(spec *signature.TypeSpec) bool {

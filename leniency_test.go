@@ -116,6 +116,9 @@ var leniencyCases = []leniencyCase{
 	{"E", "chat", "conflicting repeat", "q -> answer: int", "[[ ## answer ## ]]\n42\n\nWait.\n\n[[ ## answer ## ]]\n44\n\n[[ ## completed ## ]]", nil, adapter.ErrAmbiguous},
 	{"E", "json", "prose around the object", "q -> answer", "Sure, here it is: {\"answer\": \"Paris\"} Hope it helps!", adapter.Values{"answer": "Paris"}, nil},
 	{"E", "json", "same object twice", "q -> answer", "{\"answer\": \"Paris\"}\n\nAgain: {\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
+	{"E", "json", "draft with other keys, then the answer", "q -> answer", "Plan: {\"step\": 1, \"goal\": \"find the capital\"}\nAnswer: {\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
+	{"E", "json", "partial draft, then complete", "q -> answer, n: int", "Draft: {\"answer\": \"Paris\"}\nFinal: {\"answer\": \"Paris\", \"n\": 1}", adapter.Values{"answer": "Paris", "n": 1}, nil},
+	{"E", "json", "draft then correction", "q -> answer", "{\"answer\": \"Lyon\"}\nCorrection: {\"answer\": \"Paris\"}", nil, adapter.ErrAmbiguous},
 	{"E", "json", "two different objects", "q -> key", `prefix {"key": "value1"} text {"key": "value2"} suffix`, nil, adapter.ErrAmbiguous},
 	{"E", "xml", "echoed input", "question -> answer", "<question>Who wrote it?</question>\n<answer>Jane Austen</answer>", adapter.Values{"answer": "Jane Austen"}, nil},
 	{"E", "xml", "conflicting repeat", "q -> answer: int", "<answer>42</answer>\n<answer>44</answer>", nil, adapter.ErrAmbiguous},
@@ -234,6 +237,10 @@ var leniencyCases = []leniencyCase{
 	{"L", "xml", "nested list of structs", "q -> ps: list[Person]", "<ps><item><name>Ada</name><age>36</age></item><item><name>Bob</name><age>7</age></item></ps>", adapter.Values{"ps": []Person{{"Ada", 36}, {"Bob", 7}}}, nil},
 
 	// M. String fidelity.
+	{"M", "chat", "quotes around a title", "q -> title", "[[ ## title ## ]]\n\"The Great Gatsby\"", adapter.Values{"title": "The Great Gatsby"}, nil},
+	{"M", "chat", "curly quotes around a title", "q -> title", "[[ ## title ## ]]\n“The Great Gatsby”", adapter.Values{"title": "The Great Gatsby"}, nil},
+	{"M", "chat", "quoted words inside kept", "q -> answer", "[[ ## answer ## ]]\n\"Dune\" and \"Emma\"", adapter.Values{"answer": "\"Dune\" and \"Emma\""}, nil},
+	{"M", "xml", "quotes around a title", "q -> title", "<title>\"The Great Gatsby\"</title>", adapter.Values{"title": "The Great Gatsby"}, nil},
 	{"M", "chat", "inner quotes kept", "q -> answer", "[[ ## answer ## ]]\nHe said \"hi\".", adapter.Values{"answer": "He said \"hi\"."}, nil},
 	{"M", "chat", "fence inside a value kept", "q -> code", "[[ ## code ## ]]\n```python\nprint(1)\n```\n\n[[ ## completed ## ]]", adapter.Values{"code": "```python\nprint(1)\n```"}, nil},
 	{"M", "json", "inner quotes kept", "q -> answer", `{"answer": "He said \"hi\"."}`, adapter.Values{"answer": `He said "hi".`}, nil},

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
@@ -33,4 +34,24 @@ func ParseValue(raw string, f signature.Field) (any, error) {
 // adapters that report the field in a *ParseError.
 func parseValue(raw string, f signature.Field) (any, error) {
 	return value.Parse(raw, f.Spec)
+}
+
+// unquoteText drops one pair of double quotes (straight or curly) that
+// wraps a whole str value in a text protocol (Chat, XML): models quote
+// titles and names ("\"Dune\""). A value with another double quote inside
+// is kept as written: the quotes may be the value's own.
+func unquoteText(s string, f signature.Field) string {
+	if f.Spec == nil || f.Spec.Kind() != signature.KindString {
+		return s
+	}
+	t := strings.TrimSpace(s)
+	for _, q := range [...][2]string{{`"`, `"`}, {"“", "”"}} {
+		if len(t) > len(q[0])+len(q[1]) && strings.HasPrefix(t, q[0]) && strings.HasSuffix(t, q[1]) {
+			inner := t[len(q[0]) : len(t)-len(q[1])]
+			if !strings.ContainsAny(inner, "\"“”\n") && strings.TrimSpace(inner) == inner && inner != "" {
+				return inner
+			}
+		}
+	}
+	return s
 }

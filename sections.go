@@ -264,7 +264,7 @@ func parseChat(sig *signature.Signature, completion, adapter string, json bool) 
 		if !secs[i].found {
 			continue
 		}
-		v, err := parseValue(secs[i].text, f)
+		v, err := parseValue(unquoteText(secs[i].text, f), f)
 		if err != nil {
 			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
 		}

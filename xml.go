@@ -426,6 +426,9 @@ func parseXMLFields(sig *signature.Signature, completion, adapter string) (Value
 		if err != nil {
 			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
 		}
+		if str, ok := tree.(string); ok {
+			tree = unquoteText(str, f)
+		}
 		v, err := value.FromJSON(tree, f.Spec)
 		if err != nil {
 			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}

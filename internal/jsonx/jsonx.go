@@ -338,3 +338,24 @@ func endsWithKey(span string) bool {
 	}
 	return false
 }
+
+// Objects returns up to max balanced {...} spans of text, in order, each
+// outside the others (a span's nested objects are part of it). An unclosed
+// '{' ends the scan.
+func Objects(text string, max int) []string {
+	var spans []string
+	tries := 0
+	for i := 0; i < len(text) && len(spans) < max && tries < maxStarts; i++ {
+		if text[i] != '{' {
+			continue
+		}
+		tries++
+		end, balanced := matchEnd(text, i)
+		if !balanced {
+			break
+		}
+		spans = append(spans, text[i:end])
+		i = end - 1
+	}
+	return spans
+}
