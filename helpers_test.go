@@ -23,7 +23,8 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 func typesNames() map[string]reflect.Type { return types.Names() }
 
 // addCorpusSeeds seeds a fuzz target with every completion of the golden
-// and corpus files for the adapter ("" for all).
+// and corpus files and every leniency case for the adapter ("" for
+// all).
 func addCorpusSeeds(f *testing.F, adapterName string) {
 	f.Helper()
 	for _, pattern := range []string{"testdata/dspy_golden*.json", "testdata/malformed*.json"} {
@@ -35,6 +36,11 @@ func addCorpusSeeds(f *testing.F, adapterName string) {
 			if c.Completion != "" && (adapterName == "" || c.Adapter == adapterName) {
 				f.Add(c.Completion)
 			}
+		}
+	}
+	for _, c := range leniencyCases {
+		if adapterName == "" || c.adapter == adapterName {
+			f.Add(c.reply)
 		}
 	}
 }

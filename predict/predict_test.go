@@ -1,8 +1,10 @@
 package predict_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -99,4 +101,35 @@ func ExampleNew() {
 	out, _, err := p.Call(context.Background(), srv.Client(), Sum{A: 40, B: 2})
 	fmt.Println(out.Total, err)
 	// Output: 42 <nil>
+}
+
+// FuzzLoadProgram: a saved program file is untrusted input. LoadProgram and
+// Load never panic, and a loaded module keeps its field names.
+func FuzzLoadProgram(f *testing.F) {
+	saved, err := os.ReadFile("testdata/program.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(saved)
+	f.Add([]byte(`{"p": {"demos": [{"question": 1, "answer": null, "augmented": true}], "signature": {"instructions": "x", "fields": [{"prefix": "Q:", "description": "d"}, {"prefix": "R:"}, {"prefix": "A:"}]}}}`))
+	f.Add([]byte(`{"p": {"demos": [{"nope": "x"}], "signature": {"fields": []}}, "metadata": {}}`))
+	cot, err := predict.NewChainOfThought[Question, Answer]()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		prog, err := predict.LoadProgram(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, name := range prog.Names() {
+			c, err := cot.Load(prog, name)
+			if err != nil {
+				continue
+			}
+			if got := c.Signature().Output(1).Name; got != "answer" {
+				t.Fatalf("loaded module renamed a field: %q", got)
+			}
+		}
+	})
 }

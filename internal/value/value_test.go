@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sigwire/adapter/internal/golden"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
@@ -230,7 +231,21 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{"42", "4_2", "0x1F", "['a', \"b\"]", "{'a': None}", "```json\n{\"a\": 1}\n```", "- a\n- b", "Yes, no", "1, 2", "{\"a\": [1, {\"b\": ", "'''x'''", "\"\\u00e9\""} {
 		f.Add(s)
 	}
-	types := []string{"int", "float", "bool", "list[str]", "list[int]", "dict[str, list[int]]", "Optional[int]", "Union[int, str, None]", "Literal['a', 1, None]", "Any"}
+	for _, s := range []string{"Eight", "forty-two", "Approximately 1450 (sparse)", "1/36", "Answer: **True**", "technical - because", "Unknown", "N/A", "$1,234.56", "85%", "42 km"} {
+		f.Add(s)
+	}
+	// Every string value of the golden parse_value cases.
+	cases, err := golden.Load("../../testdata/dspy_golden_public.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range cases {
+		var s string
+		if c.Kind == "parse_value" && json.Unmarshal(c.Value, &s) == nil {
+			f.Add(s)
+		}
+	}
+	types := []string{"int", "float", "bool", "list[str]", "list[int]", "dict[str, list[int]]", "Optional[int]", "Union[int, str, None]", "Literal['a', 1, None]", "Literal['billing', 'technical']", "Any"}
 	specs := make([]*signature.TypeSpec, len(types))
 	for i, typ := range types {
 		sig, err := signature.Parse("x: " + typ + " -> y")
