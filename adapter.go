@@ -129,7 +129,7 @@ func Default(a Adapter) CallOption {
 	return func(c *callConfig) { c.fallback = a }
 }
 
-// Timeout bounds this call, fallback and retries included.
+// Timeout bounds this call or stream, fallback and retries included.
 func Timeout(d time.Duration) CallOption {
 	return func(c *callConfig) { c.timeout = d }
 }

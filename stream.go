@@ -85,6 +85,11 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 		inputs = withDefaults(sig, inputs)
 		a := c.resolve(ctx)
 		c.trace = composeTrace(traceFrom(ctx), c.trace)
+		if c.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+		}
 		res := &Result{}
 		err, stopped := streamAttempt(ctx, lm, a, 1, sig, demos, inputs, &c, res, yield)
 		if stopped {
