@@ -1,10 +1,18 @@
 package adapter_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
 	"strings"
 	"testing"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -59,4 +67,198 @@ func BenchmarkChatParse1MB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The JSON adapter's format and its repair path, with the reference
+// workload.
+
+func BenchmarkJSONFormat(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.JSON{}).Format(benchSig, benchDemos, benchInputs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJSONParseFenced is the cross-peer workload of go-peers.md: a
+// typical fenced JSON completion.
+func BenchmarkJSONParseFenced(b *testing.B) {
+	reply := "```json\n" + benchJSONReply + "\n```"
+	b.SetBytes(int64(len(reply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.JSON{}).Parse(benchSig, reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJSONParseRepair parses a reply that needs repair: prose around
+// it, single quotes and a trailing comma.
+func BenchmarkJSONParseRepair(b *testing.B) {
+	reply := "Sure! Here is the answer:\n{'reasoning': 'The context states that water boils at 100 degrees Celsius at sea level.', 'answer': '100 °C',}\nHope this helps."
+	b.SetBytes(int64(len(reply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.JSON{}).Parse(benchSig, reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTwoStepFormat(b *testing.B) {
+	a := adapter.TwoStep{Extractor: unusedLM{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Format(benchSig, benchDemos, benchInputs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseValue reads one typical raw value of each kind.
+func BenchmarkParseValue(b *testing.B) {
+	sig := must(signature.Parse(
+		"q -> s: str, i: int, f: float, yes: bool, lit: Literal['billing', 'technical'], opt: Optional[int], ints: list[int], strs: list[str], d: dict[str, int], p: Person",
+		signature.WithTypes(map[string]reflect.Type{"Person": reflect.TypeFor[Person]()})))
+	raws := map[string][]string{
+		"s":    {"Paris is the capital of France."},
+		"i":    {"42", "1,234", "**42**", "forty-two"},
+		"f":    {"0.75", "3/4", "approximately 0.75"},
+		"yes":  {"true", "Yes."},
+		"lit":  {"billing", "'Technical'"},
+		"opt":  {"7", "None"},
+		"ints": {"[1, 2, 3]", "- 1\n- 2\n- 3"},
+		"strs": {`["a", "b", "c"]`, "['a', 'b', 'c']"},
+		"d":    {`{"a": 1, "b": 2}`},
+		"p":    {`{"name": "Ada", "age": 36}`, "```json\n{'name': 'Ada', 'age': 36,}\n```"},
+	}
+	for _, f := range sig.Outputs() {
+		for i, raw := range raws[f.Name] {
+			b.Run(fmt.Sprintf("%s/%d", f.Name, i), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := adapter.ParseValue(raw, f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// fakeLM answers in process with canned replies, in turn: pipeline
+// numbers against it are library overhead only, like the fake-LM figures
+// of go-peers.md. Not safe for concurrent use.
+type fakeLM struct {
+	replies []string
+	n       int
+}
+
+func (f *fakeLM) CreateChatCompletion(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	reply := f.replies[f.n%len(f.replies)]
+	f.n++
+	return openai.ChatCompletionResponse{
+		Object:  "chat.completion",
+		Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply}, FinishReason: openai.FinishReasonStop}},
+	}, nil
+}
+
+// pipelineCases are the reference workload through each adapter: the
+// replies the LM gives, in turn.
+var pipelineCases = []struct {
+	name    string
+	adapter func(extractor adapter.LM) adapter.Adapter
+	replies []string
+}{
+	{"chat", func(adapter.LM) adapter.Adapter { return adapter.Chat{} }, []string{benchCompletion}},
+	{"json", func(adapter.LM) adapter.Adapter { return adapter.JSON{} }, []string{benchJSONReply}},
+	{"xml", func(adapter.LM) adapter.Adapter { return adapter.XML{} }, []string{benchXMLReply}},
+	{"chat-fallback-json", func(adapter.LM) adapter.Adapter { return adapter.Chat{} }, []string{"I cannot follow the format.", benchJSONReply}},
+}
+
+// BenchmarkCall runs Call (format, LM call, parse) over the reference
+// workload with an in-process LM: the library's whole overhead per call.
+func BenchmarkCall(b *testing.B) {
+	for _, c := range pipelineCases {
+		b.Run(c.name, func(b *testing.B) {
+			lm := &fakeLM{replies: c.replies}
+			opts := []adapter.CallOption{adapter.UseAdapter(c.adapter(nil)), adapter.NoRetry()}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := adapter.Call(context.Background(), lm, benchSig, benchDemos, benchInputs, opts...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("twostep", func(b *testing.B) {
+		lm := &fakeLM{replies: []string{"Water boils at 100 °C at sea level, so the answer is 100 °C."}}
+		ext := &fakeLM{replies: []string{benchCompletion}}
+		opt := adapter.UseAdapter(adapter.TwoStep{Extractor: ext})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := adapter.Call(context.Background(), lm, benchSig, benchDemos, benchInputs, opt, adapter.NoRetry()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCallLoopback runs Call with the real go-openai client against
+// lmtest over loopback HTTP; BenchmarkCallLoopback/baseline is go-openai
+// alone sending the same Chat request and getting the same reply, so the
+// difference is the library's overhead per call over the wire.
+func BenchmarkCallLoopback(b *testing.B) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	reply := benchCompletion
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(reply) })
+	client := srv.Client()
+	msgs := must((adapter.Chat{}).Format(benchSig, benchDemos, benchInputs))
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Messages: msgs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("chat", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := adapter.Call(context.Background(), client, benchSig, benchDemos, benchInputs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stream-baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := client.CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{Messages: msgs, Stream: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := s.Recv(); err != nil {
+					if !errors.Is(err, io.EOF) {
+						b.Fatal(err)
+					}
+					break
+				}
+			}
+			s.Close()
+		}
+	})
+	b.Run("stream", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, err := range adapter.Stream(context.Background(), client, benchSig, benchDemos, benchInputs) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
