@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -40,12 +42,9 @@ var confStrings = []string{
 	"  leading and trailing blanks are trimmed  ",
 }
 
-// TestConformance: for every adapter, Parse of its own formatted demo
-// gives the values back; Format does not mutate its inputs; a missing
-// field is errors.Is(ErrMissingField) and names the field; concurrent use
-// is safe.
-func TestConformance(t *testing.T) {
-	one := 1
+// confSig is the conformance signature: one output of every kind.
+func confSig(t *testing.T) *signature.Signature {
+	t.Helper()
 	sig, err := signature.New("", []signature.Field{{Name: "q"}}, []signature.Field{
 		{Name: "text"},
 		{Name: "count", Type: reflect.TypeFor[int]()},
@@ -55,23 +54,49 @@ func TestConformance(t *testing.T) {
 		{Name: "outer", Type: reflect.TypeFor[confOuter]()},
 	})
 	require.NoError(t, err)
+	return sig
+}
+
+// confWant is the i-th conformance value set, carrying s in every string.
+func confWant(i int, s string) adapter.Values {
+	one := 1
+	return adapter.Values{
+		"text":  strings.TrimSpace(s),
+		"count": -42 + i,
+		"ratio": 0.25 * float64(i),
+		"flag":  i%2 == 0,
+		"items": []string{s, "second"},
+		"outer": confOuter{Name: s, Score: 1.5, Parts: []confInner{{Label: s, Tags: []string{"x"}}}, Maybe: &one, Nested: confInner{Label: "n", Tags: []string{}}},
+	}
+}
+
+// confDemo is want as a demo, with its input.
+func confDemo(want adapter.Values) adapter.Values {
+	demo := adapter.Values{"q": "question"}
+	for k, v := range want {
+		demo[k] = v
+	}
+	return demo
+}
+
+// confMarker is a value holding a field marker, which Chat, like DSPy's
+// ChatAdapter, cannot carry: it has no escaping (README).
+const confMarker = "a marker [[ ## text ## ]] inside"
+
+// TestConformance: for every adapter, Parse of its own formatted demo
+// gives the values back; Format does not mutate its inputs; a missing
+// field is errors.Is(ErrMissingField) and names the field; concurrent use
+// is safe.
+func TestConformance(t *testing.T) {
+	sig := confSig(t)
 	for _, a := range []adapter.Adapter{adapter.Chat{}, adapter.JSON{}, adapter.XML{}, adapter.BAML{}} {
 		p := a.(adapter.Parser)
 		strs := confStrings
 		if a.Name() != "chat" {
-			// Chat, like DSPy's ChatAdapter, has no escaping: a value that
-			// holds a field marker cannot round-trip (README).
-			strs = append(slices.Clone(strs), "a marker [[ ## text ## ]] inside")
+			strs = append(slices.Clone(strs), confMarker)
 		}
 		for i, s := range strs {
-			want := adapter.Values{
-				"text":  strings.TrimSpace(s),
-				"count": -42 + i,
-				"ratio": 0.25 * float64(i),
-				"flag":  i%2 == 0,
-				"items": []string{s, "second"},
-				"outer": confOuter{Name: s, Score: 1.5, Parts: []confInner{{Label: s, Tags: []string{"x"}}}, Maybe: &one, Nested: confInner{Label: "n", Tags: []string{}}},
-			}
+			want := confWant(i, s)
 			if a.Name() == "xml" {
 				// XML trims element text: a list item with outer blanks
 				// comes back trimmed.
@@ -80,10 +105,7 @@ func TestConformance(t *testing.T) {
 				o.Name, o.Parts[0].Label = strings.TrimSpace(s), strings.TrimSpace(s)
 				want["outer"] = o
 			}
-			demo := adapter.Values{"q": "question"}
-			for k, v := range want {
-				demo[k] = v
-			}
+			demo := confDemo(want)
 			before := fmt.Sprintf("%#v", demo)
 			msgs, err := a.Format(sig, []adapter.Values{demo}, adapter.Values{"q": "next"})
 			require.NoError(t, err, a.Name())
@@ -104,6 +126,80 @@ func TestConformance(t *testing.T) {
 		assert.True(t, errors.Is(err, adapter.ErrMissingField), a.Name())
 		assert.Equal(t, "second", pe.Field, a.Name())
 	}
+}
+
+// TestConformancePipeline: the adapters whose parse needs the pipeline —
+// TwoStep, whose extractor LM reads the main LM's text, and Chat's
+// fallback to JSON after an unreadable reply — run through Call against
+// lmtest. Every value comes back; the main LM's text reaches the
+// extractor intact; a missing field is errors.Is(ErrMissingField) and
+// names the field.
+func TestConformancePipeline(t *testing.T) {
+	sig := confSig(t)
+	in := adapter.Values{"q": "next"}
+	reply := func(a adapter.Adapter, demo adapter.Values) string {
+		msgs, err := a.Format(sig, []adapter.Values{demo}, in)
+		require.NoError(t, err, a.Name())
+		return msgs[2].Content
+	}
+	check := func(t *testing.T, want adapter.Values, res *adapter.Result, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		for k, v := range want {
+			assert.Equal(t, v, res.Outputs[0][k], "field %s", k)
+		}
+	}
+	for i, s := range append(slices.Clone(confStrings), confMarker) {
+		want := confWant(i, s)
+		demo := confDemo(want)
+		if s != confMarker {
+			t.Run(fmt.Sprintf("twostep/%d", i), func(t *testing.T) {
+				ext := lmtest.NewServer(lmtest.Text(reply(adapter.Chat{}, demo)))
+				defer ext.Close()
+				ts := adapter.TwoStep{Extractor: ext.Client()}
+				text := reply(ts, demo)
+				main := lmtest.NewServer(lmtest.Text(text))
+				defer main.Close()
+				res, err := adapter.Call(context.Background(), main.Client(), sig, nil, in, adapter.UseAdapter(ts))
+				check(t, want, res, err)
+				reqs := ext.Requests()
+				require.Len(t, reqs, 1)
+				msgs := reqs[0].Chat.Messages
+				assert.Contains(t, msgs[len(msgs)-1].Content, text, "the extractor reads the main LM's text intact")
+			})
+		}
+		t.Run(fmt.Sprintf("fallback/%d", i), func(t *testing.T) {
+			srv := lmtest.NewServer(lmtest.Text("I would rather not use that format."), lmtest.Text(reply(adapter.JSON{}, demo)))
+			defer srv.Close()
+			res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in)
+			check(t, want, res, err)
+			assert.Equal(t, "json", res.Adapter)
+			assert.Equal(t, 2, res.Calls)
+		})
+	}
+	missing := mustParse(t, "q -> first, second")
+	t.Run("twostep missing", func(t *testing.T) {
+		// The extractor's Chat falls back to JSON, as in DSPy.
+		ext := lmtest.NewServer(lmtest.Text("[[ ## first ## ]]\nx\n\n[[ ## completed ## ]]"), lmtest.Text(`{"first": "x"}`))
+		defer ext.Close()
+		main := lmtest.NewServer(lmtest.Text("first: x"))
+		defer main.Close()
+		_, err := adapter.Call(context.Background(), main.Client(), missing, nil, in, adapter.UseAdapter(adapter.TwoStep{Extractor: ext.Client()}))
+		var pe *adapter.ParseError
+		require.ErrorAs(t, err, &pe)
+		assert.ErrorIs(t, err, adapter.ErrMissingField)
+		assert.Equal(t, "second", pe.Field)
+	})
+	t.Run("fallback missing", func(t *testing.T) {
+		srv := lmtest.NewServer(lmtest.Text("[[ ## first ## ]]\nx"), lmtest.Text(`{"first": "x"}`))
+		defer srv.Close()
+		_, err := adapter.Call(context.Background(), srv.Client(), missing, nil, in)
+		var pe *adapter.ParseError
+		require.ErrorAs(t, err, &pe)
+		assert.ErrorIs(t, err, adapter.ErrMissingField)
+		assert.Equal(t, "second", pe.Field)
+		assert.Len(t, srv.Requests(), 2, "the fallback ran")
+	})
 }
 
 func TestConcurrentUse(t *testing.T) {

@@ -110,6 +110,9 @@ func twoStepAssistant(sig *signature.Signature, vals Values, _ string) (string, 
 
 // ExtractionSignature is the signature TwoStep's extractor answers: the
 // main LM's text in, the original outputs out, with DSPy's instructions.
+// The input is named "text" as in DSPy, unless an output has that name:
+// then underscores are appended until the name is free (DSPy's dict
+// merge lets such an output silently replace the input).
 func ExtractionSignature(sig *signature.Signature) (*signature.Signature, error) {
 	var names strings.Builder
 	for i := range sig.NumOutputs() {
@@ -123,7 +126,14 @@ func ExtractionSignature(sig *signature.Signature) (*signature.Signature, error)
 	instructions := "The input is a text that should contain all the necessary information to produce the fields " +
 		names.String() + "." + strings.Repeat(" ", 13) +
 		"Your job is to extract the fields from the text verbatim. Extract precisely the appropriate value (content) for each field."
-	return signature.New(instructions, []signature.Field{{Name: "text"}}, sig.Outputs())
+	input := "text"
+	for {
+		if _, isOutput, ok := sig.Field(input); !ok || !isOutput {
+			break
+		}
+		input += "_"
+	}
+	return signature.New(instructions, []signature.Field{{Name: input}}, sig.Outputs())
 }
 
 // ParseCall extracts the output fields from the main LM's completion with
@@ -140,7 +150,7 @@ func (t TwoStep) ParseCall(ctx context.Context, sig *signature.Signature, comple
 	if inner == nil {
 		inner = Chat{}
 	}
-	res, err := Call(ctx, t.Extractor, xsig, nil, Values{"text": completion}, UseAdapter(inner), WithRequest(t.ExtractorRequest))
+	res, err := Call(ctx, t.Extractor, xsig, nil, Values{xsig.Input(0).Name: completion}, UseAdapter(inner), WithRequest(t.ExtractorRequest))
 	if err != nil {
 		var le *LMError
 		if errors.As(err, &le) {

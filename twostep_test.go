@@ -120,3 +120,21 @@ func TestTwoStepFlow(t *testing.T) {
 		assert.Empty(t, main.Requests(), "fails before any LM call")
 	})
 }
+
+// TestExtractionSignatureInputName: the extractor's input is "text", as
+// in DSPy, even when the main signature has an input of that name; an
+// output named "text" moves it aside instead of replacing it.
+func TestExtractionSignatureInputName(t *testing.T) {
+	for spec, want := range map[string]string{
+		"question -> answer":      "text",
+		"text -> summary":         "text",
+		"q -> text, score: float": "text_",
+		"q -> text, text_":        "text__",
+	} {
+		xsig, err := adapter.ExtractionSignature(mustParse(t, spec))
+		require.NoError(t, err, spec)
+		require.Equal(t, 1, xsig.NumInputs(), spec)
+		assert.Equal(t, want, xsig.Input(0).Name, spec)
+		assert.Equal(t, mustParse(t, spec).Outputs(), xsig.Outputs(), spec)
+	}
+}
