@@ -240,6 +240,37 @@ func FuzzToolCalls(f *testing.F) {
 	})
 }
 
+// FuzzParseField: the other types that parse their own field text never
+// panic, and never invent text: an accepted image URL and extracted code
+// are parts of the raw text; citations accepted are valid JSON.
+func FuzzParseField(f *testing.F) {
+	for _, s := range []string{
+		"https://example.com/cat.png", "data:image/png;base64,iVBORw0KGgo=", " gs://bucket/x.jpg\n", "./cat.png",
+		"```python\nprint(1)\n```", "text ```inline``` more", "```\nunclosed", "no fence at all",
+		`{"citations": [{"cited_text": "a", "document_index": 0, "start_char_index": 0, "end_char_index": 1}]}`, `[{"cited_text": "b"}]`, `[{"cited_text": 1}]`, "[",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var img types.Image
+		if img.ParseField(raw) == nil && (img.URL == "" || !strings.Contains(raw, img.URL)) {
+			t.Fatalf("image %q from %q", img.URL, raw)
+		}
+		var code types.Code
+		if code.ParseField(raw) == nil && !strings.Contains(raw, string(code)) {
+			t.Fatalf("code %q is not in %q", code, raw)
+		}
+		var py types.CodeOf[types.Python]
+		if py.ParseField(raw) == nil && string(py) != string(code) {
+			t.Fatalf("Code[python] %q differs from Code %q", py, code)
+		}
+		var c types.Citations
+		if c.ParseField(raw) == nil && !json.Valid([]byte(strings.TrimSpace(raw))) {
+			t.Fatalf("citations from invalid JSON %q", raw)
+		}
+	})
+}
+
 // TestHistoryNativeToolTurn replays a turn's tool calls as native messages
 // when the adapter uses native function calling (JSON by default).
 func TestHistoryNativeToolTurn(t *testing.T) {
