@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"slices"
@@ -197,6 +198,11 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 			res.Usage = addUsage(res.Usage, *resp.Usage)
 		}
 		for _, ch := range resp.Choices {
+			if ch.Index < 0 || ch.Index >= maxStreamIndex {
+				rerr := fmt.Errorf("adapter: stream chunk for choice index %d, outside [0, %d)", ch.Index, maxStreamIndex)
+				tr.lmDone(LMCallDoneInfo{Request: req, Stream: true, Usage: res.Usage, Duration: time.Since(lmStart), Err: rerr})
+				return &LMError{Adapter: a.Name(), Err: rerr}, false
+			}
 			for len(texts) <= ch.Index {
 				texts = append(texts, strings.Builder{})
 				finish = append(finish, "")
@@ -216,7 +222,11 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 				}
 			}
 			if len(ch.Delta.ToolCalls) > 0 {
-				tools = mergeToolCalls(tools, ch.Delta.ToolCalls)
+				var terr error
+				if tools, terr = mergeToolCalls(tools, ch.Delta.ToolCalls); terr != nil {
+					tr.lmDone(LMCallDoneInfo{Request: req, Stream: true, Usage: res.Usage, Duration: time.Since(lmStart), Err: terr})
+					return &LMError{Adapter: a.Name(), Err: terr}, false
+				}
 				if !yield(Chunk{ToolCalls: slices.Clone(tools), Adapter: a.Name()}, nil) {
 					return nil, true
 				}
@@ -317,12 +327,20 @@ func recvChunk(stream *openai.ChatCompletionStream) (openai.ChatCompletionStream
 	return resp, nil
 }
 
+// maxStreamIndex bounds the choice and tool-call indices a stream may
+// use (OpenAI allows n ≤ 128): a larger or negative index is a malformed
+// stream, not a reason to allocate.
+const maxStreamIndex = 128
+
 // mergeToolCalls accumulates streamed tool-call deltas by index.
-func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) []openai.ToolCall {
+func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) ([]openai.ToolCall, error) {
 	for _, d := range deltas {
 		i := len(acc)
 		if d.Index != nil {
 			i = *d.Index
+		}
+		if i < 0 || i >= maxStreamIndex {
+			return acc, fmt.Errorf("adapter: stream chunk for tool call index %d, outside [0, %d)", i, maxStreamIndex)
 		}
 		for len(acc) <= i {
 			idx := len(acc)
@@ -338,5 +356,5 @@ func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) []openai.To
 		t.Function.Name += d.Function.Name
 		t.Function.Arguments += d.Function.Arguments
 	}
-	return acc
+	return acc, nil
 }
