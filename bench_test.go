@@ -262,3 +262,34 @@ func BenchmarkCallLoopback(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAdversarial parses hostile replies of n and 2n repetitions:
+// linear work shows as ns/op doubling with the input (quadratic would
+// quadruple). TestAdversarialReplies bounds their allocations.
+func BenchmarkAdversarial(b *testing.B) {
+	sig := must(signature.Parse("q -> answer, items: list[str]"))
+	patterns := []struct{ name, unit string }{
+		{"bare-ampersands", "& "},
+		{"unterminated-entities", "&amp"},
+		{"markers", "[[ ## answer ## ]]\nx\n"},
+		{"unclosed-tags", "<answer>"},
+		{"brackets", "{["},
+		{"list-items", "- item\n"},
+	}
+	for _, p := range patterns {
+		for _, n := range []int{1 << 15, 1 << 16} {
+			text := strings.Repeat(p.unit, n)
+			if p.name == "list-items" {
+				text = "[[ ## answer ## ]]\nx\n[[ ## items ## ]]\n" + text
+			}
+			for _, a := range []adapter.Parser{adapter.Chat{}, adapter.JSON{}, adapter.XML{}} {
+				b.Run(fmt.Sprintf("%s/%T/n=%d", p.name, a, n), func(b *testing.B) {
+					b.SetBytes(int64(len(text)))
+					for b.Loop() {
+						_, _ = a.Parse(sig, text)
+					}
+				})
+			}
+		}
+	}
+}

@@ -400,7 +400,11 @@ func parseXMLFields(sig *signature.Signature, completion, adapter string) (Value
 	text := stripReasoning(sig, completion)
 	n := sig.NumOutputs()
 	found := make([][]xmlElem, n)
-	if !collectXML(sig, text, 0, len(text), found, 0) {
+	hit, err := collectXML(sig, text, 0, len(text), found, 0)
+	if err != nil {
+		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: err}
+	}
+	if !hit {
 		// No elements: the answer in Chat markers or as JSON.
 		switch {
 		case hasOutputMarker(sig, text):
@@ -442,9 +446,12 @@ func parseXMLFields(sig *signature.Signature, completion, adapter string) (Value
 // outputs they name; when none names an output it looks inside wrapper
 // elements (two levels at most). It reports whether any output element was
 // found.
-func collectXML(sig *signature.Signature, text string, from, to int, found [][]xmlElem, depth int) bool {
+func collectXML(sig *signature.Signature, text string, from, to int, found [][]xmlElem, depth int) (bool, error) {
 	isField := func(name string) bool { return resolveMarkerName(sig, name) >= 0 }
-	els := scanXML(text, from, to, isField)
+	els, err := scanXML(text, from, to, isField)
+	if err != nil {
+		return false, err
+	}
 	hit := false
 	for _, el := range els {
 		if i := resolveMarkerName(sig, el.key()); i >= 0 {
@@ -453,14 +460,19 @@ func collectXML(sig *signature.Signature, text string, from, to int, found [][]x
 		}
 	}
 	if hit || depth >= 2 {
-		return hit
+		return hit, nil
 	}
 	for _, el := range els {
-		if !el.selfClosing && !knownInput(sig, el.key()) && collectXML(sig, text, el.start, el.end, found, depth+1) {
-			hit = true
+		if el.selfClosing || knownInput(sig, el.key()) {
+			continue
 		}
+		inner, err := collectXML(sig, text, el.start, el.end, found, depth+1)
+		if err != nil {
+			return false, err
+		}
+		hit = hit || inner
 	}
-	return hit
+	return hit, nil
 }
 
 // xmlFieldTree turns a field's elements into decoded data for
@@ -517,7 +529,10 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		if strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "{") {
 			return xmlText(content), nil // JSON inside the element
 		}
-		children := scanXML(text, el.start, el.end, nil)
+		children, err := scanXML(text, el.start, el.end, nil)
+		if err != nil {
+			return nil, err
+		}
 		for _, c := range children {
 			if !c.closed {
 				return nil, wrapf(ErrTruncated, "element <"+c.name+"> is not closed")
@@ -609,8 +624,8 @@ func xmlText(content string) string {
 // xmlEntity decodes the entity at the start of s (&amp; &#38; &#x26; …),
 // returning its text and length, or n == 0 when s does not start with one.
 func xmlEntity(s string) (string, int) {
-	end := strings.IndexByte(s, ';')
-	if end < 2 || end > 10 {
+	end := strings.IndexByte(s[:min(len(s), 11)], ';') // entities are short: never scan further
+	if end < 2 {
 		return "", 0
 	}
 	name := s[1:end]
@@ -671,7 +686,7 @@ func (e xmlElem) key() string {
 // element (a value may contain its own closing tag), and an element
 // without a closing tag ends where the next field element starts (a
 // forgotten closing tag); only the last one can run to the end unclosed.
-func scanXML(text string, from, to int, isField func(string) bool) []xmlElem {
+func scanXML(text string, from, to int, isField func(string) bool) ([]xmlElem, error) {
 	var out []xmlElem
 	lastClose := map[string]int{} // per tag name: its last closing tag in text[:to]
 	for i := from; i < to; {
@@ -701,11 +716,21 @@ func scanXML(text string, from, to int, isField func(string) bool) []xmlElem {
 				el = widenField(text, el, to, isField)
 			}
 		}
+		if len(out) == maxXMLElements {
+			return nil, errXMLTooMany
+		}
 		out = append(out, el)
 		i = el.next
 	}
-	return out
+	return out, nil
 }
+
+// maxXMLElements bounds the elements read at one level: no real reply has
+// as many, and a reply made of nothing else ("<a><a><a>…") would otherwise
+// cost memory many times its size.
+const maxXMLElements = 1 << 16
+
+var errXMLTooMany = fmt.Errorf("more than %d XML elements at one level", maxXMLElements)
 
 // widenField applies scanXML's rules for a field element.
 func widenField(text string, el xmlElem, to int, isField func(string) bool) xmlElem {
@@ -943,5 +968,7 @@ func hasOutputElement(sig *signature.Signature, text string) bool {
 	if !strings.Contains(text, "<") {
 		return false
 	}
-	return collectXML(sig, text, 0, len(text), make([][]xmlElem, sig.NumOutputs()), 0)
+	// Too many elements counts as found: the XML reader then reports it.
+	hit, err := collectXML(sig, text, 0, len(text), make([][]xmlElem, sig.NumOutputs()), 0)
+	return hit || err != nil
 }
