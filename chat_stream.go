@@ -10,7 +10,9 @@ import (
 // NewFieldStream returns a FieldStream for Chat replies: it finds markers
 // as the text arrives, with the same leniency as Parse, holding back only
 // text that could still turn out to be part of a marker, and trailing
-// whitespace (which Parse trims).
+// whitespace (which Parse trims). A field's marker given again after its
+// text was sent streams as text outside any field: Parse keeps the first
+// value.
 func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
 	return &chatFieldStream{sig: sig, cur: markOther, hold: -1}
 }
@@ -27,6 +29,7 @@ type chatFieldStream struct {
 	think   int             // 0 undecided, 1 inside a leading think block, 2 past it
 	done    bool            // the completed marker was seen
 	thinkTo string          // the closing tag of the think block
+	sent    streamed        // outputs whose text was sent
 }
 
 // thinkTags are the leading reasoning blocks streamed as reasoning.
@@ -115,6 +118,11 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			return dst
 		}
 		s.cur, s.fresh, s.onLine = m.field, true, true
+		if s.sent.again(m.field) {
+			// A field given again: Parse keeps the first value (or reports
+			// two different ones), so the repeat is outside any field.
+			s.cur = markOther
+		}
 	}
 }
 
@@ -186,6 +194,7 @@ func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool
 	field := ""
 	if s.cur >= 0 {
 		field = s.sig.Output(s.cur).Name
+		s.sent.mark(s.sig, s.cur)
 	}
 	out := body
 	switch {

@@ -418,8 +418,8 @@ func normKey(s string) string {
 // the first is ErrAmbiguous (nothing says which one is the answer).
 func decodeReply(text string) (any, error) {
 	t := strings.TrimSpace(text)
-	if v, err := jsonx.Decode(t); err == nil {
-		return v, nil
+	if v, err := jsonx.Decode(t); err == nil || isDuplicate(err) {
+		return v, ambiguousKey(err)
 	}
 	if inner, ok := stringWrapped(t); ok {
 		if v, err := decodeReply(inner); err == nil {
@@ -434,7 +434,7 @@ func decodeReply(text string) (any, error) {
 	}
 	v, err := decodeSpan(span)
 	if err != nil {
-		return nil, err
+		return nil, ambiguousKey(err)
 	}
 	if _, isObj := v.(map[string]any); isObj {
 		if span2, _, ok := jsonx.Extract(t[start+len(span):]); ok && strings.HasPrefix(span2, "{") {
@@ -446,10 +446,24 @@ func decodeReply(text string) (any, error) {
 	return v, nil
 }
 
+// isDuplicate reports a *jsonx.DuplicateKeyError.
+func isDuplicate(err error) bool {
+	var dk *jsonx.DuplicateKeyError
+	return errors.As(err, &dk)
+}
+
+// ambiguousKey makes a repeated key with two values an ErrAmbiguous error.
+func ambiguousKey(err error) error {
+	if isDuplicate(err) {
+		return wrapf(ErrAmbiguous, err.Error())
+	}
+	return err
+}
+
 // decodeSpan decodes an extracted span strictly, else repaired.
 func decodeSpan(span string) (any, error) {
-	if v, err := jsonx.Decode(span); err == nil {
-		return v, nil
+	if v, err := jsonx.Decode(span); err == nil || isDuplicate(err) {
+		return v, err
 	}
 	fixed, info, err := jsonx.Repair(span)
 	if err != nil {
@@ -529,8 +543,8 @@ func decodeFlat(t string) (map[string]any, bool) {
 		default:
 			ok = false
 		}
-		if !ok {
-			return nil, false
+		if _, dup := m[key]; !ok || dup {
+			return nil, false // a repeated key: the general decoder judges it
 		}
 		m[key] = v
 		switch i = skipWS(t, j); t[i] {

@@ -49,6 +49,7 @@ type jsonFieldStream struct {
 	depth  int             // nesting inside a raw value
 	inStr  bool            // inside a string within a raw value
 	rawEsc bool            // after a backslash in such a string
+	sent   streamed        // outputs whose member was read
 }
 
 func (s *jsonFieldStream) name() string {
@@ -96,6 +97,10 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 			}
 			i += j + 1
 			s.field = resolveMarkerName(s.sig, s.key.String())
+			if s.sent.again(s.field) {
+				s.field = markOther // a repeated key is not streamed again
+			}
+			s.sent.mark(s.sig, s.field)
 			s.state = jsColon
 		case jsColon:
 			if text[i] == ':' {

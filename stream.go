@@ -327,6 +327,25 @@ func recvChunk(stream *openai.ChatCompletionStream) (openai.ChatCompletionStream
 	return resp, nil
 }
 
+// streamed records the outputs a field stream has sent. A field given
+// again is not streamed again: Parse keeps its first value, or reports two
+// different ones.
+type streamed []bool
+
+// again reports whether output i was already sent.
+func (s streamed) again(i int) bool { return i >= 0 && i < len(s) && s[i] }
+
+// mark records that output i of sig was sent.
+func (s *streamed) mark(sig *signature.Signature, i int) {
+	if i < 0 {
+		return
+	}
+	if *s == nil {
+		*s = make(streamed, sig.NumOutputs())
+	}
+	(*s)[i] = true
+}
+
 // maxStreamIndex bounds the choice and tool-call indices a stream may
 // use (OpenAI allows n ≤ 128): a larger or negative index is a malformed
 // stream, not a reason to allocate.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/signature"
 )
 
 // sseServer serves, to every request, the chunks in body (one JSON object
@@ -125,4 +127,68 @@ func FuzzStreamChunks(f *testing.F) {
 			t.Fatalf("%d Done chunks and no error", done)
 		}
 	})
+}
+
+// TestStreamRepeatedField: a field given twice streams once. When both
+// values agree the joined deltas equal what Parse reads; when they differ
+// the stream shows the first and Parse reports ErrAmbiguous (JSON: a key
+// repeated with another value, at any depth, never silently the last).
+func TestStreamRepeatedField(t *testing.T) {
+	sig := mustParse(t, "question -> reasoning, answer")
+	for _, c := range []struct {
+		a          adapter.Adapter
+		same, diff string
+	}{
+		{adapter.Chat{}, "[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]\n0\n[[ ## answer ## ]]\n0", "[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]\na\n[[ ## answer ## ]]\nb"},
+		{adapter.JSON{}, `{"reasoning": "r", "answer": "0", "answer": "0"}`, `{"reasoning": "r", "answer": "a", "answer": "b"}`},
+		{adapter.XML{}, "<reasoning>r</reasoning><answer>0</answer><answer>0</answer>", "<reasoning>r</reasoning><answer>a</answer><answer>b</answer>"},
+	} {
+		for _, text := range []string{c.same, c.diff} {
+			fs := c.a.(adapter.StreamParser).NewFieldStream(sig)
+			got := map[string]string{}
+			var ds []adapter.FieldDelta
+			for i := range len(text) {
+				ds = fs.Write(ds[:0], text[i:i+1])
+				for _, d := range ds {
+					got[d.Field] += d.Text
+				}
+			}
+			for _, d := range fs.Close(ds[:0]) {
+				got[d.Field] += d.Text
+			}
+			vals, err := c.a.(adapter.Parser).Parse(sig, text)
+			if text == c.same {
+				require.NoError(t, err, c.a.Name())
+				assert.Equal(t, vals["answer"], got["answer"], c.a.Name())
+				continue
+			}
+			assert.ErrorIs(t, err, adapter.ErrAmbiguous, c.a.Name())
+			assert.Equal(t, "a", got["answer"], c.a.Name())
+		}
+	}
+}
+
+// TestJSONDuplicateKeys: a key repeated with another value is
+// ErrAmbiguous wherever it is, in a reply or a field's JSON; repeated with
+// the same value it is read.
+func TestJSONDuplicateKeys(t *testing.T) {
+	sig, err := signature.Parse("q -> answer, p: Person, d: dict[str, int]", signature.WithTypes(map[string]reflect.Type{"Person": reflect.TypeFor[Person]()}))
+	require.NoError(t, err)
+	ok := `{"answer": "x", "p": {"name": "Ada", "age": 36, "age": 36}, "d": {"a": 1}}`
+	vals, err := adapter.JSON{}.Parse(sig, ok)
+	require.NoError(t, err)
+	assert.Equal(t, Person{Name: "Ada", Age: 36}, vals["p"])
+	for _, text := range []string{
+		`{"answer": "x", "answer": "y", "p": {"name": "Ada", "age": 36}, "d": {}}`,
+		`{"answer": "x", "p": {"name": "Ada", "name": "Bob", "age": 36}, "d": {}}`,
+		`{"answer": "x", "p": {"name": "Ada", "age": 36}, "d": {"a": 1, "a": 2}}`,
+		"Here it is:\n```json\n{\"answer\": \"x\", \"p\": {\"name\": \"Ada\", \"age\": 36}, \"d\": {\"a\": 1, \"a\": 2},}\n```",
+	} {
+		_, err := adapter.JSON{}.Parse(sig, text)
+		assert.ErrorIs(t, err, adapter.ErrAmbiguous, text)
+	}
+	_, err = adapter.Chat{}.Parse(sig, "[[ ## answer ## ]]\nx\n[[ ## p ## ]]\n{\"name\": \"Ada\", \"name\": \"Bob\", \"age\": 1}\n[[ ## d ## ]]\n{}")
+	assert.ErrorIs(t, err, adapter.ErrAmbiguous)
+	_, err = adapter.ParseValue(`{"a": 1, "a": 2}`, sig.Output(2))
+	assert.ErrorIs(t, err, adapter.ErrAmbiguous)
 }

@@ -37,6 +37,8 @@ type xmlFieldStream struct {
 	fresh bool   // nothing of the field sent yet: leading blanks go
 	hold  string // trailing blanks held until more text comes
 	begun bool   // past the start (a think block is only recognised there)
+	skip  bool   // the field's element is a repeat: nothing is sent
+	sent  streamed
 }
 
 func (s *xmlFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
@@ -80,6 +82,10 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			}
 			if i := resolveMarkerName(s.sig, el.key()); i >= 0 {
 				s.mode, s.field, s.close, s.fresh, s.hold = xmField, i, "</"+el.name, true, ""
+				// A repeated element is not streamed again, except a list's
+				// (Parse reads those as its items).
+				s.skip = s.sent.again(i) && listSpec(s.sig.Output(i).Spec) == nil
+				s.sent.mark(s.sig, i)
 				s.begun = true
 				continue
 			}
@@ -231,6 +237,9 @@ func decodeEntities(s string) string {
 // field dropped, trailing blanks held until more text comes (dropped at
 // the field's end).
 func (s *xmlFieldStream) emitText(dst []FieldDelta, text string, last bool) []FieldDelta {
+	if s.skip {
+		return dst
+	}
 	if s.fresh {
 		text = strings.TrimLeftFunc(text, unicode.IsSpace)
 		if text == "" {

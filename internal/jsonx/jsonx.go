@@ -88,7 +88,9 @@ func Extract(text string) (span string, start int, ok bool) {
 }
 
 // Decode decodes exactly one JSON value with numbers kept as json.Number
-// (encoding/json's UseNumber), the form every parser here works on.
+// (encoding/json's UseNumber), the form every parser here works on. An
+// object giving a key twice with different values is a
+// *DuplicateKeyError, not the last value.
 func Decode(s string) (any, error) {
 	if s == "" || (s[0] != '{' && s[0] != '[' && s[0] != '"' && s[0] != '-' && (s[0] < '0' || s[0] > '9') && s[0] != 't' && s[0] != 'f' && s[0] != 'n') {
 		return nil, errors.New("jsonx: not a JSON value")
@@ -101,6 +103,9 @@ func Decode(s string) (any, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("jsonx: trailing data after the JSON value")
+	}
+	if err := checkDuplicates(s, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

@@ -756,13 +756,14 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	if t == "" {
 		return nil, false, nil
 	}
-	if v, err := jsonx.Decode(t); err == nil {
-		return v, true, nil
+	v, ok, err = decodeJSON(t)
+	if ok || err != nil {
+		return v, ok, err
 	}
 	if body, isFence := fenceBody(t); isFence {
 		t = strings.TrimSpace(body)
-		if v, err := jsonx.Decode(t); err == nil {
-			return v, true, nil
+		if v, ok, err = decodeJSON(t); ok || err != nil {
+			return v, ok, err
 		}
 	}
 	if v, err := pyLiteral(t); err == nil {
@@ -772,8 +773,8 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	if !found {
 		return nil, false, nil
 	}
-	if v, err := jsonx.Decode(span); err == nil {
-		return v, true, nil
+	if v, ok, err = decodeJSON(span); ok || err != nil {
+		return v, ok, err
 	}
 	if v, err := pyLiteral(span); err == nil {
 		return v, true, nil
@@ -785,8 +786,21 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	case err != nil:
 		return nil, false, nil
 	}
-	v, err = jsonx.Decode(fixed)
-	return v, err == nil, nil
+	return decodeJSON(fixed)
+}
+
+// decodeJSON decodes strict JSON; an object that repeats a key with
+// another value is ErrAmbiguous.
+func decodeJSON(t string) (v any, ok bool, err error) {
+	v, err = jsonx.Decode(t)
+	var dk *jsonx.DuplicateKeyError
+	switch {
+	case err == nil:
+		return v, true, nil
+	case errors.As(err, &dk):
+		return nil, false, fmt.Errorf("%w: %v", ErrAmbiguous, err)
+	}
+	return nil, false, nil
 }
 
 // bullets reads a markdown list ("- a", "* a", "1. a", "1) a"), one item
