@@ -310,3 +310,19 @@ func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
 }
+
+// TestJSONNeverGuessesNumbers: a number cut or malformed, a member left
+// after a comma, a word cut short are errors naming no made-up value.
+func TestJSONNeverGuessesNumbers(t *testing.T) {
+	sig := mustParse(t, "q -> answer: Optional[str], n: Optional[int], ns: Optional[list[int]], ok: Optional[bool]")
+	for _, text := range []string{`{"n": -`, `{"n": -}`, `{"ns": [1, -]}`, `{"n": 1.5e`, `{"answer": "x", `, `{"ok": tru`, "```json\n{\"n\": 1e}\n```"} {
+		vals, err := adapter.JSON{}.Parse(sig, text)
+		var pe *adapter.ParseError
+		assert.ErrorAs(t, err, &pe, text)
+		assert.Nil(t, vals, text)
+	}
+	for _, raw := range []string{"[1, -]", "[1, 2e]", "[1, 2e-]"} {
+		_, err := adapter.ParseValue(raw, sig.Output(2))
+		assert.Error(t, err, raw)
+	}
+}

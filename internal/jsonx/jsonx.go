@@ -194,12 +194,16 @@ func Repair(span string) (string, RepairInfo, error) {
 	if fixed, changed := escapeInnerQuotes(span); changed && json.Valid([]byte(fixed)) {
 		return fixed, RepairInfo{}, nil
 	}
-	trunc, depth := scan(span)
+	trunc, depth, badNumber := scan(span)
 	if depth > MaxDepth {
 		return "", RepairInfo{}, ErrTooDeep
 	}
 	if trunc {
 		return "", RepairInfo{Truncated: true}, nil
+	}
+	if badNumber != "" {
+		// Repair would make "-" a 0 and "1.5e" a 1.5: a guess.
+		return "", RepairInfo{}, fmt.Errorf("%w: %q is not a number", ErrInvalid, badNumber)
 	}
 	fixed, err := repair(span)
 	if err != nil {
@@ -208,7 +212,47 @@ func Repair(span string) (string, RepairInfo, error) {
 	if !json.Valid([]byte(fixed)) {
 		return "", RepairInfo{}, ErrInvalid
 	}
+	if n, ok := inventedNumber(span, fixed); ok {
+		return "", RepairInfo{}, fmt.Errorf("%w: the repair reads a number %s the text does not hold", ErrInvalid, n)
+	}
 	return fixed, RepairInfo{}, nil
+}
+
+// inventedNumber returns a number of the repaired text that span does not
+// hold as written (up to a sign and the trailing zeros of a fraction: a
+// repairer writes "1." as 1.0).
+func inventedNumber(span, fixed string) (string, bool) {
+	v, err := Decode(fixed)
+	if err != nil {
+		return "", false
+	}
+	for _, n := range numbers(v, nil) {
+		digits := strings.TrimLeft(n, "-")
+		if strings.Contains(digits, ".") && !strings.ContainsAny(digits, "eE") {
+			digits = strings.TrimRight(strings.TrimRight(digits, "0"), ".")
+		}
+		if !strings.Contains(span, digits) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// numbers lists the numbers in a decoded value.
+func numbers(v any, acc []string) []string {
+	switch v := v.(type) {
+	case json.Number:
+		acc = append(acc, v.String())
+	case map[string]any:
+		for _, e := range v {
+			acc = numbers(e, acc)
+		}
+	case []any:
+		for _, e := range v {
+			acc = numbers(e, acc)
+		}
+	}
+	return acc
 }
 
 // escapeInnerQuotes escapes double quotes inside strings that cannot be
@@ -259,8 +303,9 @@ func repair(span string) (out string, err error) {
 }
 
 // scan reports whether span ends while a value is still being written,
-// and the deepest nesting seen.
-func scan(span string) (truncated bool, maxDepth int) {
+// the deepest nesting seen, and a number that is not one ("-", "1.",
+// "1.5e") before the end.
+func scan(span string) (truncated bool, maxDepth int, badNumber string) {
 	var stack []byte
 	var quote byte
 	last := byte(0) // last significant byte outside strings
@@ -294,24 +339,71 @@ func scan(span string) (truncated bool, maxDepth int) {
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			// Wherever a number starts (the repairer may see a value where
+			// this scan does not), not inside a word.
+			if j == 0 || !isLetter(span[j-1]) && (span[j-1] < '0' || span[j-1] > '9') && span[j-1] != '.' {
+				end := j + 1
+				for end < len(span) && strings.IndexByte("0123456789.eE+-", span[end]) >= 0 {
+					end++
+				}
+				if tok := span[j:end]; !completeNumber(tok) || strings.HasSuffix(tok, ".") {
+					if strings.TrimSpace(span[end:]) == "" {
+						return true, maxDepth, "" // cut inside the number
+					}
+					if badNumber == "" && !completeNumber(tok) {
+						badNumber = tok
+					}
+				}
+				j = end - 1
+				c = '0'
+			}
+		default:
+			if isLetter(c) && (last == 0 || last == '{' || last == '[' || last == ',' || last == ':') {
+				end := j + 1
+				for end < len(span) && (isLetter(span[end]) || span[end] >= '0' && span[end] <= '9') {
+					end++
+				}
+				if strings.TrimSpace(span[end:]) == "" && !literals[span[j:end]] {
+					return true, maxDepth, "" // cut inside a word ("tru")
+				}
+				j = end - 1
+				c = 'w'
+			}
 		}
 		last = c
 	}
 	if quote != 0 || len(stack) == 0 {
-		return quote != 0, maxDepth
+		return quote != 0, maxDepth, badNumber
 	}
 	for _, open := range stack {
 		if open == '[' {
-			return true, maxDepth
+			return true, maxDepth, badNumber
 		}
 	}
 	switch {
-	case last == ':':
-		return true, maxDepth
+	case last == ':' || last == ',':
+		return true, maxDepth, badNumber // a value or member was to follow
 	case last == 's' && endsWithKey(span):
-		return true, maxDepth
+		return true, maxDepth, badNumber
 	}
-	return false, maxDepth
+	return false, maxDepth, badNumber
+}
+
+// literals are the complete bare words a value can be.
+var literals = map[string]bool{"true": true, "false": true, "null": true, "True": true, "False": true, "None": true}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+
+// completeNumber reports a token that ends where a number can end: a
+// digit after its sign or exponent, or Python's "1." (Leading zeros and
+// the like are left to the repairer.)
+func completeNumber(tok string) bool {
+	last := tok[len(tok)-1]
+	if last == '.' && len(tok) > 1 {
+		last = tok[len(tok)-2]
+	}
+	return last >= '0' && last <= '9'
 }
 
 // endsWithKey reports whether the final complete string of span is an
