@@ -103,4 +103,3 @@ func FuzzRepair(f *testing.F) {
 		}
 	})
 }
-
