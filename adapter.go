@@ -328,20 +328,15 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
+		if ch.FinishReason == openai.FinishReasonLength {
+			return truncated(a, parse, fsig, text, tr)
+		}
 		start := time.Now()
 		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && len(dropped) > 0 {
 			fillNative(vals, sig, dropped, ch)
 		}
 		tr.parse(text, vals, time.Since(start), err)
-		if ch.FinishReason == openai.FinishReasonLength {
-			partial := vals
-			var pe *ParseError
-			if errors.As(err, &pe) {
-				partial = pe.Partial
-			}
-			return &ParseError{Adapter: a.Name(), Completion: text, Partial: partial, Err: ErrTruncated}
-		}
 		if err != nil {
 			return err
 		}
@@ -353,6 +348,25 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	}
 	res.Outputs = outs
 	return nil
+}
+
+// truncated is the error for a reply cut by the token limit, with what
+// Parse reads from it as Partial; an adapter whose parsing calls an LM
+// (TwoStep) is not asked: a cut text is never sent to be extracted.
+func truncated(a Adapter, parse func(*signature.Signature, string) (Values, error), sig *signature.Signature, text string, tr tracer) *ParseError {
+	pe := &ParseError{Adapter: a.Name(), Completion: text, Err: ErrTruncated}
+	if _, calls := a.(CallingParser); calls {
+		return pe
+	}
+	start := time.Now()
+	vals, err := parse(sig, text)
+	tr.parse(text, vals, time.Since(start), err)
+	pe.Partial = vals
+	var inner *ParseError
+	if errors.As(err, &inner) {
+		pe.Partial = inner.Partial
+	}
+	return pe
 }
 
 // parserFor returns how a's completions are parsed: Parse, or ParseCall

@@ -96,6 +96,39 @@ func TestCallTruncated(t *testing.T) {
 	assert.Len(t, srv.Requests(), 1)
 }
 
+// TestCallTruncatedEveryAdapter: a reply cut by the token limit is
+// ErrTruncated for every adapter, even when its text reads as complete,
+// and costs no fallback call.
+func TestCallTruncatedEveryAdapter(t *testing.T) {
+	sig := mustParse(t, "question -> answer")
+	for _, c := range []struct {
+		a     adapter.Adapter
+		reply string
+	}{
+		{adapter.Chat{}, "[[ ## answer ## ]]\nParis"},
+		{adapter.JSON{}, `{"answer": "Paris"}`},
+		{adapter.XML{}, "<answer>Paris</answer>"},
+		{adapter.BAML{}, `{"answer": "Paris"}`},
+	} {
+		srv := lmtest.NewServer(lmtest.Text(c.reply).WithFinish("length"))
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseAdapter(c.a))
+		srv.Close()
+		var pe *adapter.ParseError
+		require.ErrorAs(t, err, &pe, c.a.Name())
+		assert.ErrorIs(t, err, adapter.ErrTruncated, c.a.Name())
+		assert.Equal(t, c.reply, pe.Completion, c.a.Name())
+		assert.Equal(t, 1, res.Calls, c.a.Name())
+	}
+	// TwoStep: the main LM's cut text never reaches the extractor.
+	main := lmtest.NewServer(lmtest.Text("The answer is Par").WithFinish("length"))
+	defer main.Close()
+	ext := lmtest.NewServer()
+	defer ext.Close()
+	_, err := adapter.Call(context.Background(), main.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseAdapter(adapter.TwoStep{Extractor: ext.Client()}))
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+	assert.Empty(t, ext.Requests())
+}
+
 func TestCallEmptyResponse(t *testing.T) {
 	srv := lmtest.NewServer(lmtest.Text(""))
 	defer srv.Close()

@@ -175,8 +175,8 @@ func FuzzJSONParse(f *testing.F) {
 		vals, err := adapter.JSON{}.Parse(sig, text)
 		if err != nil {
 			var pe *adapter.ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("untyped error %T: %v", err, err)
+			if !errors.As(err, &pe) || pe.Completion != text {
+				t.Fatalf("untyped error or raw text lost %T: %v", err, err)
 			}
 			return
 		}

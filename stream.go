@@ -262,15 +262,7 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 	outs := make([]Values, 0, len(texts))
 	for i, text := range res.Completions {
 		if finish[i] == "" || finish[i] == openai.FinishReasonLength {
-			pstart := time.Now()
-			vals, perr := parse(fsig, text)
-			tr.parse(text, vals, time.Since(pstart), perr)
-			partial := vals
-			var pe *ParseError
-			if errors.As(perr, &pe) {
-				partial = pe.Partial
-			}
-			return &ParseError{Adapter: a.Name(), Completion: text, Partial: partial, Err: ErrTruncated}, false
+			return truncated(a, parse, fsig, text, tr), false
 		}
 		var ch openai.ChatCompletionChoice // what the stream said natively
 		if i == 0 {

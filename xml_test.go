@@ -118,8 +118,8 @@ func FuzzXMLParse(f *testing.F) {
 		vals, err := adapter.XML{}.Parse(sig, text)
 		if err != nil {
 			var pe *adapter.ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("untyped error %T: %v", err, err)
+			if !errors.As(err, &pe) || pe.Completion != text {
+				t.Fatalf("untyped error or raw text lost %T: %v", err, err)
 			}
 			return
 		}
