@@ -570,8 +570,12 @@ func structName(t reflect.Type) string {
 
 // optionalOf returns Optional[elem], choosing the Go type per the package
 // rules: *T for scalars and structs, the type itself for containers and Any.
-// An optional of an optional collapses to one optional.
+// An optional of an optional collapses to one optional, and an optional
+// of NoneType is NoneType (as Optional[None] is in Python's typing).
 func optionalOf(elem *TypeSpec, pep604 bool) *TypeSpec {
+	if elem.kind == KindNone {
+		return elem
+	}
 	if elem.kind == KindOptional {
 		// Optional[Optional[T]] is Optional[T], as in Python's typing.
 		return &TypeSpec{kind: KindOptional, goType: elem.goType, name: elem.name, elem: elem.elem,
