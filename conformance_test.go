@@ -205,7 +205,7 @@ func TestConformancePipeline(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	sig := mustParse(t, "question -> answer, n: int")
 	var wg sync.WaitGroup
-	for _, a := range []adapter.Adapter{adapter.Chat{}, adapter.JSON{}, adapter.XML{}} {
+	for _, a := range []adapter.Adapter{adapter.Chat{}, adapter.JSON{}, adapter.XML{}, adapter.BAML{}} {
 		for range 8 {
 			wg.Add(1)
 			go func() {
