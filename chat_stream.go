@@ -194,7 +194,7 @@ func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool
 	field := ""
 	if s.cur >= 0 {
 		field = s.sig.Output(s.cur).Name
-		s.sent.mark(s.sig, s.cur)
+		s.sent.mark(s.cur)
 	}
 	out := body
 	switch {

@@ -100,7 +100,7 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 			if s.sent.again(s.field) {
 				s.field = markOther // a repeated key is not streamed again
 			}
-			s.sent.mark(s.sig, s.field)
+			s.sent.mark(s.field)
 			s.state = jsColon
 		case jsColon:
 			if text[i] == ':' {

@@ -321,21 +321,35 @@ func recvChunk(stream *openai.ChatCompletionStream) (openai.ChatCompletionStream
 
 // streamed records the outputs a field stream has sent. A field given
 // again is not streamed again: Parse keeps its first value, or reports two
-// different ones.
-type streamed []bool
+// different ones. The first 64 outputs cost no allocation.
+type streamed struct {
+	low  uint64
+	high map[int]bool
+}
 
 // again reports whether output i was already sent.
-func (s streamed) again(i int) bool { return i >= 0 && i < len(s) && s[i] }
+func (s *streamed) again(i int) bool {
+	switch {
+	case i < 0:
+		return false
+	case i < 64:
+		return s.low&(1<<i) != 0
+	}
+	return s.high[i]
+}
 
-// mark records that output i of sig was sent.
-func (s *streamed) mark(sig *signature.Signature, i int) {
-	if i < 0 {
-		return
+// mark records that output i was sent.
+func (s *streamed) mark(i int) {
+	switch {
+	case i < 0:
+	case i < 64:
+		s.low |= 1 << i
+	default:
+		if s.high == nil {
+			s.high = map[int]bool{}
+		}
+		s.high[i] = true
 	}
-	if *s == nil {
-		*s = make(streamed, sig.NumOutputs())
-	}
-	(*s)[i] = true
 }
 
 // maxStreamIndex bounds the choice and tool-call indices a stream may

@@ -85,7 +85,7 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 				// A repeated element is not streamed again, except a list's
 				// (Parse reads those as its items).
 				s.skip = s.sent.again(i) && listSpec(s.sig.Output(i).Spec) == nil
-				s.sent.mark(s.sig, i)
+				s.sent.mark(i)
 				s.begun = true
 				continue
 			}
