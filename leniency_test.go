@@ -92,6 +92,13 @@ var leniencyCases = []leniencyCase{
 	{"C", "json", "json tag after think", "q -> answer", "<think>ok</think>\njson{\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
 	{"C", "json", "tool_call tags", "q -> city, unit: Literal['celsius', 'fahrenheit']", "<think>Oslo in Celsius.</think> <tool_call> {\"city\": \"Oslo\", \"unit\": \"celsius\"} </tool_call>", adapter.Values{"city": "Oslo", "unit": "celsius"}, nil},
 	{"C", "xml", "think containing tags", "q -> answer", "<think>Is <answer>Lyon</answer> right? No.</think>\n<answer>Paris</answer>", adapter.Values{"answer": "Paris"}, nil},
+	{"C", "json", "orphan close think", "q -> answer", "The capital is Paris.\n</think>\n{\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
+	{"C", "xml", "orphan close think", "q -> answer", "The capital is Paris.\n</think>\n<answer>Paris</answer>", adapter.Values{"answer": "Paris"}, nil},
+	// A draft answer before an orphan </think> stays ambiguous: a field
+	// stream has already sent it when the closing tag arrives.
+	{"C", "json", "draft before orphan close think", "q -> answer", "Maybe {\"answer\": \"Lyon\"}.\n</think>\n{\"answer\": \"Paris\"}", nil, adapter.ErrAmbiguous},
+	{"C", "xml", "draft before orphan close think", "q -> answer", "Is it <answer>Lyon</answer>? No.\n</think>\n<answer>Paris</answer>", nil, adapter.ErrAmbiguous},
+	{"C", "json", "harmony channel tokens", "q -> answer", "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>{\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
 	{"C", "chat", "truncated inside think", "q -> answer", "<think>\nLet me work out [[ ## answer ## ]] carefully, first", nil, adapter.ErrMissingField},
 	{"C", "json", "truncated inside think", "q -> answer", "<think>\nThe JSON will be {\"answer\": \"Par", nil, errHonest},
 
@@ -103,6 +110,10 @@ var leniencyCases = []leniencyCase{
 	{"D", "json", "cut mid-array", "q -> items: list[str]", `{"items": ["a", "b", "c"`, nil, adapter.ErrTruncated},
 	{"D", "json", "cut after a number", "q -> people: list[Person]", `{"people": [{"name": "Ada", "age": 36}, {"name": "Bob", "age": 7`, nil, adapter.ErrTruncated},
 	{"D", "json", "cut after a key", "q -> answer, year: int", `{"answer": "Paris", "year":`, nil, errHonest},
+	{"D", "json", "cut inside a number", "q -> n: float", `{"n": 1.5e`, nil, adapter.ErrTruncated},
+	{"D", "json", "cut after a comma", "q -> answer, n: Optional[int]", `{"answer": "Paris", `, nil, adapter.ErrTruncated},
+	{"D", "json", "a sign for a number", "q -> n: int", `{"n": -}`, nil, errHonest},
+	{"D", "xml", "cut inside a list", "q -> items: list[str]", "<items><item>a</item><item>b", nil, adapter.ErrTruncated},
 	{"D", "xml", "cut inside last tag", "q -> reasoning, answer", "<reasoning>Compare.</reasoning>\n<answer>Contract B is cheaper because", nil, adapter.ErrTruncated},
 	{"D", "chat", "cut before the last field", "q -> reasoning, answer", "[[ ## reasoning ## ]]\nWe compare the", nil, adapter.ErrMissingField},
 	{"D", "json", "missing final brace after complete fields", "q -> reasoning, answer", "{\n  \"reasoning\": \"Both agree.\",\n  \"answer\": \"1937\"\n", adapter.Values{"reasoning": "Both agree.", "answer": "1937"}, nil},
@@ -136,6 +147,7 @@ var leniencyCases = []leniencyCase{
 	{"F", "json", "Python True", "q -> ok: bool", `{"ok": True}`, adapter.Values{"ok": true}, nil},
 	{"F", "xml", "yes", "q -> ok: bool", "<ok>Yes</ok>", adapter.Values{"ok": true}, nil},
 	{"F", "xml", "yes and no", "q -> ok: bool", "<ok>yes and no</ok>", nil, errHonest},
+	{"F", "json", "ambiguous", "q -> ok: bool", `{"ok": "true or false"}`, nil, errHonest},
 
 	// G. number coercion.
 	{"G", "chat", "unit", "q -> km: int", "[[ ## km ## ]]\n42 km", adapter.Values{"km": 42}, nil},
@@ -173,6 +185,9 @@ var leniencyCases = []leniencyCase{
 	{"H", "json", "case", "q -> c: Literal['billing', 'technical']", `{"c": "Technical"}`, adapter.Values{"c": "technical"}, nil},
 	{"H", "json", "not a member", "q -> c: Literal['billing', 'technical']", `{"c": "shipping"}`, nil, adapter.ErrNotInSet},
 	{"H", "xml", "case", "q -> c: Literal['billing', 'technical']", "<c>TECHNICAL</c>", adapter.Values{"c": "technical"}, nil},
+	{"H", "xml", "not a member", "q -> c: Literal['billing', 'technical']", "<c>shipping</c>", nil, adapter.ErrNotInSet},
+	{"H", "xml", "ambiguous", "q -> c: Literal['billing', 'technical']", "<c>billing or technical</c>", nil, errHonest},
+	{"H", "json", "ambiguous", "q -> c: Literal['billing', 'technical']", `{"c": "technical, though billing is possible"}`, nil, adapter.ErrAmbiguous},
 
 	// I. Containers, Optional, nested.
 	{"I", "chat", "Python list", "q -> tags: list[str]", "[[ ## tags ## ]]\n['sql', 'indexing']", adapter.Values{"tags": []string{"sql", "indexing"}}, nil},
@@ -217,9 +232,12 @@ var leniencyCases = []leniencyCase{
 	{"J", "json", "double-encoded", "q -> answer, n: int", `"{\"answer\": \"Paris\", \"n\": 1}"`, adapter.Values{"answer": "Paris", "n": 1}, nil},
 	{"J", "json", "nested trailing comma and missing brace", "q -> users: list[Person], ok: bool", `{"users":[{"name":"Ada","age":36,}],"ok":true`, adapter.Values{"users": []Person{{"Ada", 36}}, "ok": true}, nil},
 	{"J", "chat", "JSON repair inside a field", "q -> d: dict[str, int]", "[[ ## d ## ]]\n{'a': 1, 'b': 2,}", adapter.Values{"d": map[string]int{"a": 1, "b": 2}}, nil},
+	{"J", "xml", "JSON repair inside an element", "q -> d: dict[str, int]", "<d>{'a': 1, 'b': 2,}</d>", adapter.Values{"d": map[string]int{"a": 1, "b": 2}}, nil},
+	{"J", "json", "key repeated with another value", "q -> answer", `{"answer": "Lyon", "answer": "Paris"}`, nil, adapter.ErrAmbiguous},
 
 	// K. Key / shape mismatch.
 	{"K", "json", "wrapper key", "q -> answer, n: int", `{"response": {"answer": "Paris", "n": 1}}`, adapter.Values{"answer": "Paris", "n": 1}, nil},
+	{"K", "chat", "JSON under a wrapper key instead of markers", "q -> answer, n: int", `{"response": {"answer": "Paris", "n": 1}}`, adapter.Values{"answer": "Paris", "n": 1}, nil},
 	{"K", "json", "tool envelope", "q -> answer, n: int", `{"name": "respond", "arguments": {"answer": "Paris", "n": 1}}`, adapter.Values{"answer": "Paris", "n": 1}, nil},
 	{"K", "json", "stringified under a wrapper", "q -> answer, n: int", `{"json": "{\"answer\": \"Paris\", \"n\": 1}"}`, adapter.Values{"answer": "Paris", "n": 1}, nil},
 	{"K", "json", "cased keys", "q -> answer, n: int", `{"Answer": "Paris", "N": 1}`, adapter.Values{"answer": "Paris", "n": 1}, nil},
@@ -277,7 +295,7 @@ func TestLeniency(t *testing.T) {
 	applies := map[string]string{
 		"A": "chat json xml", "B": "chat json xml", "C": "chat json xml", "D": "chat json xml",
 		"E": "chat json xml", "F": "chat json xml", "G": "chat json xml", "H": "chat json xml",
-		"I": "chat json xml", "J": "chat json", "K": "json", "L": "xml", "M": "chat json xml",
+		"I": "chat json xml", "J": "chat json xml", "K": "chat json", "L": "xml", "M": "chat json xml",
 	}
 	for fam, as := range applies {
 		for _, a := range strings.Fields(as) {
