@@ -36,23 +36,33 @@ var (
 	benchCompletion = "[[ ## reasoning ## ]]\nThe context states that water boils at 100 degrees Celsius at sea level.\n\n[[ ## answer ## ]]\n100 °C\n\n[[ ## completed ## ]]"
 )
 
-func BenchmarkChatFormat(b *testing.B) {
+// benchFormat measures a's Format on the reference workload.
+func benchFormat(b *testing.B, a adapter.Adapter) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := (adapter.Chat{}).Format(benchSig, benchDemos, benchInputs); err != nil {
+		if _, err := a.Format(benchSig, benchDemos, benchInputs); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkChatParse(b *testing.B) {
+// benchParse measures a's Parse of reply with the reference signature.
+func benchParse(b *testing.B, a adapter.Parser, reply string) {
+	b.SetBytes(int64(len(reply)))
 	b.ReportAllocs()
-	b.SetBytes(int64(len(benchCompletion)))
 	for b.Loop() {
-		if _, err := (adapter.Chat{}).Parse(benchSig, benchCompletion); err != nil {
+		if _, err := a.Parse(benchSig, reply); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+func BenchmarkChatFormat(b *testing.B) {
+	benchFormat(b, adapter.Chat{})
+}
+
+func BenchmarkChatParse(b *testing.B) {
+	benchParse(b, adapter.Chat{}, benchCompletion)
 }
 
 // BenchmarkChatParse1MB parses a 1 MB multi-line completion.
@@ -60,61 +70,31 @@ func BenchmarkChatParse1MB(b *testing.B) {
 	line := "The quick brown fox jumps over the lazy dog; reasoning continues at length, with [brackets] and # signs.\n"
 	body := strings.Repeat(line, (1<<20)/len(line))
 	completion := "[[ ## reasoning ## ]]\n" + body + "\n[[ ## answer ## ]]\n" + body + "\n[[ ## completed ## ]]"
-	b.ReportAllocs()
-	b.SetBytes(int64(len(completion)))
-	for b.Loop() {
-		if _, err := (adapter.Chat{}).Parse(benchSig, completion); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchParse(b, adapter.Chat{}, completion)
 }
 
 // The JSON adapter's format and its repair path, with the reference
 // workload.
 
 func BenchmarkJSONFormat(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := (adapter.JSON{}).Format(benchSig, benchDemos, benchInputs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchFormat(b, adapter.JSON{})
 }
 
 // BenchmarkJSONParseFenced is the cross-peer workload of go-peers.md: a
 // typical fenced JSON completion.
 func BenchmarkJSONParseFenced(b *testing.B) {
-	reply := "```json\n" + benchJSONReply + "\n```"
-	b.SetBytes(int64(len(reply)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := (adapter.JSON{}).Parse(benchSig, reply); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchParse(b, adapter.JSON{}, "```json\n"+benchJSONReply+"\n```")
 }
 
 // BenchmarkJSONParseRepair parses a reply that needs repair: prose around
 // it, single quotes and a trailing comma.
 func BenchmarkJSONParseRepair(b *testing.B) {
 	reply := "Sure! Here is the answer:\n{'reasoning': 'The context states that water boils at 100 degrees Celsius at sea level.', 'answer': '100 °C',}\nHope this helps."
-	b.SetBytes(int64(len(reply)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := (adapter.JSON{}).Parse(benchSig, reply); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchParse(b, adapter.JSON{}, reply)
 }
 
 func BenchmarkTwoStepFormat(b *testing.B) {
-	a := adapter.TwoStep{Extractor: unusedLM{}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := a.Format(benchSig, benchDemos, benchInputs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchFormat(b, adapter.TwoStep{Extractor: unusedLM{}})
 }
 
 // BenchmarkParseValue reads one typical raw value of each kind.

@@ -195,13 +195,7 @@ var benchJSONReply = `{"reasoning": "The context states that water boils at 100 
 // BenchmarkJSONDecodeBaseline, a plain encoding/json decode of the same
 // reply into a struct.
 func BenchmarkJSONParse(b *testing.B) {
-	b.SetBytes(int64(len(benchJSONReply)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := (adapter.JSON{}).Parse(benchSig, benchJSONReply); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchParse(b, adapter.JSON{}, benchJSONReply)
 }
 
 func BenchmarkJSONDecodeBaseline(b *testing.B) {

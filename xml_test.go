@@ -135,20 +135,9 @@ func FuzzXMLParse(f *testing.F) {
 var benchXMLReply = "<reasoning>\nThe context states that water boils at 100 degrees Celsius at sea level.\n</reasoning>\n\n<answer>\n100 °C\n</answer>"
 
 func BenchmarkXMLFormat(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := (adapter.XML{}).Format(benchSig, benchDemos, benchInputs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchFormat(b, adapter.XML{})
 }
 
 func BenchmarkXMLParse(b *testing.B) {
-	b.SetBytes(int64(len(benchXMLReply)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := (adapter.XML{}).Parse(benchSig, benchXMLReply); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchParse(b, adapter.XML{}, benchXMLReply)
 }
