@@ -374,19 +374,31 @@ func truncated(a Adapter, parse func(*signature.Signature, string) (Values, erro
 func parserFor(ctx context.Context, a Adapter, c *callConfig, res *Result) (func(*signature.Signature, string) (Values, error), error) {
 	if cp, ok := a.(CallingParser); ok {
 		ctx = context.WithValue(ctx, traceKey{}, c.trace)
-		return func(sig *signature.Signature, text string) (Values, error) {
+		return guardParse(a, func(sig *signature.Signature, text string) (Values, error) {
 			vals, r, err := cp.ParseCall(ctx, sig, text)
 			if r != nil {
 				res.Calls += r.Calls
 				res.Usage = addUsage(res.Usage, r.Usage)
 			}
 			return vals, err
-		}, nil
+		}), nil
 	}
 	if p, ok := a.(Parser); ok {
-		return p.Parse, nil
+		return guardParse(a, p.Parse), nil
 	}
 	return nil, fmt.Errorf("adapter: %s cannot parse completions", a.Name())
+}
+
+// guardParse turns a panic in parse into a *ParseError carrying the reply.
+func guardParse(a Adapter, parse func(*signature.Signature, string) (Values, error)) func(*signature.Signature, string) (Values, error) {
+	return func(sig *signature.Signature, text string) (vals Values, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				vals, err = nil, &ParseError{Adapter: a.Name(), Completion: text, Err: fmt.Errorf("%w: %v", ErrParserPanic, r)}
+			}
+		}()
+		return parse(sig, text)
+	}
 }
 
 // parseChoice parses a choice's text. With native tool calls, DSPy reads

@@ -34,6 +34,10 @@ var (
 	// It is matched by errors.Is on an *LMError and never triggers a
 	// fallback.
 	ErrContextWindow = errors.New("context window exceeded")
+	// ErrParserPanic: the adapter's parser panicked on the reply. That is a
+	// bug in the parser; the pipeline reports it inside a *ParseError that
+	// keeps the reply, so that one odd reply cannot take down the host.
+	ErrParserPanic = errors.New("the parser panicked (a bug: please report it with the reply)")
 )
 
 // ParseError reports a reply the adapter could not turn into the output

@@ -29,15 +29,18 @@ type marker struct {
 //
 // A marker with brackets on both sides may appear anywhere, with any name
 // (an unknown name ends the previous section, as in DSPy). One without
-// full brackets must start its line and name a known field.
+// full brackets must start its line and name a known field. A marker found
+// never starts before pos: its decoration cannot reach back into text
+// already read (the previous marker's own "**" or "]]").
 func findMarker(sig *signature.Signature, s string, pos int) (marker, bool) {
+	lo := pos
 	for pos < len(s) {
 		j := strings.Index(s[pos:], "##")
 		if j < 0 {
 			return marker{}, false
 		}
 		i := pos + j
-		if m, ok := markerAt(sig, s, i); ok {
+		if m, ok := markerAt(sig, s, i, lo); ok {
 			return m, true
 		}
 		pos = i + 1
@@ -63,8 +66,9 @@ func skipBlankBack(s string, k int) int {
 	return k
 }
 
-// markerAt parses a marker whose opening "##" is at i.
-func markerAt(sig *signature.Signature, s string, i int) (marker, bool) {
+// markerAt parses a marker whose opening "##" is at i; its start is never
+// before lo.
+func markerAt(sig *signature.Signature, s string, i, lo int) (marker, bool) {
 	k := skipBlank(s, i+2)
 	n0 := k
 	for k < len(s) && isWordByte(s[k]) {
@@ -126,6 +130,7 @@ back:
 	} else if start >= 2 && (s[start-2:start] == "**" || s[start-2:start] == "__") {
 		start -= 2
 	}
+	start = max(start, lo)
 	field := resolveMarkerName(sig, name)
 	if !(lb > 0 && rb > 0) && (!lineStart || field == markOther && !knownInput(sig, name)) {
 		return marker{}, false
