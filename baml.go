@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -117,7 +118,7 @@ func isStructValue(v any) bool {
 
 // Parse reads the output fields as the JSON adapter does.
 func (BAML) Parse(sig *signature.Signature, completion string) (Values, error) {
-	return parseJSONFields(sig, completion, "baml")
+	return parseReply(sig, completion, "baml", reply.JSON)
 }
 
 // ShapeRequest chooses the response format as the JSON adapter does.

@@ -436,7 +436,7 @@ func TestBatch(t *testing.T) {
 	srv.Handle(func(r lmtest.Request) lmtest.Reply {
 		q := r.Chat.Messages[len(r.Chat.Messages)-1].Content
 		if strings.Contains(q, "bad") {
-			return lmtest.Text("no markers at all")
+			return lmtest.Text("[[ ## b ## ]]\nno field a")
 		}
 		return lmtest.Text("[[ ## a ## ]]\n" + strings.Fields(q)[5])
 	})

@@ -7,6 +7,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -311,7 +312,7 @@ func chatAssistant(sig *signature.Signature, vals Values, missing string) (strin
 // ignored. Missing fields take their default, nullable ones nil; any other
 // missing field is an ErrMissingField error carrying the fields read.
 func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
-	return parseSections(sig, completion, "chat")
+	return parseReply(sig, completion, "chat", reply.Markers)
 }
 
 // ShapeRequest removes tools, tool_choice and parallel_tool_calls from the

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -14,7 +15,7 @@ import (
 // text was sent streams as text outside any field: Parse keeps the first
 // value.
 func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &chatFieldStream{sig: sig, cur: markOther, hold: -1}
+	return &chatFieldStream{sig: sig, cur: reply.Other, hold: -1}
 }
 
 type chatFieldStream struct {
@@ -22,7 +23,7 @@ type chatFieldStream struct {
 	buf     strings.Builder // the whole reply so far
 	pos     int             // text before pos is decided
 	base    int             // where the answer starts (after a think block): a line start
-	cur     int             // the section being read: output index or markOther
+	cur     int             // the section being read: output index or reply.Other
 	fresh   bool            // at the start of a section: leading blanks are dropped
 	onLine  bool            // still on the marker's line: its trailing blanks are dropped
 	hold    int             // full[hold:pos] is held trailing whitespace of the section; -1 none
@@ -58,8 +59,8 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 	if s.think == 0 {
 		t := strings.TrimLeft(full, " \t\r\n")
 		s.think = 2
-		for _, tag := range thinkTags {
-			if resolveMarkerName(s.sig, tag) >= 0 {
+		for _, tag := range reply.ThinkTags {
+			if reply.OutputIndex(s.sig, tag) >= 0 {
 				continue
 			}
 			open := "<" + tag + ">"
@@ -97,11 +98,11 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		}
 	}
 	for {
-		m, ok := findMarker(s.sig, full[s.base:], s.pos-s.base)
-		m.start, m.end = m.start+s.base, m.end+s.base
+		m, ok := reply.FindMarker(s.sig, full[s.base:], s.pos-s.base)
+		m.Start, m.End = m.Start+s.base, m.End+s.base
 		// A marker at the very end may still grow ("]]" then ":" or "**").
-		if ok && !final && len(full)-m.end < 2 {
-			return s.emit(dst, full, m.start, false)
+		if ok && !final && len(full)-m.End < 2 {
+			return s.emit(dst, full, m.Start, false)
 		}
 		if !ok {
 			end := len(full)
@@ -110,18 +111,18 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			}
 			return s.emit(dst, full, end, final)
 		}
-		dst = s.emit(dst, full, m.start, true)
+		dst = s.emit(dst, full, m.Start, true)
 		s.hold = -1
-		s.pos = m.end
-		if m.field == markCompleted {
+		s.pos = m.End
+		if m.Field == reply.Completed {
 			s.done = true
 			return dst
 		}
-		s.cur, s.fresh, s.onLine = m.field, true, true
-		if s.sent.again(m.field) {
+		s.cur, s.fresh, s.onLine = m.Field, true, true
+		if s.sent.again(m.Field) {
 			// A field given again: Parse keeps the first value (or reports
 			// two different ones), so the repeat is outside any field.
-			s.cur = markOther
+			s.cur = reply.Other
 		}
 	}
 }

@@ -134,7 +134,7 @@ func TestHTTPHygiene(t *testing.T) {
 		rec.check(t, 3, d)
 	})
 	t.Run("fallback", func(t *testing.T) {
-		srv := lmtest.NewServer(lmtest.Text("no markers, no answer"), lmtest.Text(`{"a": "ok"}`))
+		srv := lmtest.NewServer(lmtest.Text("[[ ## b ## ]]\nno field a"), lmtest.Text(`{"a": "ok"}`))
 		defer srv.Close()
 		var rec httpRecorder
 		ctx, d := withDeadline(t)

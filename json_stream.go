@@ -6,6 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -16,7 +17,7 @@ import (
 // null, an array, an object) is reported once complete, as its JSON text.
 // Text around the object (prose, a code fence) belongs to no field.
 func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &jsonFieldStream{sig: sig, field: markOther}
+	return &jsonFieldStream{sig: sig, field: reply.Other}
 }
 
 // NewFieldStream streams as the JSON adapter does.
@@ -42,7 +43,7 @@ const (
 type jsonFieldStream struct {
 	sig    *signature.Signature
 	state  jsonState
-	field  int             // output index of the current member, or markOther
+	field  int             // output index of the current member, or reply.Other
 	key    strings.Builder // the key being read
 	esc    []byte          // an escape sequence split across writes
 	raw    strings.Builder // a non-string value being read
@@ -96,9 +97,9 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 				return dst
 			}
 			i += j + 1
-			s.field = resolveMarkerName(s.sig, s.key.String())
+			s.field = reply.OutputIndex(s.sig, s.key.String())
 			if s.sent.again(s.field) {
-				s.field = markOther // a repeated key is not streamed again
+				s.field = reply.Other // a repeated key is not streamed again
 			}
 			s.sent.mark(s.field)
 			s.state = jsColon
@@ -140,7 +141,7 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 			i++
 			switch c {
 			case ',':
-				s.state, s.field = jsKey, markOther
+				s.state, s.field = jsKey, reply.Other
 			case '}':
 				s.state = jsDone
 			}

@@ -1,9 +1,12 @@
 package adapter
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
@@ -54,4 +57,95 @@ func unquoteText(s string, f signature.Field) string {
 		}
 	}
 	return s
+}
+
+// errNilSignature: Parse was given no signature.
+var errNilSignature = errors.New("nil signature")
+
+// parseReply is the parser of every text adapter: the reply reader finds
+// each output's content in the reply (in the shape the adapter prefers
+// first, then any other), and each is converted to the field's Go type.
+func parseReply(sig *signature.Signature, completion, adapter string, prefer reply.Shape) (Values, error) {
+	if sig == nil {
+		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: errNilSignature}
+	}
+	n := sig.NumOutputs()
+	var buf [8]reply.Field
+	fields := buf[:0]
+	if n <= len(buf) {
+		fields = buf[:n]
+	} else {
+		fields = make([]reply.Field, n)
+	}
+	if err := reply.Read(sig, completion, prefer, fields); err != nil {
+		pe := &ParseError{Adapter: adapter, Completion: completion, Err: err}
+		var re *reply.Error
+		if errors.As(err, &re) {
+			pe.Err = re.Err
+			if re.Field >= 0 {
+				pe.Field = sig.OutputName(re.Field)
+			}
+		}
+		return nil, pe
+	}
+	vals := make(Values, n)
+	for i := range fields {
+		if fields[i].Source == reply.Missing {
+			continue
+		}
+		f := sig.Output(i)
+		v, err := fieldValue(&fields[i], f)
+		if fields[i].Err != nil {
+			err = fields[i].Err
+		}
+		if err != nil {
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
+		}
+		vals[f.Name] = v
+	}
+	return finishOutputs(sig, vals, completion, adapter)
+}
+
+// fieldValue converts a field's content from the reply to its Go value:
+// a JSON member through the rules for decoded values (a string through
+// ParseValue's), an XML element's tree likewise, text through ParseValue.
+// Text protocols (not JSON strings) lose one pair of quotes around a str.
+func fieldValue(fld *reply.Field, f signature.Field) (any, error) {
+	switch fld.Source {
+	case reply.Member:
+		return decodedValue(fld.Value, f)
+	case reply.Element:
+		tree := fld.Value
+		if s, ok := tree.(string); ok {
+			tree = unquoteText(s, f)
+		}
+		return value.FromJSON(tree, f.Spec)
+	}
+	return parseValue(unquoteText(fld.Text, f), f)
+}
+
+// finishOutputs applies defaults to missing outputs (the default value, or
+// nil for a nullable type) and reports the first missing required one.
+func finishOutputs(sig *signature.Signature, vals Values, completion, adapter string) (Values, error) {
+	for i := range sig.NumOutputs() {
+		if _, ok := vals[sig.OutputName(i)]; ok {
+			continue
+		}
+		f := sig.Output(i)
+		switch {
+		case f.HasDefault:
+			vals[f.Name] = f.Default
+		case f.Spec.Nullable():
+			vals[f.Name] = reflect.Zero(f.Type).Interface()
+		default:
+			for j := i + 1; j < sig.NumOutputs(); j++ {
+				g := sig.Output(j)
+				if _, ok := vals[g.Name]; !ok && g.HasDefault {
+					vals[g.Name] = g.Default
+				}
+			}
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: ErrMissingField}
+		}
+	}
+	return vals, nil
 }

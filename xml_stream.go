@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -15,7 +16,7 @@ import (
 // back. (A value containing its own closing tag, which Parse recovers from
 // the whole reply, ends its deltas at the first closing tag.)
 func (XML) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &xmlFieldStream{sig: sig, field: markOther}
+	return &xmlFieldStream{sig: sig, field: reply.Other}
 }
 
 type xmlMode uint8
@@ -68,7 +69,7 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			if !s.begun && strings.TrimSpace(full[s.pos:k]) != "" {
 				s.begun = true
 			}
-			el, ok := openTag(full, k, len(full))
+			el, ok := reply.OpenTag(full, k)
 			if !ok {
 				if !final && !strings.ContainsAny(full[k+1:], "<>") && len(full)-k < 256 {
 					return dst // the tag may still be arriving
@@ -76,25 +77,25 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 				s.pos = k + 1
 				continue
 			}
-			s.pos = el.start
-			if el.selfClosing {
+			s.pos = el.Start
+			if el.SelfClosing {
 				continue
 			}
-			if i := resolveMarkerName(s.sig, el.key()); i >= 0 {
-				s.mode, s.field, s.close, s.fresh, s.hold = xmField, i, "</"+el.name, true, ""
+			if i := reply.OutputIndex(s.sig, el.Key); i >= 0 {
+				s.mode, s.field, s.close, s.fresh, s.hold = xmField, i, "</"+el.Name, true, ""
 				// A repeated element is not streamed again, except a list's
 				// (Parse reads those as its items).
-				s.skip = s.sent.again(i) && listSpec(s.sig.Output(i).Spec) == nil
+				s.skip = s.sent.again(i) && !reply.IsList(s.sig.Output(i).Spec)
 				s.sent.mark(i)
 				s.begun = true
 				continue
 			}
-			if !s.begun && isThinkTag(el.name) {
-				s.mode, s.close = xmThink, "</"+el.name
+			if !s.begun && reply.IsThinkTag(el.Name) {
+				s.mode, s.close = xmThink, "</"+el.Name
 			}
 			s.begun = true
 		case xmThink:
-			k := indexFold(full[s.pos:], s.close)
+			k := reply.IndexFold(full[s.pos:], s.close)
 			end := len(full)
 			if k >= 0 {
 				end = s.pos + k
@@ -116,19 +117,19 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			c := strings.Index(rest, "<![CDATA[")
 			switch {
 			case c >= 0 && (k < 0 || c < k):
-				dst = s.emitText(dst, decodeEntities(rest[:c]), false)
+				dst = s.emitText(dst, reply.DecodeEntities(rest[:c]), false)
 				s.pos += c + len("<![CDATA[")
 				s.mode = xmCDATA
 			case k >= 0:
-				dst = s.emitText(dst, decodeEntities(rest[:k]), true)
+				dst = s.emitText(dst, reply.DecodeEntities(rest[:k]), true)
 				s.pos = skipPast(full, s.pos+k, '>')
-				s.mode, s.field = xmOutside, markOther
+				s.mode, s.field = xmOutside, reply.Other
 			case final:
-				dst = s.emitText(dst, decodeEntities(rest), true)
+				dst = s.emitText(dst, reply.DecodeEntities(rest), true)
 				s.pos = len(full)
 			default:
 				end := xmlHoldStart(rest, s.close)
-				dst = s.emitText(dst, decodeEntities(rest[:end]), false)
+				dst = s.emitText(dst, reply.DecodeEntities(rest[:end]), false)
 				s.pos += end
 				return dst
 			}
@@ -154,21 +155,12 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 	return dst
 }
 
-func isThinkTag(name string) bool {
-	for _, t := range thinkTags {
-		if strings.EqualFold(t, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // findClose finds the closing tag close ("</name") in rest: followed by
 // '>' or a blank, not by more of a longer name. An occurrence at the very
 // end is undecided (-1) until the text is final.
 func findClose(rest, close string, final bool) int {
 	for from := 0; ; {
-		k := indexFold(rest[from:], close)
+		k := reply.IndexFold(rest[from:], close)
 		if k < 0 {
 			return -1
 		}
@@ -180,7 +172,7 @@ func findClose(rest, close string, final bool) int {
 			}
 			return -1
 		}
-		if !isNameByte(rest[after], false) {
+		if !reply.IsNameByte(rest[after], false) {
 			return k
 		}
 		from = k + 1
@@ -207,30 +199,6 @@ func xmlHoldStart(rest, close string) int {
 		end = i
 	}
 	return end
-}
-
-// decodeEntities decodes XML entities; an '&' that starts none stays.
-func decodeEntities(s string) string {
-	if !strings.Contains(s, "&") {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '&')
-		if i < 0 {
-			b.WriteString(s)
-			break
-		}
-		b.WriteString(s[:i])
-		if r, n := xmlEntity(s[i:]); n > 0 {
-			b.WriteString(r)
-			s = s[i+n:]
-			continue
-		}
-		b.WriteByte('&')
-		s = s[i+1:]
-	}
-	return b.String()
 }
 
 // emitText sends decoded text of the current field: leading blanks of the

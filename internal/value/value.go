@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"math/big"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -323,14 +323,47 @@ func intFromNumber(n json.Number, raw string) (int64, error) {
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		return i, nil
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || math.IsInf(f, 0) || f >= 1<<63 || f < -(1<<63) {
+	r, ok := exactNumber(string(n))
+	switch {
+	case !ok:
+		return 0, invalid("%s is out of range for an int", clip(raw))
+	case !r.IsInt():
+		return 0, invalid("%s is not a whole number", clip(raw))
+	case !r.Num().IsInt64():
 		return 0, invalid("%s is out of range for an int", clip(raw))
 	}
-	if f != math.Trunc(f) {
-		return 0, invalid("%s is not a whole number", clip(raw))
+	return r.Num().Int64(), nil
+}
+
+// maxExponent bounds the decimal exponent exactNumber reads: far beyond
+// any int64 or float64, and small enough that the exact value stays cheap.
+const maxExponent = 400
+
+// exactNumber reads a JSON-spelled number exactly (never through a
+// float64, which rounds integers beyond 2^53). It reports false for an
+// exponent beyond maxExponent.
+func exactNumber(s string) (*big.Rat, bool) {
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > maxExponent || e < -maxExponent {
+			return nil, false
+		}
+		mant, exp = s[:i], e
 	}
-	return int64(f), nil
+	r, ok := new(big.Rat).SetString(mant)
+	if !ok {
+		return nil, false
+	}
+	if exp != 0 {
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
+		if exp > 0 {
+			r.Mul(r, new(big.Rat).SetInt(p))
+		} else {
+			r.Quo(r, new(big.Rat).SetInt(p))
+		}
+	}
+	return r, true
 }
 
 func intValue(n int64, t reflect.Type, raw string) (reflect.Value, error) {

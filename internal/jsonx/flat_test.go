@@ -1,10 +1,8 @@
-package adapter
+package jsonx
 
 import (
 	"reflect"
 	"testing"
-
-	"github.com/sigwire/adapter/internal/jsonx"
 )
 
 // FuzzDecodeFlat: the fast path agrees with encoding/json whenever it
@@ -14,11 +12,11 @@ func FuzzDecodeFlat(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		flat, ok := decodeFlat(s)
+		flat, ok := DecodeFlat(s)
 		if !ok {
 			return
 		}
-		strict, err := jsonx.Decode(s)
+		strict, err := Decode(s)
 		if err != nil {
 			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", s, err)
 		}

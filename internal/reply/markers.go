@@ -1,0 +1,532 @@
+package reply
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Mark is one field marker found in a reply.
+type Mark struct {
+	Start, End int  // the marker's extent; its section's text starts at End
+	Field      int  // output index, Other or Completed
+	LineStart  bool // nothing but decoration before it on its line
+	Strong     bool // brackets on both sides: a marker wherever it stands
+	nameStart  int  // the name as written is text[nameStart:nameEnd]
+	nameEnd    int
+}
+
+// Name returns the marker's name as written in text.
+func (m Mark) Name(text string) string { return text[m.nameStart:m.nameEnd] }
+
+// FindMarker finds the next marker at or after pos. It reads the forms
+// models write:
+//
+//	[[ ## answer ## ]]   [[## answer ##]]   **[[ ## answer ## ]]**
+//	### [[ ## answer ## ]]   [[ ## Answer ## ]]:   ## answer ##
+//	[[ ## answer ## ]   [ ## answer ## ]]   [[ ## answer # ]]   [[ answer ## ]]
+//
+// A marker with brackets on both sides and hashes on both sides of the
+// name (Strong) is reported wherever it stands and with any name; with
+// brackets on both sides but hashes on one side, wherever it stands when
+// it names a field; any other form (hashes on both sides, or a bracket and
+// a hash) only at the start of its line, naming a field. Whether a marker
+// that is not at the start of its line counts is the section reader's
+// decision (see Scan). A marker found never starts before pos: its
+// decoration cannot reach back into text already read.
+func FindMarker(sig *signature.Signature, s string, pos int) (Mark, bool) {
+	lo := pos
+	for pos < len(s) {
+		j := strings.IndexByte(s[pos:], '#')
+		if j < 0 {
+			return Mark{}, false
+		}
+		i := pos + j
+		run := i
+		for run < len(s) && s[run] == '#' {
+			run++
+		}
+		if (run-i > 1 || nearBracket(s, i, run)) && run-i <= maxHashes {
+			if m, ok := markerAt(sig, s, i, run, lo); ok {
+				return m, true
+			}
+		}
+		pos = run
+	}
+	return Mark{}, false
+}
+
+// nearBracket reports a '[' just before s[i:run] or a ']' just after it
+// (blanks between): a single hash is part of a marker only in a bracketed
+// form ("[[ # answer ## ]]", "[[ ## answer # ]]").
+func nearBracket(s string, i, run int) bool {
+	b := i
+	for b > 0 && i-b < 3 && (s[b-1] == ' ' || s[b-1] == '\t') {
+		b--
+	}
+	if b > 0 && s[b-1] == '[' {
+		return true
+	}
+	e := skipBlank(s, run)
+	return e < len(s) && e-run < 3 && s[e] == ']'
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func skipBlank(s string, k int) int {
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	return k
+}
+
+func skipBlankBack(s string, k, lo int) int {
+	for k > lo && (s[k-1] == ' ' || s[k-1] == '\t') {
+		k--
+	}
+	return k
+}
+
+// maxHashes bounds a marker's run of hashes ("###" is common, more is a
+// heading rule or noise).
+const maxHashes = 4
+
+// markerAt parses a marker around the run of hashes s[i:run]: the name
+// after it (the run opens the marker) or, failing that, before it (the run
+// closes "[[ answer ## ]]"). The marker never starts before lo.
+func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
+	if run-i > maxHashes {
+		return Mark{}, false
+	}
+	// Forward: the run opens the marker.
+	k := skipBlank(s, run)
+	n0 := k
+	for k < len(s) && isWordByte(s[k]) {
+		k++
+	}
+	h1, h2 := run-i, 0
+	var nameStart, nameEnd, end, start int
+	if k > n0 {
+		nameStart, nameEnd = n0, k
+		k = skipBlank(s, k)
+		for k < len(s) && s[k] == '#' && h2 < maxHashes {
+			k++
+			h2++
+		}
+		end = k
+		start = i
+	} else {
+		// Backward: the run closes a marker whose name comes before it.
+		ne := skipBlankBack(s, i, lo)
+		ns := ne
+		for ns > lo && isWordByte(s[ns-1]) {
+			ns--
+		}
+		if ns == ne {
+			return Mark{}, false
+		}
+		nameStart, nameEnd = ns, ne
+		h1, h2 = 0, run-i
+		end, start = run, ns
+	}
+	// Closing brackets, then decoration after the marker: ":", "**", "__".
+	e := skipBlank(s, end)
+	rb := 0
+	for rb < 3 && e < len(s) && s[e] == ']' {
+		e++
+		rb++
+	}
+	if rb > 0 || h2 > 0 {
+		end = e
+	}
+	for end < len(s) {
+		switch {
+		case s[end] == ':':
+			end++
+		case strings.HasPrefix(s[end:], "**"), strings.HasPrefix(s[end:], "__"):
+			end += 2
+		default:
+			goto back
+		}
+	}
+back:
+	// Opening brackets, then decoration before: "**", heading hashes, quote
+	// marks, up to the line start.
+	start = skipBlankBack(s, start, lo)
+	lb := 0
+	for lb < 3 && start > lo && s[start-1] == '[' {
+		start--
+		lb++
+	}
+	if lb == 0 {
+		start = max(i, lo)
+		if h1 == 0 {
+			start = nameStart
+		}
+	}
+	lineStart := true
+	b := start
+	for b > 0 && s[b-1] != '\n' && s[b-1] != '\r' {
+		switch s[b-1] {
+		case ' ', '\t', '*', '#', '>', '_':
+			b--
+			continue
+		}
+		lineStart = false
+		break
+	}
+	if lineStart {
+		start = b
+	} else if start >= 2 && (s[start-2:start] == "**" || s[start-2:start] == "__") {
+		start -= 2
+	}
+	start = max(start, lo)
+	name := s[nameStart:nameEnd]
+	field := OutputIndex(sig, name)
+	known := field != Other || IsInput(sig, name)
+	bracketed := lb > 0 && rb > 0
+	strong := bracketed && h1 > 0 && h2 > 0
+	switch {
+	case strong:
+	case bracketed && known:
+	case lineStart && known && (h1 > 0 && h2 > 0 || (lb > 0 || rb > 0)):
+	default:
+		return Mark{}, false
+	}
+	return Mark{Start: start, End: end, Field: field, LineStart: lineStart, Strong: strong, nameStart: nameStart, nameEnd: nameEnd}, true
+}
+
+// SectionText is a section's value: the text after its marker, trimmed.
+// Text on the marker's own line is trimmed on its own as well, as DSPy
+// strips the header line's remainder ("[[ ## a ## ]] x  \n y" is "x\n y").
+func SectionText(seg string) string {
+	nl := strings.IndexByte(seg, '\n')
+	if nl > 0 {
+		if head := strings.TrimSpace(seg[:nl]); head != "" && len(strings.TrimRightFunc(seg[:nl], unicode.IsSpace)) < nl {
+			if rest := strings.TrimRightFunc(seg[nl:], unicode.IsSpace); rest != "" {
+				return head + rest
+			}
+		}
+	}
+	return strings.TrimSpace(seg)
+}
+
+// maxBuffered is how many markers a scan keeps from its first pass; a
+// reply with more is scanned twice.
+const maxBuffered = 16
+
+// markerScan is the first pass over a reply's markers: where the reply
+// ends, and which outputs have a marker at the start of a line.
+type markerScan struct {
+	sig      *signature.Signature
+	text     string
+	buf      [maxBuffered]Mark
+	n        int
+	overflow bool
+	end      int    // the first line-start completed marker, or len(text)
+	lineMask uint64 // outputs 0–63 with a line-start marker before end
+	lineMore []bool // outputs from 64 on, likewise
+	lastLine int    // start of the last line-start output marker before end, or -1
+	anyLine  bool
+}
+
+func (ms *markerScan) init(sig *signature.Signature, text string) {
+	ms.sig, ms.text, ms.end, ms.lastLine = sig, text, len(text), -1
+	for pos := 0; ; {
+		m, ok := FindMarker(sig, text, pos)
+		if !ok {
+			return
+		}
+		if m.Field == Completed && m.LineStart {
+			ms.end = m.Start
+			return
+		}
+		if m.Field >= 0 && m.LineStart {
+			ms.setLine(m.Field)
+			ms.lastLine = m.Start
+			ms.anyLine = true
+		}
+		if ms.n < len(ms.buf) {
+			ms.buf[ms.n] = m
+			ms.n++
+		} else {
+			ms.overflow = true
+		}
+		pos = m.End
+	}
+}
+
+func (ms *markerScan) setLine(i int) {
+	if i < 64 {
+		ms.lineMask |= 1 << i
+		return
+	}
+	if ms.lineMore == nil {
+		ms.lineMore = make([]bool, ms.sig.NumOutputs()-64)
+	}
+	ms.lineMore[i-64] = true
+}
+
+func (ms *markerScan) hasLine(i int) bool {
+	if i < 64 {
+		return ms.lineMask&(1<<i) != 0
+	}
+	return ms.lineMore != nil && ms.lineMore[i-64]
+}
+
+// counts reports whether a marker found by the first pass takes effect.
+// A marker at the start of its line always does (an input or unknown name
+// ends the section before it, as in DSPy). One in the middle of a line is
+// recovery only: an output marker counts when that output has no marker
+// at the start of a line, a completed marker when no line-start output
+// marker follows it; any other mid-line marker is text. So text a model
+// quotes (an echoed input holding "[[ ## verdict ## ]] x [[ ## completed
+// ## ]]") never overrides its own answer.
+func (ms *markerScan) counts(m Mark) bool {
+	switch {
+	case m.LineStart:
+		return true
+	case m.Field >= 0:
+		return !ms.hasLine(m.Field)
+	case m.Field == Completed:
+		return m.Start > ms.lastLine
+	}
+	return false
+}
+
+// markIter walks the markers before the end, in order: from the first
+// pass's buffer, or scanning again when the buffer overflowed.
+type markIter struct {
+	ms     *markerScan
+	i, pos int
+}
+
+func (it *markIter) next() (Mark, bool) {
+	ms := it.ms
+	if !ms.overflow {
+		if it.i >= ms.n {
+			return Mark{}, false
+		}
+		it.i++
+		return ms.buf[it.i-1], true
+	}
+	m, ok := FindMarker(ms.sig, ms.text, it.pos)
+	if !ok || m.Start >= ms.end {
+		return Mark{}, false
+	}
+	it.pos = m.End
+	return m, true
+}
+
+// sections files the text after each counting marker under its output,
+// up to the next counting marker or the end. It reports whether any output
+// marker counted; a field given twice with different values is
+// ErrAmbiguous. unknown reports a line-start marker with a name that is
+// neither an output nor an input (a rename candidate).
+func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) {
+	cur, curStart := Other, 0
+	it := markIter{ms: ms}
+	for {
+		m, ok := it.next()
+		if !ok {
+			break
+		}
+		if !ms.counts(m) {
+			continue
+		}
+		if cur >= 0 {
+			if err := setText(fields, cur, Marker, SectionText(ms.text[curStart:m.Start])); err != nil {
+				return found, unknown, err
+			}
+		}
+		if m.Field == Completed {
+			return found, unknown, nil
+		}
+		cur, curStart = m.Field, m.End
+		found = found || m.Field >= 0
+		unknown = unknown || m.Field == Other && !IsInput(ms.sig, m.Name(ms.text))
+	}
+	if cur >= 0 {
+		err = setText(fields, cur, Marker, SectionText(ms.text[curStart:ms.end]))
+	}
+	return found, unknown, err
+}
+
+// renamedSection finds the section of a line-start marker whose unknown
+// name is a rename of the one missing output.
+func (ms *markerScan) renamedSection(missing int) (string, bool) {
+	var names, texts []string
+	cur, curStart := -1, 0
+	it := markIter{ms: ms}
+	for {
+		m, ok := it.next()
+		if !ok {
+			if cur >= 0 {
+				texts[cur] = SectionText(ms.text[curStart:ms.end])
+			}
+			break
+		}
+		if !ms.counts(m) {
+			continue
+		}
+		if cur >= 0 {
+			texts[cur] = SectionText(ms.text[curStart:m.Start])
+			cur = -1
+		}
+		if m.Field == Completed {
+			break
+		}
+		if m.Field == Other && !IsInput(ms.sig, m.Name(ms.text)) {
+			names = append(names, m.Name(ms.text))
+			texts = append(texts, "")
+			cur, curStart = len(names)-1, m.End
+		}
+	}
+	name, ok := RenameTarget(ms.sig, missing, names)
+	if !ok {
+		return "", false
+	}
+	text := ""
+	for i, n := range names {
+		switch {
+		case n != name || texts[i] == "":
+		case text == "":
+			text = texts[i]
+		case texts[i] != text:
+			return "", false // two different values: the reply does not say
+		}
+	}
+	return text, true
+}
+
+// setText files a section's text under output i: the first non-empty text
+// wins; a second, different non-empty text is ErrAmbiguous.
+func setText(fields []Field, i int, src Source, v string) error {
+	f := &fields[i]
+	switch {
+	case f.Source == Missing || f.Text == "":
+		f.Source, f.Text = src, v
+	case v != "" && v != f.Text:
+		return &Error{Field: i, Err: wrapf(ErrAmbiguous, "the field appears twice with different values")}
+	}
+	return nil
+}
+
+// findLabel finds the next "Answer: …" label (also "**Answer:**",
+// "Final answer:", a heading "## Answer" alone on its line) that starts a
+// line and names a field, for replies written without markers. Input
+// names end a section, as with markers.
+func findLabel(sig *signature.Signature, s string, pos int) (Mark, bool) {
+	for pos < len(s) {
+		end := len(s)
+		if nl := strings.IndexByte(s[pos:], '\n'); nl >= 0 {
+			end = pos + nl
+		}
+		if m, ok := labelAt(sig, s, pos, end); ok {
+			return m, true
+		}
+		pos = end + 1
+	}
+	return Mark{}, false
+}
+
+// maxLabel bounds a label's length.
+const maxLabel = 40
+
+// labelAt parses a label at the start of the line s[start:end].
+func labelAt(sig *signature.Signature, s string, start, end int) (Mark, bool) {
+	decor := func(k int) int {
+		for k < end && strings.IndexByte(" \t*_#>", s[k]) >= 0 {
+			k++
+		}
+		return k
+	}
+	k := decor(start)
+	decorated := k > start && strings.ContainsAny(s[start:k], "*_#")
+	n0 := k
+	for k < end && k-n0 < maxLabel && (isWordByte(s[k]) || s[k] == ' ') {
+		k++
+	}
+	name := strings.Trim(s[n0:k], " _")
+	k = decor(k)
+	lineEnd := strings.TrimRight(s[k:end], " \t\r*_#:") == ""
+	switch {
+	case name == "" || k >= end && !decorated:
+		return Mark{}, false
+	case k < end && s[k] == ':':
+		k++
+		for k+1 < end && (s[k:k+2] == "**" || s[k:k+2] == "__") {
+			k += 2
+		}
+	case decorated && lineEnd:
+		k = end // a heading or bold line naming the field: "## Answer"
+	default:
+		return Mark{}, false
+	}
+	field, ok := labelField(sig, name)
+	if !ok {
+		return Mark{}, false
+	}
+	return Mark{Start: start, End: k, Field: field, LineStart: true, nameStart: n0, nameEnd: n0 + len(name)}, true
+}
+
+// labelField resolves a label's words to a field: all of them ("Final
+// answer" as final_answer), else the last ones ("Final answer" as answer);
+// an input name counts (it ends a section).
+func labelField(sig *signature.Signature, name string) (int, bool) {
+	words := strings.Fields(name)
+	for i := range words {
+		cand := strings.Join(words[i:], "_")
+		field := OutputIndex(sig, cand)
+		switch {
+		case field == Completed:
+			return 0, false
+		case field >= 0:
+			return field, true
+		case i == 0 && IsInput(sig, cand):
+			return Other, true
+		}
+	}
+	return 0, false
+}
+
+// labels files the sections of "Answer: …" labels; it reports whether any
+// output label was found.
+func labels(sig *signature.Signature, text string, fields []Field) (bool, error) {
+	any := false
+	cur, curStart := Other, 0
+	for pos := 0; ; {
+		m, ok := findLabel(sig, text, pos)
+		end := len(text)
+		if ok {
+			end = m.Start
+		}
+		if cur >= 0 {
+			if err := setText(fields, cur, Label, SectionText(text[curStart:end])); err != nil {
+				return any, err
+			}
+		}
+		if !ok {
+			return any, nil
+		}
+		cur, curStart, pos = m.Field, m.End, m.End
+		any = any || m.Field >= 0
+	}
+}
+
+// HasOutputMarker reports whether text holds a marker of an output field.
+func HasOutputMarker(sig *signature.Signature, text string) bool {
+	for pos := 0; ; {
+		m, ok := FindMarker(sig, text, pos)
+		if !ok {
+			return false
+		}
+		if m.Field >= 0 {
+			return true
+		}
+		pos = m.End
+	}
+}

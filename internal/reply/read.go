@@ -1,0 +1,275 @@
+package reply
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// Shape is the reply format an adapter asks for: it decides which shape
+// the reader tries first.
+type Shape uint8
+
+// Reply shapes.
+const (
+	Markers Shape = iota // Chat: [[ ## name ## ]] sections
+	JSON                 // a JSON object
+	XML                  // <name> elements
+)
+
+// Source says where a field's content was found.
+type Source uint8
+
+// Sources of a field's content.
+const (
+	Missing Source = iota // not in the reply
+	Marker                // a field marker's section: Text
+	Label                 // an "Answer: …" label's section: Text
+	Bare                  // the whole reply, for a single str output: Text
+	Element               // an XML element: Value is its tree (a string leaf, []any, map[string]any, or nil)
+	Member                // a JSON member: Value is the decoded value, Text the key
+)
+
+// Field is the raw content of one output field.
+type Field struct {
+	Source Source
+	Text   string
+	Value  any
+	Err    error // the content is there but cannot be read (an element cut off)
+}
+
+// Read reads the output fields of a reply into fields (one per output, in
+// order; the caller's slice, reset here). It strips reasoning (a leading
+// <think> block, harmony channels), unwraps a code fence around the whole
+// reply, then reads the first shape that holds the answer, in the order
+// the adapter prefers:
+//
+//   - Markers: field markers, then a reply that is JSON, then XML
+//     elements, then JSON in prose, then "Answer: …" labels;
+//   - JSON: a reply that is JSON, then markers, XML elements, JSON in
+//     prose, labels;
+//   - XML: elements, then markers, a reply that is JSON, JSON in prose,
+//     labels.
+//
+// A reply with none of these is, for a signature whose only output is a
+// str, that output's text. A field missing from the reply is left
+// Missing; defaults and missing-field errors are the caller's. Errors are
+// *Error values wrapping ErrAmbiguous, ErrTruncated or an invalid-value
+// error.
+func Read(sig *signature.Signature, completion string, prefer Shape, fields []Field) error {
+	for i := range fields {
+		fields[i] = Field{}
+	}
+	text := unfence(StripReasoning(sig, completion))
+	jsonFirst := looksJSON(text)
+	var order [4]shape
+	switch {
+	case prefer == JSON && jsonFirst:
+		order = [4]shape{shJSON, shMarkers, shXML, shLabels}
+	case prefer == JSON:
+		order = [4]shape{shMarkers, shXML, shJSON, shLabels}
+	case prefer == XML:
+		order = [4]shape{shXML, shMarkers, shJSON, shLabels}
+	case jsonFirst:
+		order = [4]shape{shMarkers, shJSON, shXML, shLabels}
+	default:
+		order = [4]shape{shMarkers, shXML, shJSON, shLabels}
+	}
+	for _, sh := range order {
+		var found bool
+		var err error
+		switch sh {
+		case shMarkers:
+			found, err = readMarkers(sig, text, fields)
+		case shXML:
+			found, err = readXML(sig, text, fields)
+		case shJSON:
+			found, err = readJSONShape(sig, text, fields)
+		case shLabels:
+			found, err = labels(sig, text, fields)
+		}
+		if err != nil {
+			return replyErr(-1, err)
+		}
+		if found {
+			return nil
+		}
+	}
+	readBare(sig, text, fields)
+	return nil
+}
+
+// shape is one of the shapes Read tries. Each reader reports found when
+// the reply has that shape: its fields are then the answer, whatever is
+// missing.
+type shape uint8
+
+const (
+	shMarkers shape = iota
+	shXML
+	shJSON
+	shLabels
+)
+
+func readMarkers(sig *signature.Signature, text string, fields []Field) (bool, error) {
+	if strings.IndexByte(text, '#') < 0 {
+		return false, nil
+	}
+	var ms markerScan
+	ms.init(sig, text)
+	if ms.n == 0 && !ms.overflow {
+		return false, nil
+	}
+	found, unknown, err := ms.sections(fields)
+	if err != nil {
+		return found, err
+	}
+	if unknown {
+		if missing := onlyMissing(sig, fields); missing >= 0 {
+			if t, ok := ms.renamedSection(missing); ok {
+				fields[missing] = Field{Source: Marker, Text: t}
+				found = true
+			}
+		}
+	}
+	return found, nil
+}
+
+func readXML(sig *signature.Signature, text string, fields []Field) (bool, error) {
+	if strings.IndexByte(text, '<') < 0 {
+		return false, nil
+	}
+	n := sig.NumOutputs()
+	found := make([][]xmlElem, n)
+	hit, err := collectXML(sig, text, 0, len(text), found, 0)
+	if err != nil || !hit {
+		return hit, err
+	}
+	for i := range n {
+		els := found[i]
+		if len(els) == 0 {
+			continue
+		}
+		f := sig.Output(i)
+		if !els[len(els)-1].closed {
+			fields[i] = Field{Source: Element, Err: wrapf(ErrTruncated, "<"+f.Name+"> is not closed")}
+			continue
+		}
+		tree, err := xmlFieldTree(text, els, f.Spec)
+		fields[i] = Field{Source: Element, Value: tree, Err: err}
+	}
+	if missing := onlyMissing(sig, fields); missing >= 0 {
+		renamedElement(sig, text, missing, fields)
+	}
+	return true, nil
+}
+
+// renamedElement reads the one missing output from a top-level element
+// whose tag is a rename of it.
+func renamedElement(sig *signature.Signature, text string, missing int, fields []Field) {
+	els, err := scanXML(text, 0, len(text), nil)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, el := range els {
+		if OutputIndex(sig, el.key()) == Other && !IsInput(sig, el.key()) && !IsThinkTag(el.key()) {
+			names = append(names, el.key())
+		}
+	}
+	name, ok := RenameTarget(sig, missing, names)
+	if !ok {
+		return
+	}
+	var mine []xmlElem
+	for _, el := range els {
+		if el.key() == name {
+			mine = append(mine, el)
+		}
+	}
+	if len(mine) == 0 || !mine[len(mine)-1].closed {
+		return
+	}
+	if tree, err := xmlFieldTree(text, mine, sig.Output(missing).Spec); err == nil {
+		fields[missing] = Field{Source: Element, Value: tree}
+	}
+}
+
+func readJSONShape(sig *signature.Signature, text string, fields []Field) (bool, error) {
+	if strings.IndexAny(text, "{[") < 0 {
+		return false, nil
+	}
+	found, err := readJSON(sig, text)
+	switch {
+	case errors.Is(err, errNotJSON):
+		return false, nil
+	case err != nil:
+		return true, err
+	case found.obj == nil:
+		return false, nil
+	}
+	members(sig, unwrap(sig, found.obj), fields)
+	return true, nil
+}
+
+// readBare files the whole reply under a signature's only output when
+// that is a str: a reply with no structure (not even a marker of another
+// name) is the answer itself.
+func readBare(sig *signature.Signature, text string, fields []Field) {
+	if sig.NumOutputs() != 1 {
+		return
+	}
+	if _, marked := FindMarker(sig, text, 0); marked {
+		return
+	}
+	spec := sig.Output(0).Spec
+	if spec == nil || spec.Kind() != signature.KindString {
+		return
+	}
+	t := strings.TrimSpace(afterOrphanClose(sig, text))
+	if t != "" {
+		fields[0] = Field{Source: Bare, Text: t}
+	}
+}
+
+// looksJSON reports a reply that starts as JSON: '{', '[', a quoted
+// object, or a code fence whose body starts so.
+func looksJSON(text string) bool {
+	t := strings.TrimLeft(text, " \t\r\n")
+	if strings.HasPrefix(t, "```") {
+		if nl := strings.IndexByte(t, '\n'); nl >= 0 {
+			t = strings.TrimLeft(t[nl+1:], " \t\r\n")
+		}
+	}
+	if strings.HasPrefix(t, `"`) {
+		t = strings.TrimLeft(t[1:], " \t\r\n")
+	}
+	return t != "" && (t[0] == '{' || t[0] == '[')
+}
+
+// unfence returns the body of a code fence that holds the whole reply
+// (```\n…\n```), or text. A fence whose body is JSON is left to the JSON
+// reader.
+func unfence(text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 7 {
+		return text
+	}
+	nl := strings.IndexByte(t, '\n')
+	if nl < 0 {
+		return text
+	}
+	body := t[nl+1 : len(t)-3]
+	if !strings.HasSuffix(body, "\n") && body != "" {
+		return text // "```" ends a line of the body, not the fence
+	}
+	// The body must not open another fence that the last "```" closes.
+	if strings.Count(body, "```")%2 != 0 {
+		return text
+	}
+	if b := strings.TrimSpace(body); b != "" && (b[0] == '{' || b[0] == '[') {
+		return text
+	}
+	return body
+}

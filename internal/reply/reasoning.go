@@ -1,0 +1,103 @@
+package reply
+
+import (
+	"strings"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// ThinkTags are the tags of the reasoning blocks models write before the
+// answer (<think>…</think>); a tag that names an output field is that
+// field instead.
+var ThinkTags = [...]string{"think", "thinking", "reasoning"}
+
+// IsThinkTag reports whether name is one of ThinkTags, case-insensitively.
+func IsThinkTag(name string) bool {
+	for _, t := range ThinkTags {
+		if strings.EqualFold(t, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// StripReasoning drops what reasoning models write before the answer: a
+// leading <think>…</think> (or <thinking>, <reasoning>) block and OpenAI
+// harmony channels up to the final channel's message. A tag that names an
+// output field is the field, not reasoning. A reply that is all reasoning
+// (the block never closes) has no answer: "".
+func StripReasoning(sig *signature.Signature, s string) string {
+	t := strings.TrimLeft(s, " \t\r\n")
+	if strings.HasPrefix(t, "<|") {
+		const final = "<|channel|>final<|message|>"
+		if i := strings.LastIndex(t, final); i >= 0 {
+			t = t[i+len(final):]
+			for _, suf := range []string{"<|return|>", "<|end|>"} {
+				t = strings.TrimSuffix(strings.TrimRight(t, " \t\r\n"), suf)
+			}
+			return t
+		}
+	}
+	for _, tag := range ThinkTags {
+		if OutputIndex(sig, tag) >= 0 {
+			continue
+		}
+		if len(t) > len(tag)+2 && t[0] == '<' && strings.EqualFold(t[1:len(tag)+1], tag) && t[len(tag)+1] == '>' {
+			closing := "</" + tag + ">"
+			if i := indexFoldASCII(t, closing); i >= 0 {
+				return t[i+len(closing):]
+			}
+			return ""
+		}
+	}
+	return s
+}
+
+// afterOrphanClose returns the text after the last closing think tag that
+// has no opening one ("…reasoning\n</think>\nanswer"), or s.
+func afterOrphanClose(sig *signature.Signature, s string) string {
+	for _, tag := range ThinkTags {
+		if OutputIndex(sig, tag) >= 0 {
+			continue
+		}
+		closing := "</" + tag + ">"
+		if i := lastIndexFoldASCII(s, closing); i >= 0 && indexFoldASCII(s[:i], "<"+tag+">") < 0 {
+			return s[i+len(closing):]
+		}
+	}
+	return s
+}
+
+// indexFoldASCII is strings.Index, ASCII case-insensitively; sub starts
+// with a byte that has no case.
+func indexFoldASCII(s, sub string) int {
+	if sub == "" {
+		return 0
+	}
+	first := sub[0]
+	for i := 0; i+len(sub) <= len(s); {
+		j := strings.IndexByte(s[i:len(s)-len(sub)+1], first)
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+func lastIndexFoldASCII(s, sub string) int {
+	for j := len(s); ; {
+		i := strings.LastIndexByte(s[:j], sub[0])
+		if i < 0 {
+			return -1
+		}
+		if len(s)-i >= len(sub) && strings.EqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+		j = i
+	}
+}

@@ -1,0 +1,605 @@
+package reply
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/sigwire/adapter/internal/value"
+	"github.com/sigwire/adapter/signature"
+)
+
+// MaxXMLDepth bounds the nesting of elements read.
+const MaxXMLDepth = 64
+
+// collectXML files the elements directly inside text[from:to] under the
+// outputs they name; when none names an output it looks inside wrapper
+// elements (two levels at most). It reports whether any output element was
+// found.
+func collectXML(sig *signature.Signature, text string, from, to int, found [][]xmlElem, depth int) (bool, error) {
+	isField := func(name string) bool { return OutputIndex(sig, name) >= 0 }
+	els, err := scanXML(text, from, to, isField)
+	if err != nil {
+		return false, err
+	}
+	hit := false
+	for _, el := range els {
+		if i := OutputIndex(sig, el.key()); i >= 0 {
+			found[i] = append(found[i], el)
+			hit = true
+		}
+	}
+	if hit || depth >= 2 {
+		return hit, nil
+	}
+	for _, el := range els {
+		if el.selfClosing || IsInput(sig, el.key()) {
+			continue
+		}
+		inner, err := collectXML(sig, text, el.start, el.end, found, depth+1)
+		if err != nil {
+			return false, err
+		}
+		hit = hit || inner
+	}
+	return hit, nil
+}
+
+// xmlFieldTree turns a field's elements into decoded data for
+// value.FromJSON: text leaves, []any for lists, map[string]any for structs
+// and dicts, nil for an empty optional element.
+func xmlFieldTree(text string, els []xmlElem, spec *signature.TypeSpec) (any, error) {
+	if len(els) > 1 {
+		if listSpec(spec) != nil {
+			items := make([]any, 0, len(els))
+			for _, el := range els {
+				v, err := xmlTree(text, el, listSpec(spec).Elem(), 0)
+				if err != nil {
+					return nil, err
+				}
+				items = append(items, v)
+			}
+			return items, nil
+		}
+		first := strings.TrimSpace(text[els[0].start:els[0].end])
+		for _, el := range els[1:] {
+			if strings.TrimSpace(text[el.start:el.end]) != first {
+				return nil, wrapf(ErrAmbiguous, "the field appears twice with different values")
+			}
+		}
+	}
+	return xmlTree(text, els[0], spec, 0)
+}
+
+func listSpec(spec *signature.TypeSpec) *signature.TypeSpec {
+	if spec.Kind() == signature.KindOptional {
+		spec = spec.Elem()
+	}
+	if spec.Kind() == signature.KindList {
+		return spec
+	}
+	return nil
+}
+
+// xmlTree reads one element by the field type.
+func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any, error) {
+	if depth > MaxXMLDepth {
+		return nil, wrapf(value.ErrInvalid, "elements nested deeper than "+strconv.Itoa(MaxXMLDepth)+" levels")
+	}
+	content := text[el.start:el.end]
+	trimmed := strings.TrimSpace(content)
+	if spec.Kind() == signature.KindOptional {
+		if trimmed == "" {
+			return nil, nil
+		}
+		spec = spec.Elem()
+	}
+	switch spec.Kind() {
+	case signature.KindList, signature.KindStruct, signature.KindDict:
+		if strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "{") {
+			return xmlText(content), nil // JSON inside the element
+		}
+		children, err := scanXML(text, el.start, el.end, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range children {
+			if !c.closed {
+				return nil, wrapf(ErrTruncated, "element <"+c.name+"> is not closed")
+			}
+		}
+		if spec.Kind() == signature.KindList {
+			items := make([]any, 0, len(children))
+			if len(children) == 0 {
+				if trimmed != "" {
+					items = append(items, xmlText(content))
+				}
+				return items, nil
+			}
+			for _, c := range children {
+				v, err := xmlTree(text, c, spec.Elem(), depth+1)
+				if err != nil {
+					return nil, err
+				}
+				items = append(items, v)
+			}
+			return items, nil
+		}
+		m := make(map[string]any, len(children))
+		for _, c := range children {
+			var sub *signature.TypeSpec
+			if spec.Kind() == signature.KindDict {
+				sub = spec.Elem()
+			} else {
+				sub = structFieldSpec(spec, c.key())
+				if sub == nil {
+					continue // pydantic ignores unknown keys
+				}
+			}
+			v, err := xmlTree(text, c, sub, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			prev, again := m[c.key()]
+			switch {
+			case !again:
+				m[c.key()] = v
+			case IsList(sub):
+				// Repeated children of a list member are its items:
+				// <tags><a>3</a><a>4</a></tags> is {"a": [3, 4]}.
+				items, _ := prev.([]any)
+				more, _ := v.([]any)
+				m[c.key()] = append(items, more...)
+			case !reflect.DeepEqual(prev, v):
+				return nil, wrapf(ErrAmbiguous, "<"+c.name+"> appears twice with different values")
+			}
+		}
+		return m, nil
+	}
+	return xmlText(content), nil
+}
+
+func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec {
+	fields, err := spec.Fields()
+	if err != nil {
+		return nil
+	}
+	var folded *signature.TypeSpec
+	for _, sf := range fields {
+		if sf.Field.Name == name {
+			return sf.Field.Spec
+		}
+		if strings.EqualFold(sf.Field.Name, name) {
+			folded = sf.Field.Spec
+		}
+	}
+	return folded
+}
+
+// xmlText is an element's text: CDATA sections literally, entities
+// decoded elsewhere, child markup kept as written, trimmed.
+func xmlText(content string) string {
+	s := strings.TrimSpace(content)
+	if !strings.ContainsAny(s, "&<") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "<![CDATA[")
+		if i < 0 {
+			b.WriteString(decodeEntities(s))
+			break
+		}
+		b.WriteString(decodeEntities(s[:i]))
+		s = s[i+len("<![CDATA["):]
+		end := strings.Index(s, "]]>")
+		if end < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:end])
+		s = s[end+3:]
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// xmlEntity decodes the entity at the start of s (&amp; &#38; &#x26; …),
+// returning its text and length, or n == 0 when s does not start with one.
+func xmlEntity(s string) (string, int) {
+	end := strings.IndexByte(s[:min(len(s), 11)], ';') // entities are short: never scan further
+	if end < 2 {
+		return "", 0
+	}
+	name := s[1:end]
+	switch name {
+	case "amp":
+		return "&", end + 1
+	case "lt":
+		return "<", end + 1
+	case "gt":
+		return ">", end + 1
+	case "quot":
+		return `"`, end + 1
+	case "apos":
+		return "'", end + 1
+	}
+	if name[0] == '#' {
+		var n uint64
+		var err error
+		if len(name) > 1 && (name[1] == 'x' || name[1] == 'X') {
+			n, err = strconv.ParseUint(name[2:], 16, 32)
+		} else {
+			n, err = strconv.ParseUint(name[1:], 10, 32)
+		}
+		if err == nil && n > 0 && n <= unicode.MaxRune {
+			return string(rune(n)), end + 1
+		}
+	}
+	return "", 0
+}
+
+// xmlElem is one element found by scanXML: its content is
+// text[start:end].
+type xmlElem struct {
+	name        string
+	entryKey    string // the key attribute of an <entry> element
+	start, end  int
+	next        int // where scanning continues after the element
+	selfClosing bool
+	closed      bool
+}
+
+// key is the name a field or struct member is looked up by: an <entry>'s
+// key attribute, else the tag name.
+func (e xmlElem) key() string {
+	if e.name == "entry" && e.entryKey != "" {
+		return e.entryKey
+	}
+	return e.name
+}
+
+// scanXML lists the elements directly inside text[from:to]. Text that is
+// not markup, including a '<' that starts no tag, is skipped; comments,
+// processing instructions and CDATA are stepped over. An element without
+// its closing tag runs to the end (closed false).
+//
+// For the elements of output fields (isField), the reply's own structure
+// decides: an element ends at the last closing tag before the next field
+// element (a value may contain its own closing tag), and an element
+// without a closing tag ends where the next field element starts (a
+// forgotten closing tag); only the last one can run to the end unclosed.
+func scanXML(text string, from, to int, isField func(string) bool) ([]xmlElem, error) {
+	var out []xmlElem
+	lastClose := map[string]int{} // per tag name: its last closing tag in text[:to]
+	for i := from; i < to; {
+		j := strings.IndexByte(text[i:to], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		if skip := skipMarkup(text, i, to); skip > i {
+			i = skip
+			continue
+		}
+		el, ok := openTag(text, i, to)
+		if !ok {
+			i++
+			continue
+		}
+		if !el.selfClosing {
+			key := strings.ToLower(el.name)
+			lc, ok := lastClose[key]
+			if !ok {
+				lc = lastCloseFold(text[:to], el.name)
+				lastClose[key] = lc
+			}
+			el.end, el.next, el.closed = closeTag(text, el.name, el.start, to, lc)
+			if isField != nil && isField(el.key()) {
+				el = widenField(text, el, to, isField)
+			}
+		}
+		if len(out) == maxXMLElements {
+			return nil, errXMLTooMany
+		}
+		out = append(out, el)
+		i = el.next
+	}
+	return out, nil
+}
+
+// maxXMLElements bounds the elements read at one level: no real reply has
+// as many, and a reply made of nothing else ("<a><a><a>…") would otherwise
+// cost memory many times its size.
+const maxXMLElements = 1 << 16
+
+var errXMLTooMany = fmt.Errorf("more than %d XML elements at one level", maxXMLElements)
+
+// widenField applies scanXML's rules for a field element.
+func widenField(text string, el xmlElem, to int, isField func(string) bool) xmlElem {
+	from := el.next
+	if !el.closed {
+		from = el.start
+	}
+	boundary := nextFieldOpen(text, from, to, isField)
+	if !el.closed {
+		if boundary < to {
+			el.end, el.next, el.closed = boundary, boundary, true
+		}
+		return el
+	}
+	// A later closing tag of the same name before the next field element.
+	closing := "</" + el.name
+	for i := el.next; i < boundary; {
+		j := indexFold(text[i:boundary], closing)
+		if j < 0 {
+			break
+		}
+		k := i + j + len(closing)
+		e := strings.IndexByte(text[k:boundary], '>')
+		if e < 0 {
+			break
+		}
+		if strings.TrimSpace(text[k:k+e]) == "" {
+			el.end, el.next = i+j, k+e+1
+		}
+		i = k + e + 1
+	}
+	return el
+}
+
+// nextFieldOpen returns the start of the next opening tag of a field
+// element in text[from:to], or to.
+func nextFieldOpen(text string, from, to int, isField func(string) bool) int {
+	for i := from; i < to; {
+		j := strings.IndexByte(text[i:to], '<')
+		if j < 0 {
+			return to
+		}
+		i += j
+		if el, ok := openTag(text, i, to); ok && isField(el.key()) {
+			return i
+		}
+		i++
+	}
+	return to
+}
+
+// lastCloseFold returns the index of the last "</name" in text (case-
+// insensitively), or -1.
+func lastCloseFold(text, name string) int {
+	for j := len(text); ; {
+		i := strings.LastIndex(text[:j], "</")
+		if i < 0 {
+			return -1
+		}
+		if len(text)-i-2 >= len(name) && strings.EqualFold(text[i+2:i+2+len(name)], name) {
+			return i
+		}
+		j = i
+	}
+}
+
+// indexFold is strings.Index, ASCII case-insensitively.
+func indexFold(s, sub string) int {
+	if sub == "" {
+		return 0
+	}
+	// Every use starts sub with '<', which has no case: find it fast.
+	first := sub[0]
+	for i := 0; i+len(sub) <= len(s); {
+		j := strings.IndexByte(s[i:len(s)-len(sub)+1], first)
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+// skipMarkup returns the index after a comment, processing instruction,
+// CDATA section, doctype or stray closing tag at i, or i.
+func skipMarkup(text string, i, to int) int {
+	s := text[i:to]
+	for _, m := range [...]struct{ open, close string }{{"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"}, {"</", ">"}} {
+		if strings.HasPrefix(s, m.open) {
+			if e := strings.Index(s[len(m.open):], m.close); e >= 0 {
+				return i + len(m.open) + e + len(m.close)
+			}
+			return to
+		}
+	}
+	return i
+}
+
+// openTag reads a start tag at text[i] ("<name attr='v'>" or "<name/>").
+func openTag(text string, i, to int) (xmlElem, bool) {
+	j := i + 1
+	for j < to && isNameByte(text[j], j == i+1) {
+		j++
+	}
+	if j == i+1 {
+		return xmlElem{}, false
+	}
+	el := xmlElem{name: text[i+1 : j]}
+	var quote byte
+	for k := j; k < to; k++ {
+		c := text[k]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '<':
+			return xmlElem{}, false // not a tag after all ("a <b and c")
+		case c == '>':
+			attrs := text[j:k]
+			el.selfClosing = strings.HasSuffix(attrs, "/")
+			el.entryKey = attrValue(attrs, "key")
+			el.start, el.end, el.next = k+1, k+1, k+1
+			if el.selfClosing {
+				el.closed = true
+			}
+			if len(attrs) > 0 && attrs[0] != ' ' && attrs[0] != '\t' && attrs[0] != '\n' && attrs[0] != '/' {
+				return xmlElem{}, false
+			}
+			return el, true
+		}
+	}
+	return xmlElem{}, false
+}
+
+func isNameByte(c byte, first bool) bool {
+	switch {
+	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+		return true
+	case !first && (c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':'):
+		return true
+	}
+	return false
+}
+
+// attrValue returns the value of attribute name in a start tag's
+// attribute text, entities decoded.
+func attrValue(attrs, name string) string {
+	for s := attrs; ; {
+		i := strings.Index(s, name)
+		if i < 0 {
+			return ""
+		}
+		rest := strings.TrimLeft(s[i+len(name):], " \t\n")
+		if (i == 0 || strings.IndexByte(" \t\n", s[i-1]) >= 0) && strings.HasPrefix(rest, "=") {
+			rest = strings.TrimLeft(rest[1:], " \t\n")
+			if len(rest) > 1 && (rest[0] == '"' || rest[0] == '\'') {
+				if e := strings.IndexByte(rest[1:], rest[0]); e >= 0 {
+					return xmlText(rest[1 : 1+e])
+				}
+			}
+			return ""
+		}
+		s = s[i+len(name):]
+	}
+}
+
+// closeTag finds the end tag of name for content starting at start,
+// counting nested elements of the same name (case-insensitively). It
+// returns the content end, where scanning continues, and whether the end
+// tag was found; without one the element runs to the end.
+func closeTag(text, name string, start, to int, lastClose int) (end, next int, closed bool) {
+	if lastClose < start {
+		return to, to, false // no closing tag after start: no need to count nesting
+	}
+	depth := 0
+	for i := start; i < to; {
+		j := strings.IndexByte(text[i:to], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		s := text[i:to]
+		switch {
+		case strings.HasPrefix(s, "<![CDATA["), strings.HasPrefix(s, "<!--"):
+			i = skipMarkup(text, i, to)
+			continue
+		case strings.HasPrefix(s, "</"):
+			k := i + 2
+			for k < to && isNameByte(text[k], k == i+2) {
+				k++
+			}
+			if strings.EqualFold(text[i+2:k], name) {
+				e := strings.IndexByte(text[k:to], '>')
+				if e < 0 {
+					return i, to, false
+				}
+				if depth == 0 {
+					return i, k + e + 1, true
+				}
+				depth--
+			}
+			i = k
+			continue
+		}
+		if el, ok := openTag(text, i, to); ok && strings.EqualFold(el.name, name) && !el.selfClosing {
+			if depth++; depth > MaxXMLDepth {
+				return to, to, false // nested deeper than any answer: give up
+			}
+			i = el.start
+			continue
+		}
+		i++
+	}
+	return to, to, false
+}
+
+// hasOutputElement reports whether text holds an element of an output
+// field (directly or inside wrapper elements).
+func hasOutputElement(sig *signature.Signature, text string) bool {
+	if !strings.Contains(text, "<") {
+		return false
+	}
+	// Too many elements counts as found: the XML reader then reports it.
+	hit, err := collectXML(sig, text, 0, len(text), make([][]xmlElem, sig.NumOutputs()), 0)
+	return hit || err != nil
+}
+
+// decodeEntities decodes XML entities; an '&' that starts none stays.
+func decodeEntities(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '&')
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		if r, n := xmlEntity(s[i:]); n > 0 {
+			b.WriteString(r)
+			s = s[i+n:]
+			continue
+		}
+		b.WriteByte('&')
+		s = s[i+1:]
+	}
+	return b.String()
+}
+
+// Tag is a start tag found by OpenTag.
+type Tag struct {
+	Name        string // the tag name as written
+	Key         string // the name a field is looked up by: an <entry>'s key attribute, else Name
+	Start       int    // where the element's content starts (after the tag)
+	SelfClosing bool
+}
+
+// OpenTag reads a start tag at text[i] ("<name attr='v'>" or "<name/>").
+func OpenTag(text string, i int) (Tag, bool) {
+	el, ok := openTag(text, i, len(text))
+	if !ok {
+		return Tag{}, false
+	}
+	return Tag{Name: el.name, Key: el.key(), Start: el.start, SelfClosing: el.selfClosing}, true
+}
+
+// IndexFold is strings.Index, ASCII case-insensitively, for a sub that
+// starts with '<'.
+func IndexFold(s, sub string) int { return indexFold(s, sub) }
+
+// IsNameByte reports a byte of an XML name (first: at its start).
+func IsNameByte(c byte, first bool) bool { return isNameByte(c, first) }
+
+// DecodeEntities decodes XML entities; an '&' that starts none stays.
+func DecodeEntities(s string) string { return decodeEntities(s) }
+
+// IsList reports a list type, possibly optional (its repeated elements are
+// its items).
+func IsList(spec *signature.TypeSpec) bool { return listSpec(spec) != nil }
