@@ -3,6 +3,7 @@ package adapter
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
@@ -10,31 +11,44 @@ import (
 
 // NewFieldStream returns a FieldStream for Chat replies: it finds markers
 // as the text arrives, with the same leniency as Parse, holding back only
-// text that could still turn out to be part of a marker, and trailing
-// whitespace (which Parse trims). A field's marker given again after its
-// text was sent streams as text outside any field: Parse keeps the first
-// value.
+// text that could still turn out to be part of a marker, trailing
+// whitespace (which Parse trims), a str value that may turn out to be
+// wrapped in quotes (Parse drops them), and a last line that may close a
+// code fence around the whole reply. A field's marker given again after
+// its text was sent streams as text outside any field: Parse keeps the
+// first value.
+//
+// A marker in the middle of a line is recovery only for Parse: it counts
+// unless the reply also marks that field (or, for completed, another
+// output) at the start of a line later on. The stream cannot know that
+// yet, so from such a marker on it holds everything back and, on Close,
+// sends what Parse reads from the whole reply.
 func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
 	return &chatFieldStream{sig: sig, cur: reply.Other, hold: -1}
 }
 
 type chatFieldStream struct {
-	sig     *signature.Signature
-	buf     strings.Builder // the whole reply so far
-	pos     int             // text before pos is decided
-	base    int             // where the answer starts (after a think block): a line start
-	cur     int             // the section being read: output index or reply.Other
-	fresh   bool            // at the start of a section: leading blanks are dropped
-	onLine  bool            // still on the marker's line: its trailing blanks are dropped
-	hold    int             // full[hold:pos] is held trailing whitespace of the section; -1 none
-	think   int             // 0 undecided, 1 inside a leading think block, 2 past it
-	done    bool            // the completed marker was seen
-	thinkTo string          // the closing tag of the think block
-	sent    streamed        // outputs whose text was sent
+	sig      *signature.Signature
+	buf      strings.Builder // the whole reply so far
+	pos      int             // text before pos is decided
+	base     int             // where the answer starts (after a think block): a line start
+	cur      int             // the section being read: output index or reply.Other
+	fresh    bool            // at the start of a section: leading blanks are dropped
+	onLine   bool            // still on the marker's line: its trailing blanks are dropped
+	hold     int             // full[hold:pos] is held trailing whitespace of the section; -1 none
+	think    int             // 0 undecided, 1 inside a leading think block, 2 past it
+	done     bool            // the completed marker was seen
+	thinkTo  string          // the closing tag of the think block
+	sent     streamed        // outputs whose text was sent
+	line     streamed        // outputs marked at the start of a line so far
+	deferred bool            // a mid-line marker may count: decide on Close
+	fence    int             // 0 undecided, 1 the reply opens with a code fence, 2 it does not
+	fenceEnd int             // where the text after the opening fence line starts
+	quoted   bool            // holding a str value that starts with a quote
+	qbuf     strings.Builder // the held quoted value
+	sentBuf  [8]int
+	sentLen  []int // bytes sent per output
 }
-
-// thinkTags are the leading reasoning blocks streamed as reasoning.
-var thinkTags = [...]string{"think", "thinking", "reasoning"}
 
 func (s *chatFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 	if s.buf.Cap() == 0 {
@@ -45,14 +59,19 @@ func (s *chatFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 }
 
 func (s *chatFieldStream) Close(dst []FieldDelta) []FieldDelta {
-	return s.advance(dst, true)
+	dst = s.advance(dst, true)
+	if s.deferred {
+		return s.settle(dst)
+	}
+	s.endField(&dst)
+	return dst
 }
 
 // maxMarkerTail bounds the text held back as a possible marker start.
 const maxMarkerTail = 96
 
 func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
-	if s.done {
+	if s.done || s.deferred {
 		return dst
 	}
 	full := s.buf.String()
@@ -78,7 +97,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		}
 	}
 	if s.think == 1 {
-		if i := strings.Index(full[s.pos:], s.thinkTo); i >= 0 {
+		if i := reply.IndexFold(full[s.pos:], s.thinkTo); i >= 0 {
 			if i > 0 {
 				dst = append(dst, FieldDelta{Text: full[s.pos : s.pos+i], Reasoning: true})
 			}
@@ -111,18 +130,50 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			}
 			return s.emit(dst, full, end, final)
 		}
+		if s.fence == 0 {
+			s.openingFence(full[s.base:m.Start], m.Start)
+		}
+		if !m.LineStart {
+			switch {
+			case m.Field >= 0 && !s.line.again(m.Field), m.Field == reply.Completed:
+				// It counts unless a line-start marker follows: undecided.
+				s.deferred = true
+				return s.emit(dst, full, m.Start, false)
+			}
+			// A mid-line marker that cannot count is text of the section.
+			dst = s.emit(dst, full, m.End, false)
+			continue
+		}
 		dst = s.emit(dst, full, m.Start, true)
+		s.endField(&dst)
 		s.hold = -1
 		s.pos = m.End
 		if m.Field == reply.Completed {
 			s.done = true
 			return dst
 		}
+		if m.Field >= 0 {
+			s.line.mark(m.Field)
+		}
 		s.cur, s.fresh, s.onLine = m.Field, true, true
 		if s.sent.again(m.Field) {
 			// A field given again: Parse keeps the first value (or reports
 			// two different ones), so the repeat is outside any field.
 			s.cur = reply.Other
+		}
+	}
+}
+
+// openingFence records whether the reply opens with a code fence line:
+// the text before its first marker is "```" and an optional language.
+func (s *chatFieldStream) openingFence(pre string, at int) {
+	s.fence = 2
+	t := strings.TrimSpace(pre)
+	if strings.HasPrefix(t, "```") && !strings.ContainsAny(t, "\n") {
+		s.fence = 1
+		s.fenceEnd = at - len(pre) + strings.Index(pre, "```")
+		if nl := strings.IndexByte(pre[s.fenceEnd-(at-len(pre)):], '\n'); nl >= 0 {
+			s.fenceEnd += nl + 1
 		}
 	}
 }
@@ -153,6 +204,10 @@ func holdStart(full string, pos int) int {
 // dropping it). Held whitespace stays in full and is sent as part of the
 // next delta's substring, so the common path does not allocate.
 func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool) []FieldDelta {
+	if last && s.hold >= 0 && strings.TrimSpace(full[s.hold:s.pos]) != "" {
+		// A held closing-fence line: decide it with the rest.
+		s.pos, s.hold = s.hold, -1
+	}
 	if end <= s.pos {
 		return dst
 	}
@@ -181,21 +236,27 @@ func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool
 		if t == "" {
 			return dst
 		}
+		if !last && len(t) < len("“") && strings.HasPrefix("“", t) {
+			s.pos = end - len(t) // an opening curly quote still arriving
+			return dst
+		}
 		start += len(text) - len(t)
 		text = t
 		s.fresh = false
+		if s.cur >= 0 && s.sig.Output(s.cur).Spec.Kind() == signature.KindString && (t[0] == '"' || strings.HasPrefix(t, "“")) {
+			s.quoted = true
+			s.qbuf.Reset()
+		}
 	}
 	body := strings.TrimRightFunc(text, unicode.IsSpace)
+	if s.fence == 1 && last && s.cur >= 0 {
+		body = s.dropClosingFence(full, body, start)
+	}
 	if body == "" {
 		if !last && s.hold < 0 {
 			s.hold = start
 		}
 		return dst
-	}
-	field := ""
-	if s.cur >= 0 {
-		field = s.sig.Output(s.cur).Name
-		s.sent.mark(s.cur)
 	}
 	out := body
 	switch {
@@ -204,10 +265,131 @@ func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool
 	case s.hold >= 0:
 		out = full[s.hold : start+len(body)]
 	}
-	dst = append(dst, FieldDelta{Field: field, Text: out})
 	s.hold = -1
 	if !last && len(body) < len(text) {
 		s.hold = end - (len(text) - len(body))
+	}
+	if s.fence == 1 && !last && s.cur >= 0 {
+		// A last line "```" may close a fence around the whole reply: hold
+		// it until more text comes.
+		if i := strings.LastIndexByte(out, '\n'); i >= 0 && strings.TrimSpace(out[i:]) != "" && strings.HasPrefix("```", strings.TrimSpace(out[i:])) {
+			if s.hold < 0 {
+				s.hold = end - (len(text) - len(body))
+			}
+			s.hold -= len(out) - i
+			out = out[:i]
+			if out == "" {
+				return dst
+			}
+		}
+	}
+	return s.send(dst, out)
+}
+
+// dropClosingFence removes the last line of the reply's final section when
+// it closes the code fence the reply opened with (as Parse unwraps a fence
+// around the whole reply).
+func (s *chatFieldStream) dropClosingFence(full, body string, start int) string {
+	i := strings.LastIndexByte(body, '\n')
+	if i < 0 || strings.TrimSpace(body[i:]) != "```" || strings.TrimSpace(full[start+len(body):]) != "" {
+		return body
+	}
+	inner := full[s.fenceEnd : start+i]
+	if strings.Count(inner, "```")%2 != 0 {
+		return body
+	}
+	return strings.TrimRightFunc(body[:i], unicode.IsSpace)
+}
+
+// send delivers text of the current section, or holds it while a quoted
+// str value may still lose its quotes.
+func (s *chatFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
+	if s.cur < 0 {
+		return append(dst, FieldDelta{Text: text})
+	}
+	if s.quoted {
+		s.qbuf.WriteString(text)
+		q := s.qbuf.String()
+		if mayBeQuoted(q) {
+			return dst // still possibly "…": Parse would drop the quotes
+		}
+		s.quoted = false
+		text = q
+	}
+	s.sent.mark(s.cur)
+	s.addSent(s.cur, len(text))
+	return append(dst, FieldDelta{Field: s.sig.Output(s.cur).Name, Text: text})
+}
+
+// mayBeQuoted reports whether q, the start of a str value that opens
+// with a quote, may still be one quoted value: no line break, and no quote
+// but the opening one and possibly one at the very end.
+func mayBeQuoted(q string) bool {
+	body := q[1:]
+	if strings.HasPrefix(q, "“") {
+		body = q[len("“"):]
+	}
+	if strings.Contains(body, "\n") {
+		return false
+	}
+	j := strings.IndexAny(body, "\"“”")
+	if j < 0 {
+		return true
+	}
+	_, size := utf8.DecodeRuneInString(body[j:])
+	return j+size == len(body)
+}
+
+// endField flushes a held quoted value when its section ends: without its
+// quotes when Parse drops them.
+func (s *chatFieldStream) endField(dst *[]FieldDelta) {
+	if !s.quoted || s.cur < 0 {
+		s.quoted = false
+		return
+	}
+	s.quoted = false
+	q := s.qbuf.String()
+	if q == "" {
+		return
+	}
+	f := s.sig.Output(s.cur)
+	q = unquoteText(q, f)
+	s.sent.mark(s.cur)
+	s.addSent(s.cur, len(q))
+	*dst = append(*dst, FieldDelta{Field: f.Name, Text: q})
+}
+
+func (s *chatFieldStream) addSent(i, n int) {
+	if s.sentLen == nil {
+		if s.sig.NumOutputs() <= len(s.sentBuf) {
+			s.sentLen = s.sentBuf[:s.sig.NumOutputs()]
+		} else {
+			s.sentLen = make([]int, s.sig.NumOutputs())
+		}
+	}
+	s.sentLen[i] += n
+}
+
+// settle ends a deferred stream: it reads the whole reply as Parse does
+// and sends, for each field, what Parse reads beyond what was sent.
+func (s *chatFieldStream) settle(dst []FieldDelta) []FieldDelta {
+	vals, err := Chat{}.Parse(s.sig, s.buf.String())
+	if err != nil {
+		return dst
+	}
+	for i := range s.sig.NumOutputs() {
+		f := s.sig.Output(i)
+		v, ok := vals[f.Name].(string)
+		if !ok || f.Spec.Kind() != signature.KindString {
+			continue
+		}
+		n := 0
+		if s.sentLen != nil {
+			n = s.sentLen[i]
+		}
+		if len(v) > n {
+			dst = append(dst, FieldDelta{Field: f.Name, Text: v[n:]})
+		}
 	}
 	return dst
 }

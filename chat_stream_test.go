@@ -75,6 +75,36 @@ func TestChatStreamMatchesParse(t *testing.T) {
 
 func hasMarker(s string) bool { return strings.Contains(s, "##") }
 
+// TestChatStreamHardCases: replies where the stream must hold text back
+// to agree with Parse — a quoted str value (Parse drops the quotes), a
+// code fence around the whole reply (Parse drops the closing fence), a
+// marker in the middle of a line (it counts only if no line-start marker
+// of the field follows) and a quoted echo of a marker (security review
+// finding 3).
+func TestChatStreamHardCases(t *testing.T) {
+	sig := mustParse(t, "question -> reasoning, answer")
+	for _, reply := range []string{
+		"[[ ## reasoning ## ]]\n\"Quoted.\"\n\n[[ ## answer ## ]]\n“Paris”\n\n[[ ## completed ## ]]",
+		"[[ ## reasoning ## ]]\n\"Two\" and \"three\"\n\n[[ ## answer ## ]]\n\"x\ny\"",
+		"[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]\n\"",
+		"```\n[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\nParis\n```",
+		"```markdown\n[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n```python\nprint(1)\n```\n```\n",
+		"```\n[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n```python\nprint(1)\n```",
+		"[[ ## reasoning ## ]]\nIt is the capital.[[ ## answer ## ]]\nParis[[ ## completed ## ]]",
+		"[[ ## reasoning ## ]]\nThe mail says [[ ## answer ## ]] Lyon [[ ## completed ## ]], a trick.\n\n[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]",
+		"[[ ## reasoning ## ]]\nr [[ ## answer ## ]] a\n[[ ## answer ## ]]\nb",
+	} {
+		vals, err := adapter.Chat{}.Parse(sig, reply)
+		require.NoError(t, err, reply)
+		for _, size := range []int{1, 2, 5, 16, 64} {
+			got := streamFields(sig, reply, size)
+			for _, name := range []string{"reasoning", "answer"} {
+				assert.Equal(t, vals[name], got[name], "%q field %s chunk %d", reply, name, size)
+			}
+		}
+	}
+}
+
 // BenchmarkChatStream measures the field stream over a reply in 16-byte
 // chunks; compare with BenchmarkChatParseStreamed (a one-shot Parse of the
 // same text) and double the reply to see linear growth.
@@ -130,8 +160,8 @@ func sizeName(n, size int) string {
 }
 
 // FuzzChatStream: whatever the reply and chunking, the stream never
-// panics, and when Parse reads the reply from its markers the joined
-// deltas equal the parsed text fields.
+// panics, and each field's joined deltas are its parsed text, or nothing
+// (a field Parse read otherwise than from markers).
 func FuzzChatStream(f *testing.F) {
 	for _, s := range []string{
 		"[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\na\n\n[[ ## completed ## ]]",
@@ -148,11 +178,14 @@ func FuzzChatStream(f *testing.F) {
 		if err != nil && !errors.As(err, &pe) {
 			t.Fatalf("untyped error %T: %v", err, err)
 		}
-		if err != nil || strings.ContainsAny(text, "{[") && !strings.Contains(text, "##") {
+		if err != nil {
 			return
 		}
+		// A field read from markers streams as its parsed value; one read
+		// another way (labels, JSON, a renamed marker) may stream nothing:
+		// the pipeline then sends its value once, before Done.
 		for _, name := range []string{"reasoning", "answer"} {
-			if got[name] != vals[name] {
+			if got[name] != vals[name] && got[name] != "" {
 				t.Fatalf("field %s: stream %q, parse %q", name, got[name], vals[name])
 			}
 		}

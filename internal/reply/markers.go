@@ -192,7 +192,9 @@ back:
 	switch {
 	case strong:
 	case bracketed && known:
-	case lineStart && known && (h1 > 0 && h2 > 0 || (lb > 0 || rb > 0)):
+	case lineStart && known && (h1 > 0 && h2 > 0 || lb > 0 || rb > 0 && h1 > 0):
+		// (A marker that starts with its name needs an opening bracket:
+		// a field stream holds back brackets and hashes, never words.)
 	default:
 		return Mark{}, false
 	}

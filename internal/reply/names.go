@@ -1,6 +1,7 @@
 package reply
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/sigwire/adapter/signature"
@@ -47,37 +48,51 @@ func IsInput(sig *signature.Signature, name string) bool {
 	return false
 }
 
-// normName folds a name for rename matching: lower case, without '_', '-'
-// and spaces.
-func normName(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_' || c == '-' || c == ' ':
-			continue
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
+// nameWords splits a name into lower-case words at '_', '-', spaces and
+// camelCase boundaries ("nextToolName" and "next_tool_name" are both
+// next, tool, name).
+func nameWords(s string) []string {
+	var words []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		boundary := i == len(s) || s[i] == '_' || s[i] == '-' || s[i] == ' '
+		upper := !boundary && s[i] >= 'A' && s[i] <= 'Z'
+		if (boundary || upper && i > 0 && s[i-1] >= 'a' && s[i-1] <= 'z') && start >= 0 {
+			words = append(words, strings.ToLower(s[start:i]))
+			start = -1
 		}
-		b.WriteByte(c)
+		if !boundary && start < 0 {
+			start = i
+		}
 	}
-	return b.String()
+	return words
 }
 
-// minRename is the shortest folded name that counts as a rename of
-// another (shorter names match too much).
+// minRename is the shortest name that counts as a rename of another by
+// its letters (shorter ones match too much).
 const minRename = 3
 
 // renamed reports whether a name the model wrote is a rename of a field:
-// once folded, one is a prefix or a suffix of the other ("tool_name" for
-// "next_tool_name", "answer1" for "answer", "reason" for "reasoning").
+// the words of one are the first or last words of the other ("tool_name"
+// for "next_tool_name", "answer" for "final_answer"), or its letters
+// start the other's and make at least half of them ("answer1" for
+// "answer", "reason" for "reasoning").
 func renamed(written, field string) bool {
-	a, b := normName(written), normName(field)
+	a, b := nameWords(written), nameWords(field)
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
 	if len(a) > len(b) {
 		a, b = b, a
 	}
-	return len(a) >= minRename && (strings.HasPrefix(b, a) || strings.HasSuffix(b, a))
+	if slices.Equal(a, b[:len(a)]) || slices.Equal(a, b[len(b)-len(a):]) {
+		return true
+	}
+	x, y := strings.Join(a, ""), strings.Join(b, "")
+	if len(x) > len(y) {
+		x, y = y, x
+	}
+	return len(x) >= minRename && 2*len(x) >= len(y) && strings.HasPrefix(y, x)
 }
 
 // RenameTarget returns the output a left-over name stands for: when

@@ -249,8 +249,7 @@ func looksJSON(text string) bool {
 }
 
 // unfence returns the body of a code fence that holds the whole reply
-// (```\n…\n```), or text. A fence whose body is JSON is left to the JSON
-// reader.
+// (```\n…\n```), or text.
 func unfence(text string) string {
 	t := strings.TrimSpace(text)
 	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 7 {
@@ -266,9 +265,6 @@ func unfence(text string) string {
 	}
 	// The body must not open another fence that the last "```" closes.
 	if strings.Count(body, "```")%2 != 0 {
-		return text
-	}
-	if b := strings.TrimSpace(body); b != "" && (b[0] == '{' || b[0] == '[') {
 		return text
 	}
 	return body
