@@ -3,17 +3,37 @@ package jsonx
 import "strings"
 
 // CloseOne supplies the one closing bracket a JSON or Python-literal span
-// lacks, when the rest of the span proves where it goes: a closing bracket
-// of the other kind where one is still open ("[{'a': 1]" lacks a "}"), or
-// the end of the span after a complete value with exactly one bracket
-// still open ("[{'a': 1}, {'b': 2}" lacks a "]"). It reports false when
-// nothing or more than one bracket is missing, or the span ends inside a
-// value (a string, or after ':' or ','), which is a cut, not a slip.
+// lacks, when the rest of the span proves where it goes:
+//
+//   - a closing bracket of the other kind where one is still open: "[{'a':
+//     1]" lacks a "}" before the "]";
+//   - a key inside a list, or a list item where an object expects a key:
+//     {"a": [1, 2, "b": 3} lacks a "]" before ", \"b\"", and
+//     [{"a": 1, {"a": 2}] a "}" before ", {";
+//   - the end of the span after a complete value with exactly one bracket
+//     still open: [{'a': 1}, {'b': 2} lacks a "]".
+//
+// It reports false when nothing or more than one bracket is missing, or
+// the span ends inside a value (a string, a number cut short, after ':'
+// or ','), which is a cut, not a slip.
 func CloseOne(span string) (string, bool) {
-	var stack []byte
+	type open struct {
+		c     byte
+		comma int // the last ',' directly inside, or -1
+	}
+	var stack []open
 	var quote byte
 	insert, at := byte(0), -1
 	last := byte(0) // the last significant byte outside strings ('s' for a string)
+	fix := func(k int) bool {
+		// The innermost bracket closes at k.
+		if at >= 0 || k < 0 || len(stack) < 2 {
+			return false
+		}
+		insert, at = closer(stack[len(stack)-1].c), k
+		stack = stack[:len(stack)-1]
+		return true
+	}
 	for j := 0; j < len(span); j++ {
 		c := span[j]
 		if quote != 0 {
@@ -37,25 +57,43 @@ func CloseOne(span string) (string, bool) {
 				quote = c
 				continue
 			}
+		case ',':
+			if len(stack) > 0 {
+				stack[len(stack)-1].comma = j
+			}
+		case ':':
+			if n := len(stack); n > 0 && stack[n-1].c == '[' && last == 's' {
+				// A key inside a list: the list ended before its comma.
+				if !fix(stack[n-1].comma) || stack[len(stack)-1].c != '{' {
+					return "", false
+				}
+			}
 		case '{', '[':
+			if n := len(stack); n > 0 && stack[n-1].c == '{' && last == ',' {
+				// An item where a key belongs: the object ended before.
+				if !fix(stack[n-1].comma) || stack[len(stack)-1].c != '[' {
+					return "", false
+				}
+			}
 			if len(stack) >= MaxDepth {
 				return "", false
 			}
-			stack = append(stack, c)
+			stack = append(stack, open{c, -1})
 		case '}', ']':
-			open := byte('{')
+			want := byte('{')
 			if c == ']' {
-				open = '['
+				want = '['
 			}
-			switch {
-			case len(stack) == 0:
+			switch n := len(stack); {
+			case n == 0:
 				return "", false
-			case stack[len(stack)-1] == open:
+			case stack[n-1].c == want:
+				stack = stack[:n-1]
+			case n >= 2 && stack[n-2].c == want && last != ':' && last != ',':
+				if !fix(j) {
+					return "", false
+				}
 				stack = stack[:len(stack)-1]
-			case at < 0 && len(stack) >= 2 && stack[len(stack)-2] == open && last != ':' && last != ',':
-				// The innermost bracket was never closed: close it here.
-				insert, at = closer(stack[len(stack)-1]), j
-				stack = stack[:len(stack)-2]
 			default:
 				return "", false
 			}
@@ -73,7 +111,7 @@ func CloseOne(span string) (string, bool) {
 		if !completeTail(t) {
 			return "", false
 		}
-		return t + string(closer(stack[0])), true
+		return t + string(closer(stack[0].c)), true
 	}
 	return "", false
 }

@@ -103,3 +103,35 @@ func FuzzRepair(f *testing.F) {
 		}
 	})
 }
+
+func TestCloseOne(t *testing.T) {
+	for in, want := range map[string]string{
+		`[{'a': 1}, {'b': 2}`:             `[{'a': 1}, {'b': 2}]`,
+		`['sql', 'indexing'`:              `['sql', 'indexing']`,
+		`[3, 4`:                           `[3, 4]`,
+		`[{"a": 1, "b": 2]`:               `[{"a": 1, "b": 2}]`,
+		`{"tags": ["a", "b", "n": 1}`:     `{"tags": ["a", "b"], "n": 1}`,
+		`[{"a": 1, {"a": 2}]`:             `[{"a": 1}, {"a": 2}]`,
+		`{"a": {"b": 1}`:                  `{"a": {"b": 1}}`,
+		`{"a": [1, 2}`:                    `{"a": [1, 2]}`,
+		`[1, 2,`:                          "",
+		`["a", "b`:                        "",
+		`[1.5e`:                           "",
+		`{"a": [1`:                        "",
+		`{"a": 1}`:                        "",
+		`[[1, 2]`:                         `[[1, 2]]`,
+		`{"a": tru`:                       "",
+		`{"a": true`:                      `{"a": true}`,
+		`{"x": [1, 2], "y": {"z": 3}`:     `{"x": [1, 2], "y": {"z": 3}}`,
+		`{"x": [1, 2, "y": [3, 4, "z": 5}`: "",
+	} {
+		got, ok := CloseOne(in)
+		if want == "" {
+			assert.False(t, ok, "%s gave %s", in, got)
+			continue
+		}
+		if assert.True(t, ok, in) {
+			assert.Equal(t, want, got)
+		}
+	}
+}

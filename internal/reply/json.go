@@ -103,7 +103,17 @@ func candidates(sig *signature.Signature, t string) ([]candidate, error) {
 	for _, sp := range spans {
 		whole := strings.TrimSpace(t[:sp.Start]) == "" && strings.TrimSpace(t[sp.End:]) == "" ||
 			sp.Fenced && len(spans) == 1
-		v, err := decodeSpan(sig, t[sp.Start:sp.End], whole)
+		var v any
+		var err error
+		if !whole && !sp.Fenced && t[sp.Start] == '[' {
+			// A bracket in prose ("[1]", "uses a [JOIN]") is an answer
+			// only when it is a list as written, not once repaired.
+			if v, err = jsonx.Decode(t[sp.Start:sp.End]); err != nil {
+				continue
+			}
+		} else {
+			v, err = decodeSpan(sig, t[sp.Start:sp.End], whole)
+		}
 		if err != nil {
 			if errors.Is(err, ErrTruncated) && (whole || sp.Start == 0 || namesOutput(sig, t[sp.Start:sp.End])) {
 				return []candidate{{whole: whole}}, err
@@ -311,6 +321,7 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) {
 		}
 		*f = Field{Source: Member, Text: k, Value: v}
 	}
+	liftMisplaced(sig, fields)
 	missing := onlyMissing(sig, fields)
 	if missing < 0 {
 		return
@@ -327,6 +338,50 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) {
 	if k, ok := RenameTarget(sig, missing, left); ok {
 		fields[missing] = Field{Source: Member, Text: k, Value: obj[k]}
 	}
+}
+
+// liftMisplaced reads a missing output from inside another output's
+// struct value, when the struct has no member of that name: the model
+// forgot the struct's closing brace and the outputs after it landed
+// inside ({"person": {"name": "Ada", "notes": "…"}).
+func liftMisplaced(sig *signature.Signature, fields []Field) {
+	for m := range fields {
+		if fields[m].Source != Missing {
+			continue
+		}
+		name := sig.OutputName(m)
+		for i := range fields {
+			obj, ok := fields[i].Value.(map[string]any)
+			if fields[i].Source != Member || !ok {
+				continue
+			}
+			spec := sig.Output(i).Spec
+			if spec.Kind() == signature.KindOptional {
+				spec = spec.Elem()
+			}
+			if spec.Kind() != signature.KindStruct || structHas(spec, name) {
+				continue
+			}
+			if v, ok := obj[name]; ok {
+				fields[m] = Field{Source: Member, Text: name, Value: v}
+				delete(obj, name)
+				break
+			}
+		}
+	}
+}
+
+func structHas(spec *signature.TypeSpec, name string) bool {
+	fs, err := spec.Fields()
+	if err != nil {
+		return true
+	}
+	for _, f := range fs {
+		if strings.EqualFold(f.Field.Name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyMissing returns the one output not found and without a default, or

@@ -143,8 +143,15 @@ func readXML(sig *signature.Signature, text string, fields []Field) (bool, error
 	n := sig.NumOutputs()
 	found := make([][]xmlElem, n)
 	hit, err := collectXML(sig, text, 0, len(text), found, 0)
-	if err != nil || !hit {
+	if err != nil {
 		return hit, err
+	}
+	if !hit {
+		// Only a renamed element, for a signature with one output.
+		if sig.NumOutputs() == 1 && !sig.Output(0).HasDefault {
+			renamedElement(sig, text, 0, fields)
+		}
+		return fields[0].Source != Missing, nil
 	}
 	for i := range n {
 		els := found[i]

@@ -107,16 +107,11 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 		}
 		return reflect.Value{}, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(pyjson.Repr(v)), pyjson.Repr(spec.Literals()))
 	case signature.KindOptional:
-		x, isStr := v.(string)
-		isStr = isStr && spec.Elem().Kind() != signature.KindString
-		if isStr && strings.TrimSpace(x) == "" {
-			return reflect.Zero(t), nil // the text rule: empty is None
+		if x, isStr := v.(string); isStr && spec.Elem().Kind() != signature.KindString {
+			return parseText(x, spec, depth+1) // the text rules: "", "None", "Unknown – …"
 		}
 		out, err := fromDecoded(v, spec.Elem(), top, depth+1)
 		if err != nil {
-			if isStr && isNone(x) {
-				return reflect.Zero(t), nil // "None", "N/A", "Unknown" …
-			}
 			return reflect.Value{}, err
 		}
 		return wrap(out, t), nil

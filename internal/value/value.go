@@ -112,36 +112,8 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 	switch spec.Kind() {
 	case signature.KindString:
 		return reflect.ValueOf(raw).Convert(t), nil
-	case signature.KindInt:
-		n, err := orUnlabelled(raw, parseInt)
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return intValue(n, t, raw)
-	case signature.KindFloat:
-		f, err := orUnlabelled(raw, parseFloat)
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return reflect.ValueOf(f).Convert(t), nil
-	case signature.KindBool:
-		b, err := orUnlabelled(raw, parseBool)
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return reflect.ValueOf(b).Convert(t), nil
-	case signature.KindEnum:
-		s, err := orUnlabelled(raw, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) })
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return reflect.ValueOf(s).Convert(t), nil
-	case signature.KindLiteral:
-		lit, err := orUnlabelled(raw, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) })
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return literalValue(lit, t)
+	case signature.KindInt, signature.KindFloat, signature.KindBool, signature.KindEnum, signature.KindLiteral:
+		return readScalar(raw, spec, true)
 	case signature.KindNone:
 		if isNone(raw) {
 			return reflect.Zero(t), nil
@@ -156,9 +128,37 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		if strings.TrimSpace(raw) == "" {
 			return reflect.Zero(t), nil
 		}
+		if v, err := selfParse(raw, elem.GoType()); err != errNotSelfParsing {
+			if err != nil && isNone(raw) {
+				return reflect.Zero(t), nil
+			}
+			if err != nil {
+				return reflect.Value{}, err
+			}
+			return wrap(v, t), nil
+		}
+		if scalarKind(elem.Kind()) {
+			// The value itself first (a member named "unknown" is that
+			// member), then "None, because …", then a value explained.
+			if v, err := readScalar(raw, elem, false); err == nil {
+				return wrap(v, t), nil
+			}
+			none, err := noneAnswer(raw, finderFor(elem))
+			switch {
+			case err != nil:
+				return reflect.Value{}, err
+			case none:
+				return reflect.Zero(t), nil
+			}
+			v, err := readScalar(raw, elem, true)
+			if err != nil {
+				return reflect.Value{}, err
+			}
+			return wrap(v, t), nil
+		}
 		v, err := parseText(raw, elem, depth+1)
 		if err != nil {
-			if isNone(raw) {
+			if none, nerr := noneAnswer(raw, nil); none && nerr == nil {
 				return reflect.Zero(t), nil // None, N/A, Unknown …
 			}
 			return reflect.Value{}, err
@@ -201,6 +201,85 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		return customFromText(raw, t)
 	}
 	return reflect.Value{}, invalid("cannot read a %s", spec)
+}
+
+func scalarKind(k signature.Kind) bool {
+	switch k {
+	case signature.KindInt, signature.KindFloat, signature.KindBool, signature.KindEnum, signature.KindLiteral:
+		return true
+	}
+	return false
+}
+
+// readScalar reads a number, bool, enum or Literal: the text as a value
+// (decorated, labelled, hedged), and with prose set, a value the text
+// explains (see fromProse).
+func readScalar(raw string, spec *signature.TypeSpec, prose bool) (reflect.Value, error) {
+	t := spec.GoType()
+	find := finderFor(spec)
+	switch spec.Kind() {
+	case signature.KindInt:
+		n, err := scalar(raw, prose, parseInt, find)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return intValue(n, t, raw)
+	case signature.KindFloat:
+		f, err := scalar(raw, prose, parseFloat, find)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(f).Convert(t), nil
+	case signature.KindBool:
+		b, err := scalar(raw, prose, parseBool, find)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(b).Convert(t), nil
+	case signature.KindEnum:
+		s, err := scalar(raw, prose, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) }, find)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(s).Convert(t), nil
+	}
+	lit, err := scalar(raw, prose, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) }, find)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	return literalValue(lit, t)
+}
+
+// scalar reads raw with read (also without a leading label), then, with
+// prose set, as a value explained in a sentence.
+func scalar[T comparable](raw string, prose bool, read func(string) (T, error), find candidateFinder) (T, error) {
+	v, err := orUnlabelled(raw, read)
+	if err == nil || errors.Is(err, ErrAmbiguous) || !prose {
+		return v, err
+	}
+	if pv, perr, ok := fromProse(raw, read, find); ok {
+		return pv, perr
+	}
+	return v, err
+}
+
+// finderFor returns how values of a scalar type are found in prose.
+func finderFor(spec *signature.TypeSpec) candidateFinder {
+	switch spec.Kind() {
+	case signature.KindInt, signature.KindFloat:
+		return numberCandidates
+	case signature.KindBool:
+		return boolCandidates
+	case signature.KindEnum:
+		return choiceCandidates(spec.EnumValues())
+	case signature.KindLiteral:
+		var names []string
+		for _, l := range spec.Literals() {
+			names = append(names, pyjson.Str(l))
+		}
+		return choiceCandidates(names)
+	}
+	return nil
 }
 
 // selfParse applies a type's own parser: ParseField, then UnmarshalText.
@@ -414,10 +493,11 @@ func numberError(raw, s, kind string) error {
 }
 
 // readNumber reads a number: a Python literal, a decorated number, a
-// number word ("Eight"), each also after a hedge ("Approximately 1450
-// (the census is old)": the hedge and a closing parenthesis dropped).
+// number word ("Eight"), each also hedged ("Approximately 1450", "1450 or
+// so", "probably 1450") or followed by a remark in parentheses that holds
+// no other number ("1450 (the census is old)").
 func readNumber(s string) (json.Number, bool) {
-	for range 2 {
+	for range 4 {
 		if n, ok := pyNumber(s); ok {
 			return n, true
 		}
@@ -427,23 +507,31 @@ func readNumber(s string) (json.Number, bool) {
 		if n, ok := numberWord(s); ok {
 			return n, true
 		}
-		m := hedgeRE.FindStringIndex(s)
-		if m == nil {
+		t := s
+		if m := hedgeRE.FindStringIndex(t); m != nil {
+			t = t[m[1]:]
+		}
+		if m := trailingHedgeRE.FindStringIndex(t); m != nil {
+			t = t[:m[0]]
+		}
+		if i := strings.LastIndexByte(t, '('); i > 0 && strings.HasSuffix(strings.TrimRight(t, ". "), ")") && !alternativeRE.MatchString(t[i:]) {
+			t = t[:i]
+		}
+		t = cleanScalar(strings.TrimRight(strings.TrimSpace(t), ".,;"))
+		if t == s || t == "" {
 			return "", false
 		}
-		s = s[m[1]:]
-		if i := strings.LastIndexByte(s, '('); i > 0 && strings.HasSuffix(s, ")") {
-			s = s[:i]
-		}
-		s = cleanScalar(strings.TrimRight(strings.TrimSpace(s), ".,;"))
+		s = t
 	}
 	return "", false
 }
 
 var (
-	hedgeRE    = regexp.MustCompile(`(?i)^(?:approximately|approx\.|about|around|roughly|circa|ca\.|~|≈|an estimated|estimated)\s*`)
-	fractionRE = regexp.MustCompile(`^([+-]?[0-9]{1,15})\s*/\s*([0-9]{1,15})$`)
-	smallWords = map[string]int{"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+	hedgeRE         = regexp.MustCompile(`(?i)^(?:approximately|approx\.?|about|around|roughly|circa|ca\.|c\.|~|≈|an estimated|estimated|est\.|probably|likely|most likely|possibly|perhaps|maybe|presumably|i think|i believe|i estimate|i'd estimate|an approximate|some|exactly|precisely|a total of|in total|total of)\s*`)
+	alternativeRE   = regexp.MustCompile(`(?i)^\(\s*[-+~$]?[0-9]|\b(?:or|maybe|perhaps|possibly|either|alternatively|otherwise|might|could|up to)\b`)
+	trailingHedgeRE = regexp.MustCompile(`(?i)\s*(?:or so|or thereabouts|-?ish|approximately|approx\.?|roughly|\(approx\.?\)|\(approximately\)|\(estimated?\)|\(est\.\)|in total|total|exactly)\.?$`)
+	fractionRE      = regexp.MustCompile(`^([+-]?[0-9]{1,15})\s*/\s*([0-9]{1,15})$`)
+	smallWords      = map[string]int{"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
 		"eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
 	tensWords = map[string]int{"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 )
@@ -801,6 +889,15 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	}
 	if v, err := pyLiteral(t); err == nil {
 		return v, true, nil
+	}
+	if fixed, ok := jsonx.CloseOne(t); ok {
+		// One closing bracket forgotten where all else is complete.
+		if v, ok, err := decodeJSON(fixed); ok || err != nil {
+			return v, ok, err
+		}
+		if v, err := pyLiteral(fixed); err == nil {
+			return v, true, nil
+		}
 	}
 	span, _, found := jsonx.Extract(t)
 	if !found {
