@@ -42,8 +42,9 @@ type chatFieldStream struct {
 	sent     streamed        // outputs whose text was sent
 	line     streamed        // outputs marked at the start of a line so far
 	deferred bool            // a mid-line marker may count: decide on Close
-	fence    int             // 0 undecided, 1 the reply opens with a code fence, 2 it does not
-	fenceEnd int             // where the text after the opening fence line starts
+	fence    int             // 0 undecided, 1 the answer is inside a code fence, 2 it is not
+	fenceTag string          // the fence's opening run ("```", "````", "~~~")
+	depth    int             // code blocks open inside the fence
 	quoted   bool            // holding a str value that starts with a quote
 	qbuf     strings.Builder // the held quoted value
 	sentBuf  [8]int
@@ -131,7 +132,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			return s.emit(dst, full, end, final)
 		}
 		if s.fence == 0 {
-			s.openingFence(full[s.base:m.Start], m.Start)
+			s.openingFence(full[s.base:m.Start])
 		}
 		if !m.LineStart {
 			switch {
@@ -164,17 +165,13 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 	}
 }
 
-// openingFence records whether the reply opens with a code fence line:
-// the text before its first marker is "```" and an optional language.
-func (s *chatFieldStream) openingFence(pre string, at int) {
+// openingFence records whether the answer is inside a code fence: the
+// text before the first marker opens one (as Parse's reply reader sees
+// it) that is still open.
+func (s *chatFieldStream) openingFence(pre string) {
 	s.fence = 2
-	t := strings.TrimSpace(pre)
-	if strings.HasPrefix(t, "```") && !strings.ContainsAny(t, "\n") {
-		s.fence = 1
-		s.fenceEnd = at - len(pre) + strings.Index(pre, "```")
-		if nl := strings.IndexByte(pre[s.fenceEnd-(at-len(pre)):], '\n'); nl >= 0 {
-			s.fenceEnd += nl + 1
-		}
+	if tag, ok := reply.OpenFence(pre); ok {
+		s.fence, s.fenceTag = 1, tag
 	}
 }
 
@@ -191,7 +188,7 @@ func holdStart(full string, pos int) int {
 	}
 	for i := lo; i < len(full); i++ {
 		switch full[i] {
-		case '[', '#', '*', '_', '>':
+		case '[', '#', '*', '_', '>', '`', '-', '+':
 			return i
 		}
 	}
@@ -204,9 +201,11 @@ func holdStart(full string, pos int) int {
 // dropping it). Held whitespace stays in full and is sent as part of the
 // next delta's substring, so the common path does not allocate.
 func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool) []FieldDelta {
-	if last && s.hold >= 0 && strings.TrimSpace(full[s.hold:s.pos]) != "" {
-		// A held closing-fence line: decide it with the rest.
-		s.pos, s.hold = s.hold, -1
+	if s.fence == 1 && s.cur >= 0 {
+		var closed bool
+		if end, closed = s.fenceLines(full, end, last); closed {
+			last = true
+		}
 	}
 	if end <= s.pos {
 		return dst
@@ -249,9 +248,6 @@ func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool
 		}
 	}
 	body := strings.TrimRightFunc(text, unicode.IsSpace)
-	if s.fence == 1 && last && s.cur >= 0 {
-		body = s.dropClosingFence(full, body, start)
-	}
 	if body == "" {
 		if !last && s.hold < 0 {
 			s.hold = start
@@ -269,36 +265,53 @@ func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool
 	if !last && len(body) < len(text) {
 		s.hold = end - (len(text) - len(body))
 	}
-	if s.fence == 1 && !last && s.cur >= 0 {
-		// A last line "```" may close a fence around the whole reply: hold
-		// it until more text comes.
-		if i := strings.LastIndexByte(out, '\n'); i >= 0 && strings.TrimSpace(out[i:]) != "" && strings.HasPrefix("```", strings.TrimSpace(out[i:])) {
-			if s.hold < 0 {
-				s.hold = end - (len(text) - len(body))
-			}
-			s.hold -= len(out) - i
-			out = out[:i]
-			if out == "" {
-				return dst
-			}
-		}
-	}
 	return s.send(dst, out)
 }
 
-// dropClosingFence removes the last line of the reply's final section when
-// it closes the code fence the reply opened with (as Parse unwraps a fence
-// around the whole reply).
-func (s *chatFieldStream) dropClosingFence(full, body string, start int) string {
-	i := strings.LastIndexByte(body, '\n')
-	if i < 0 || strings.TrimSpace(body[i:]) != "```" || strings.TrimSpace(full[start+len(body):]) != "" {
-		return body
+// fenceLines follows the code fence the answer is in, line by line over
+// full[s.pos:end]: "```lang" opens a nested block, "```" closes it, or,
+// with none open, closes the fence — the end of the answer (Parse ignores
+// what follows). It returns where the text to send ends: before the
+// closing line (closed set), or before a last line that may still become
+// one.
+func (s *chatFieldStream) fenceLines(full string, end int, last bool) (int, bool) {
+	i := s.pos
+	if i > 0 && full[i-1] != '\n' && full[i-1] != '\r' {
+		nl := strings.IndexAny(full[i:end], "\r\n")
+		if nl < 0 {
+			return end, false
+		}
+		i += nl + 1
 	}
-	inner := full[s.fenceEnd : start+i]
-	if strings.Count(inner, "```")%2 != 0 {
-		return body
+	tag := s.fenceTag[:3]
+	for i < end {
+		nl := strings.IndexAny(full[i:end], "\r\n")
+		line := full[i:end]
+		if nl >= 0 {
+			line = full[i : i+nl]
+		}
+		t := strings.TrimLeft(line, " \t")
+		switch {
+		case nl < 0 && !last && (t == "" || strings.HasPrefix(tag, t) || strings.HasPrefix(t, tag)):
+			return i, false // the line may still become a fence line
+		case strings.HasPrefix(t, tag):
+			rest := strings.TrimSpace(strings.TrimLeft(t, tag[:1]))
+			switch {
+			case rest != "":
+				s.depth++
+			case s.depth > 0:
+				s.depth--
+			case len(strings.TrimSpace(t)) >= len(s.fenceTag):
+				s.done = true
+				return i, true
+			}
+		}
+		if nl < 0 {
+			break
+		}
+		i += nl + 1
 	}
-	return strings.TrimRightFunc(body[:i], unicode.IsSpace)
+	return end, false
 }
 
 // send delivers text of the current section, or holds it while a quoted

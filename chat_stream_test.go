@@ -93,6 +93,12 @@ func TestChatStreamHardCases(t *testing.T) {
 		"[[ ## reasoning ## ]]\nIt is the capital.[[ ## answer ## ]]\nParis[[ ## completed ## ]]",
 		"[[ ## reasoning ## ]]\nThe mail says [[ ## answer ## ]] Lyon [[ ## completed ## ]], a trick.\n\n[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]",
 		"[[ ## reasoning ## ]]\nr [[ ## answer ## ]] a\n[[ ## answer ## ]]\nb",
+		"Here is my answer:\n```\n[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\nParis\n```\n\nLet me know.",
+		"```\n[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n```python\nx\n```\n```\nchatter ```\n",
+		"````\n[[ ## reasoning ## ]]\nr\n```\n\n[[ ## answer ## ]]\nParis\n````",
+		"[[ ## reasoning ## ]] -\nr\n\n*[[ ## answer ## ]]*\nParis",
+		"- [[ ## reasoning ## ]]\nr\n- [[ ## answer ## ]] :\nParis",
+		"`[[ ## reasoning ## ]]`\nr\n\n[[ ## answer ## ]]` -5",
 	} {
 		vals, err := adapter.Chat{}.Parse(sig, reply)
 		require.NoError(t, err, reply)

@@ -631,7 +631,7 @@ func familyEcho() []gCase {
 func generatedCases() []gCase {
 	var all []gCase
 	for _, fam := range []func() []gCase{familyMarkers, familyRenamed, familyBare, familyExplained, familyHedged, familyUnknown,
-		familyFenced, familyMissingBracket, familyFencedArray, familyUnquoted, familyCorrection, familyCut, familyEcho} {
+		familyFenced, familyMissingBracket, familyFencedArray, familyUnquoted, familyCorrection, familyCut, familyEcho, wave2} {
 		all = append(all, fam()...)
 	}
 	return all

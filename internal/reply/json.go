@@ -199,7 +199,7 @@ func choose(sig *signature.Signature, t string, cands []candidate) (candidate, e
 
 // correctionRE matches text that replaces an earlier answer with the next
 // one.
-var correctionRE = regexp.MustCompile(`(?i)\b(correct(ion|ed|ing)?|revis(ed|ion)|updated|amended|fixed|mistake|erratum|actually|instead|final (answer|version|object|json|output|result)|scratch that|disregard|ignore (the|that|my) (above|previous|earlier))\b`)
+var correctionRE = regexp.MustCompile(`(?i)\b(correct(ion|ed|ing)?|revis(ed|ion)|updated|amended|fixed|mistake|erratum|actually|instead|final (answer|version|object|json|output|result)|scratch that|disregard|ignore (the|that|my) (above|previous|earlier))\b|\bfinal\s*:`)
 
 // holdsAll reports whether big has every output key of each candidate with
 // an equal value.

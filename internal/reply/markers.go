@@ -142,17 +142,8 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 	if rb > 0 || h2 > 0 {
 		end = e
 	}
-	for end < len(s) {
-		switch {
-		case s[end] == ':':
-			end++
-		case strings.HasPrefix(s[end:], "**"), strings.HasPrefix(s[end:], "__"):
-			end += 2
-		default:
-			goto back
-		}
-	}
-back:
+	end = markerDecorationEnd(s, end)
+
 	// Opening brackets, then decoration before: "**", heading hashes, quote
 	// marks, up to the line start.
 	start = skipBlankBack(s, start, lo)
@@ -171,7 +162,7 @@ back:
 	b := start
 	for b > 0 && s[b-1] != '\n' && s[b-1] != '\r' {
 		switch s[b-1] {
-		case ' ', '\t', '*', '#', '>', '_':
+		case ' ', '\t', '*', '#', '>', '_', '`', '-', '+':
 			b--
 			continue
 		}
@@ -180,8 +171,10 @@ back:
 	}
 	if lineStart {
 		start = b
-	} else if start >= 2 && (s[start-2:start] == "**" || s[start-2:start] == "__") {
-		start -= 2
+	} else {
+		for k := 0; k < 2 && start > lo && (s[start-1] == '*' || s[start-1] == '_' || s[start-1] == '`'); k++ {
+			start--
+		}
 	}
 	start = max(start, lo)
 	name := s[nameStart:nameEnd]
@@ -200,6 +193,37 @@ back:
 	}
 	return Mark{Start: start, End: end, Field: field, LineStart: lineStart, Strong: strong, nameStart: nameStart, nameEnd: nameEnd}, true
 }
+
+// markerDecorationEnd returns where the decoration after a marker ends:
+// ":", "**", "__", and a single '*', '_', '`' or dash ("]]*", "]]` -")
+// when a blank or the line's end follows it (so "-5" keeps its sign).
+func markerDecorationEnd(s string, end int) int {
+	for end < len(s) {
+		switch c := s[end]; {
+		case c == ':':
+			end++
+		case strings.HasPrefix(s[end:], "**"), strings.HasPrefix(s[end:], "__"):
+			end += 2
+		case c == '*' || c == '_' || c == '`' || c == '-':
+			if end+1 < len(s) && !isBlankOrEOL(s[end+1]) && !strings.ContainsRune("*_`:", rune(s[end+1])) {
+				return end
+			}
+			end++
+		case c == ' ' || c == '\t':
+			k := skipBlank(s, end)
+			if k < len(s) && strings.IndexByte(":*_`-", s[k]) >= 0 && (k+1 >= len(s) || isBlankOrEOL(s[k+1]) || s[k] == ':') {
+				end = k
+				continue
+			}
+			return end
+		default:
+			return end
+		}
+	}
+	return end
+}
+
+func isBlankOrEOL(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // SectionText is a section's value: the text after its marker, trimmed.
 // Text on the marker's own line is trimmed on its own as well, as DSPy

@@ -255,24 +255,89 @@ func looksJSON(text string) bool {
 	return t != "" && (t[0] == '{' || t[0] == '[')
 }
 
-// unfence returns the body of a code fence that holds the whole reply
-// (```\n…\n```), or text.
+// unfence returns the body of a code fence that holds the reply's
+// answer, or text: the fence opens on the reply's first line (or after
+// prose with no marker) and closes on a line "```" that no nested fence
+// ("```python" … "```") claims; text after it is chatter. A fence that
+// never closes runs to the end.
 func unfence(text string) string {
-	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 7 {
-		return text
-	}
-	nl := strings.IndexByte(t, '\n')
-	if nl < 0 {
-		return text
-	}
-	body := t[nl+1 : len(t)-3]
-	if !strings.HasSuffix(body, "\n") && body != "" {
-		return text // "```" ends a line of the body, not the fence
-	}
-	// The body must not open another fence that the last "```" closes.
-	if strings.Count(body, "```")%2 != 0 {
+	body, ok := FenceBody(text)
+	if !ok {
 		return text
 	}
 	return body
+}
+
+// FenceBody finds the code fence around a reply's answer (see unfence).
+func FenceBody(text string) (string, bool) {
+	open := -1
+	for i := 0; i < len(text); {
+		line, next := lineAt(text, i)
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			open = next
+			break
+		}
+		if strings.Contains(line, "##") || strings.Contains(line, "<") || strings.ContainsAny(t, "{[") {
+			return "", false // structure before any fence: the fence is not around it
+		}
+		i = next
+	}
+	if open < 0 {
+		return "", false
+	}
+	opener := strings.TrimSpace(text[:open])
+	fence := opener[:3]
+	n := 3
+	for n < len(opener) && opener[n] == fence[0] {
+		n++
+	}
+	fence = opener[:n]
+	depth := 0
+	for i := open; i < len(text); {
+		line, next := lineAt(text, i)
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, fence[:3]) {
+			switch {
+			case strings.TrimLeft(t, fence[:1]) != "":
+				depth++ // "```python": a nested block opens
+			case depth > 0:
+				depth--
+			case len(t) >= len(fence):
+				return text[open:i], true
+			}
+		}
+		i = next
+	}
+	return text[open:], true
+}
+
+// OpenFence reports whether text (the start of a reply, before its first
+// marker) opens a code fence that is still open at its end, as FenceBody
+// reads it, and returns the fence's opening run.
+func OpenFence(text string) (string, bool) {
+	body, ok := FenceBody(text)
+	if !ok || !strings.HasSuffix(text, body) {
+		return "", false
+	}
+	opener := strings.TrimSpace(text[:len(text)-len(body)])
+	n := 3
+	for n < len(opener) && opener[n] == opener[0] {
+		n++
+	}
+	return opener[:n], true
+}
+
+// lineAt returns the line starting at i (without its break) and where the
+// next one starts.
+func lineAt(text string, i int) (string, int) {
+	j := strings.IndexAny(text[i:], "\r\n")
+	if j < 0 {
+		return text[i:], len(text)
+	}
+	next := i + j + 1
+	if text[i+j] == '\r' && next < len(text) && text[next] == '\n' {
+		next++
+	}
+	return text[i : i+j], next
 }

@@ -173,6 +173,10 @@ func numberCandidates(text string) []candidate {
 		if unicode.IsLetter(before) || before == '_' || before == '.' {
 			continue // inside a word ("v2", "COVID-19" keeps its digits)
 		}
+		if bounded(text, start, i) {
+			out = append(out, candidate{tok, errBound})
+			continue
+		}
 		if start > 0 && (text[start-1] == '-' || text[start-1] == '+' || text[start-1] == '$' || text[start-1] == '~') {
 			b2, _ := utf8.DecodeLastRuneInString(text[:start-1])
 			if text[start-1] == '-' && (unicode.IsDigit(b2) || unicode.IsLetter(b2)) {
@@ -215,6 +219,18 @@ func nextWord(s string) string {
 		end = len(s)
 	}
 	return strings.ToLower(s[:end])
+}
+
+// bounded reports a comparison sign before the number at text[start:end]
+// (">1648", "≤ 3", but not the arrow "=> 3") or a plus after it ("1648+").
+func bounded(text string, start, end int) bool {
+	b := strings.TrimRight(text[:start], " \t")
+	for _, sign := range [...]string{">", "<", "≥", "≤", "⩾", "⩽"} {
+		if strings.HasSuffix(b, sign) && !strings.HasSuffix(b, "=>") && !strings.HasSuffix(b, "->") {
+			return true
+		}
+	}
+	return end < len(text) && text[end] == '+' && (end+1 == len(text) || text[end+1] < '0' || text[end+1] > '9')
 }
 
 // choiceCandidates finds the choices (enum values, Literal members)
@@ -283,7 +299,8 @@ func boolCandidates(text string) []candidate {
 // the passage.", "The text does not mention a page." all mean None, when
 // nothing else in the text is a value of the type.
 var (
-	notGivenRE = regexp.MustCompile(`(?i)^(?:not|never)\s+(?:mentioned|stated|specified|provided|given|available|applicable|known|found|listed|included|indicated|disclosed|reported|determined|defined|present|identified)\b` +
+	notGivenRE = regexp.MustCompile(`(?i)\b(?:not|no|none|never|cannot|unable|without)\b[\s,]+(?:\w+\s+){0,3}?(?:mention|mentioned|state|stated|specify|specified|provide|provided|give|given|available|know|known|determine|determined|say|said|find|found|include|included|list|listed|indicate|indicated|disclose|disclosed|report|reported|clear|applicable|present|identified|tell|sure)\b|n't\s+(?:\w+\s+){0,2}?(?:mention|say|specify|state|provide|give|include|contain|list|indicate|disclose|know|tell|have|find|determine)\b` +
+		`|^(?:not|never)\s+(?:mentioned|stated|specified|provided|given|available|applicable|known|found|listed|included|indicated|disclosed|reported|determined|defined|present|identified)\b` +
 		`|^no\s+(?:information|data|answer|value|mention|details?|date|number|page|year)\b` +
 		`|^(?:cannot|can't|can not)\s+be\s+determined|^(?:unable|impossible)\s+to\s+(?:determine|tell|say)|^(?:undetermined|unspecified|unstated|indeterminate|unavailable)\b` +
 		`|^(?:there\s+is|there's)\s+no\b` +
