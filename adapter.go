@@ -255,7 +255,10 @@ func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signat
 	}
 	caps := capabilitiesOf(lm, c.req.Model)
 	base := c.req
-	fsig, fin, dropped := planNative(a, sig, inputs, caps, &base)
+	fsig, fin, dropped, err := planNative(a, sig, inputs, caps, &base)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	msgs, err := a.Format(fsig, demos, fin)
 	tr.format(msgs, time.Since(start), err)

@@ -31,7 +31,13 @@ type Chat struct {
 	// supports them. Off by default, as in DSPy's ChatAdapter; then tools,
 	// tool_choice and parallel_tool_calls are removed from the request.
 	NativeTools bool
+	// ParallelToolCalls, when set, is sent as parallel_tool_calls with
+	// native tool calls (see [ParallelToolCalls]); nil leaves it to the
+	// provider.
+	ParallelToolCalls *bool
 }
+
+func (c Chat) parallelToolCalls() *bool { return c.ParallelToolCalls }
 
 func (c Chat) nativeTools() bool { return c.NativeTools }
 
@@ -260,13 +266,26 @@ func writeChatReminder(b *strings.Builder, sig *signature.Signature) {
 		b.WriteString("`[[ ## ")
 		b.WriteString(f.Name)
 		b.WriteString(" ## ]]`")
-		if !f.Spec.IsStr() {
-			b.WriteString(" (must be formatted as a valid Python ")
-			b.WriteString(f.Spec.String())
-			b.WriteByte(')')
-		}
+		writeTypeInfo(b, f)
 	}
 	b.WriteString(", and then ending with the marker for `[[ ## completed ## ]]`.")
+}
+
+// writeTypeInfo writes DSPy's type_info of an output in the reminder:
+// nothing for a str, the type's own hint when it gives one (ToolCalls),
+// else "(must be formatted as a valid Python <type>)".
+func writeTypeInfo(b *strings.Builder, f signature.Field) {
+	if hint := f.Spec.FormatHint(); hint != "" {
+		b.WriteString(" (")
+		b.WriteString(hint)
+		b.WriteByte(')')
+		return
+	}
+	if !f.Spec.IsStr() {
+		b.WriteString(" (must be formatted as a valid Python ")
+		b.WriteString(f.Spec.String())
+		b.WriteByte(')')
+	}
 }
 
 // chatAssistant renders DSPy's format_assistant_message_content: every

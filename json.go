@@ -20,9 +20,14 @@ type JSON struct {
 	// NoNativeTools turns off native function calling, which the JSON
 	// adapter uses by default (as DSPy's JSONAdapter does): a ToolCalls
 	// output is answered through the request's tools when the LM supports
-	// them.
+	// them. With it set, tools, tool_choice and parallel_tool_calls are
+	// removed from the request, as DSPy does.
 	NoNativeTools bool
+	// ParallelToolCalls is sent with native tool calls, as Chat's.
+	ParallelToolCalls *bool
 }
+
+func (j JSON) parallelToolCalls() *bool { return j.ParallelToolCalls }
 
 func (j JSON) nativeTools() bool { return !j.NoNativeTools }
 
@@ -113,11 +118,7 @@ func writeJSONReminder(b *strings.Builder, sig *signature.Signature) {
 		}
 		f := sig.Output(i)
 		b.WriteString("`" + f.Name + "`")
-		if !f.Spec.IsStr() {
-			b.WriteString(" (must be formatted as a valid Python ")
-			b.WriteString(f.Spec.String())
-			b.WriteByte(')')
-		}
+		writeTypeInfo(b, f)
 	}
 	b.WriteByte('.')
 }
@@ -188,8 +189,12 @@ const (
 // supports (see [Capabilities]): a strict json_schema built from the output
 // fields, else json_object, else the prompt alone. A signature that strict
 // mode cannot express (maps, Any) starts at json_object. A response format
-// in the caller's request template is kept as it is.
-func (JSON) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
+// in the caller's request template is kept as it is. With NoNativeTools,
+// tools, tool_choice and parallel_tool_calls are removed.
+func (j JSON) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
+	if j.NoNativeTools {
+		stripTools(req)
+	}
 	if req.ResponseFormat != nil {
 		return string(req.ResponseFormat.Type), level == 0, nil
 	}

@@ -37,6 +37,11 @@ type NativeRequest struct {
 	NativeTools bool
 }
 
+// ParallelToolCalls is the adapters' option for parallel_tool_calls: sent
+// with native tool calls when set, unless the request template already
+// says (DSPy's Adapter(parallel_tool_calls=...)).
+func ParallelToolCalls(allow bool) *bool { return &allow }
+
 // Plan is what a NativeHook decides for one call.
 type Plan struct {
 	// Drop leaves the field out of the prompt and the parse.
@@ -46,12 +51,18 @@ type Plan struct {
 	DropInputs []string
 	// Request, when set, adjusts the call's request (never shared).
 	Request func(*openai.ChatCompletionRequest)
+	// Err, when set, stops the call before any LM call: the field cannot
+	// be answered as the adapter asks (a ToolCalls output for native tool
+	// calling, with no input holding the tools).
+	Err error
 }
 
 // nativeTooler is implemented by adapters that say whether they use native
-// function calling.
+// function calling, and whether the model may call tools in parallel (nil:
+// the provider's default).
 type nativeTooler interface {
 	nativeTools() bool
+	parallelToolCalls() *bool
 }
 
 var nativeHookType = reflect.TypeFor[NativeHook]()
@@ -65,8 +76,12 @@ type nativeField struct {
 
 // planNative applies the outputs' native hooks to req and returns the
 // signature the adapter formats and parses (without the dropped fields),
-// the inputs without the dropped inputs, and the dropped outputs.
-func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField) {
+// the inputs without the dropped inputs, and the dropped outputs. When a
+// hook puts tools in the request, tool_choice is "auto" (as DSPy sends
+// it) unless the template sets one, and parallel_tool_calls follows the
+// adapter's option. A hook's Err stops the call (an *InputError naming
+// the field).
+func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField, error) {
 	var dropped []nativeField
 	fsig, fin, copied := sig, inputs, false
 	nt, _ := a.(nativeTooler)
@@ -78,8 +93,20 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 		hook := reflect.Zero(f.Type).Interface().(NativeHook)
 		plan := hook.PlanNative(NativeRequest{Field: f.Name, Signature: sig, Inputs: inputs, Caps: caps, Request: *req,
 			NativeTools: nt != nil && nt.nativeTools()})
+		if plan.Err != nil {
+			return nil, nil, nil, &InputError{Field: f.Name, Err: plan.Err}
+		}
+		hadTools := len(req.Tools) > 0
 		if plan.Request != nil {
 			plan.Request(req)
+		}
+		if !hadTools && len(req.Tools) > 0 {
+			if req.ToolChoice == nil {
+				req.ToolChoice = "auto"
+			}
+			if p := parallelOf(nt); p != nil && req.ParallelToolCalls == nil {
+				req.ParallelToolCalls = *p
+			}
 		}
 		if plan.Drop {
 			fsig = fsig.Delete(f.Name)
@@ -95,7 +122,14 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 			}
 		}
 	}
-	return fsig, fin, dropped
+	return fsig, fin, dropped, nil
+}
+
+func parallelOf(nt nativeTooler) *bool {
+	if nt == nil {
+		return nil
+	}
+	return nt.parallelToolCalls()
 }
 
 // nativeValues reports whether a choice carries a value for any dropped

@@ -130,7 +130,10 @@ func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *s
 	start := time.Now()
 	caps := capabilitiesOf(lm, c.req.Model)
 	req := c.req
-	fsig, fin, dropped := planNative(a, sig, inputs, caps, &req)
+	fsig, fin, dropped, err := planNative(a, sig, inputs, caps, &req)
+	if err != nil {
+		return err, false
+	}
 	msgs, err := a.Format(fsig, demos, fin)
 	tr.format(msgs, time.Since(start), err)
 	if err != nil {

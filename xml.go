@@ -33,7 +33,11 @@ type XML struct {
 	NoFallback bool
 	// NativeTools asks for native function calling, as Chat's does.
 	NativeTools bool
+	// ParallelToolCalls is sent with native tool calls, as Chat's.
+	ParallelToolCalls *bool
 }
+
+func (x XML) parallelToolCalls() *bool { return x.ParallelToolCalls }
 
 func (x XML) nativeTools() bool { return x.NativeTools }
 

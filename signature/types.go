@@ -271,6 +271,28 @@ func (t *TypeSpec) IsStr() bool {
 	return t.kind == KindString && t.name == "str" && t.goType == stringType
 }
 
+// FormatHinter is implemented by types that tell the model how to write
+// their value in the output reminder of the user message, in place of
+// "must be formatted as a valid Python <name>" (DSPy writes ToolCalls' as
+// 'must be a JSON object like {"tool_calls": [...]}'). It is called on the
+// zero value.
+type FormatHinter interface {
+	FormatHint() string
+}
+
+// FormatHint returns the reminder hint of a type that gives one (see
+// FormatHinter): only the field's own type, as DSPy matches it.
+func (t *TypeSpec) FormatHint() string {
+	if t.goType == nil || !implements(t.goType, hinterIface) {
+		return ""
+	}
+	defer func() { _ = recover() }()
+	if t.goType.Implements(hinterIface) {
+		return reflect.Zero(t.goType).Interface().(FormatHinter).FormatHint()
+	}
+	return reflect.New(t.goType).Interface().(FormatHinter).FormatHint()
+}
+
 // TypeDescriber is implemented by types that explain themselves to the
 // model: the text follows the field's description as "Type description of
 // <name>: <text>" (DSPy's Type.description()). It is called on the zero
@@ -398,6 +420,7 @@ var (
 	stringType     = reflect.TypeFor[string]()
 	enumIface      = reflect.TypeFor[EnumValuer]()
 	namerIface     = reflect.TypeFor[TypeNamer]()
+	hinterIface    = reflect.TypeFor[FormatHinter]()
 	describerIface = reflect.TypeFor[TypeDescriber]()
 	schemerIface   = reflect.TypeFor[PromptSchemer]()
 )

@@ -15,6 +15,7 @@ import (
 	adapter "github.com/sigwire/adapter"
 
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/signature"
 )
 
 // Tool is DSPy's dspy.Tool as an input: a function the model may call,
@@ -389,13 +390,25 @@ var (
 	toolsType = reflect.TypeFor[[]Tool]()
 )
 
+// FormatHint is how DSPy asks for tool calls in the output reminder of the
+// user message.
+func (ToolCalls) FormatHint() string {
+	return `must be a JSON object like {"tool_calls": [{"name": "...", "args": {...}}]}`
+}
+
 // PlanNative answers the field with native tool calls when the adapter
 // asks for native function calling, the LM supports it and an input holds
 // the tools (a Tool or []Tool): the tools go into the request, and the
 // tools input and this output leave the prompt. Otherwise the calls are
 // asked for in the text.
 func (ToolCalls) PlanNative(r adapter.NativeRequest) adapter.Plan {
-	if !r.NativeTools || !r.Caps.Tools {
+	if !r.NativeTools {
+		return adapter.Plan{}
+	}
+	if !hasToolInput(r.Signature) {
+		return adapter.Plan{Err: errNoToolInput}
+	}
+	if !r.Caps.Tools {
 		return adapter.Plan{}
 	}
 	for i := range r.Signature.NumInputs() {
@@ -425,6 +438,19 @@ func (ToolCalls) PlanNative(r adapter.NativeRequest) adapter.Plan {
 		}
 	}
 	return adapter.Plan{}
+}
+
+// errNoToolInput: DSPy's check before a native tool call, whether or not
+// the LM supports one.
+var errNoToolInput = errors.New("the output receives tool calls, but no input field holds the tools: add an input of type list[Tool] (or Tool), or turn native tool calling off")
+
+func hasToolInput(sig *signature.Signature) bool {
+	for i := range sig.NumInputs() {
+		if t := sig.Input(i).Type; t == toolType || t == toolsType {
+			return true
+		}
+	}
+	return false
 }
 
 // NativeValue reads the reply's native tool calls.

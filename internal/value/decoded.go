@@ -107,7 +107,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 		}
 		return reflect.Value{}, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(pyjson.Repr(v)), pyjson.Repr(spec.Literals()))
 	case signature.KindOptional:
-		if x, isStr := v.(string); isStr && spec.Elem().Kind() != signature.KindString {
+		if x, isStr := v.(string); isStr && spec.Elem().Kind() != signature.KindString && !(spec.Elem().Kind() == signature.KindUnion && unionHasStr(spec.Elem())) {
 			return parseText(x, spec, depth+1) // the text rules: "", "None", "Unknown – …"
 		}
 		out, err := fromDecoded(v, spec.Elem(), top, depth+1)

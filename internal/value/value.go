@@ -121,9 +121,14 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		return reflect.Value{}, invalid("%s is not None", clip(raw))
 	case signature.KindOptional:
 		elem := spec.Elem()
-		if elem.Kind() == signature.KindString {
+		switch {
+		case elem.Kind() == signature.KindString:
 			// DSPy: a union with str keeps the text verbatim ("None" too).
 			return wrap(reflect.ValueOf(raw).Convert(elem.GoType()), t), nil
+		case elem.Kind() == signature.KindUnion && unionHasStr(elem):
+			// Union[int, str, None]: pydantic's smart mode prefers the
+			// exact type, so the text "5" stays the string "5".
+			return wrap(reflect.ValueOf(raw), t), nil
 		}
 		if strings.TrimSpace(raw) == "" {
 			return reflect.Zero(t), nil
@@ -201,6 +206,16 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		return customFromText(raw, t)
 	}
 	return reflect.Value{}, invalid("cannot read a %s", spec)
+}
+
+// unionHasStr reports a union with a plain str member.
+func unionHasStr(spec *signature.TypeSpec) bool {
+	for _, o := range spec.Options() {
+		if o.Kind() == signature.KindString && o.GoType() == stringType {
+			return true
+		}
+	}
+	return false
 }
 
 func scalarKind(k signature.Kind) bool {
