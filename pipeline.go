@@ -353,7 +353,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 	outs := make([]Values, 0, len(choices))
 	for _, ch := range choices {
 		text := ch.Message.Content
-		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == FinishReasonCut {
+		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {
 			return r.truncated(a, tr, parse, fsig, ch, resp.Usage)
 		}
 		native := len(dropped) > 0 && nativeValues(dropped, ch)
@@ -379,13 +379,14 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 	return nil
 }
 
-// truncated is the error for a reply cut by the token limit or a stream
-// cut short, with what Parse reads from it as Partial; an adapter whose
-// parsing calls an LM (TwoStep) is not asked: a cut text is never sent to
-// be extracted.
+// truncated is the error for a reply cut by the token limit, or one
+// without a finish reason (a stream that ended early; "null: incomplete"
+// in the OpenAI API), with what Parse reads from it as Partial; an adapter
+// whose parsing calls an LM (TwoStep) is not asked: a cut text is never
+// sent to be extracted.
 func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Signature, ch openai.ChatCompletionChoice, usage openai.Usage) *ParseError {
 	text := ch.Message.Content
-	cause := fmt.Errorf("%w: the stream ended without a finish reason (the connection was cut)", ErrTruncated)
+	cause := fmt.Errorf("%w: the reply has no finish reason, so it did not finish (a stream that ended early, or an incomplete reply)", ErrTruncated)
 	if ch.FinishReason == openai.FinishReasonLength {
 		cause = fmt.Errorf("%w: the reply hit the token limit", ErrTruncated)
 		if usage.CompletionTokens > 0 {

@@ -360,3 +360,32 @@ func TestStreamStopReportsLMCallDone(t *testing.T) {
 	assert.Equal(t, 1, starts)
 	assert.Equal(t, 1, dones)
 }
+
+// userWrapper is a caller's own LM wrapper (logging, say) that exposes
+// what it wraps.
+type userWrapper struct {
+	lm   adapter.LM
+	seen *int
+}
+
+func (w userWrapper) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	*w.seen++
+	return w.lm.CreateChatCompletion(ctx, req)
+}
+
+func (w userWrapper) Unwrap() adapter.LM { return w.lm }
+
+// TestUnwrapFindsCapabilities: declared capabilities are found through a
+// caller's wrapper that implements Unwrap, and the wrapper is still
+// called.
+func TestUnwrapFindsCapabilities(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text(`{"answer": "Paris"}`))
+	defer srv.Close()
+	seen := 0
+	lm := userWrapper{adapter.WithCapabilities(srv.Client(), adapter.Capabilities{StructuredOutputs: true}), &seen}
+	res, err := adapter.Call(t.Context(), lm, mustParse(t, "q -> answer"), nil, adapter.Values{"q": "x"},
+		adapter.UseAdapter(adapter.JSON{}), adapter.WithRequest(openai.ChatCompletionRequest{Model: "my-local-model"}))
+	require.NoError(t, err)
+	assert.Equal(t, "json_schema", res.Mode, "the declared structured outputs were seen through the wrapper")
+	assert.Equal(t, 1, seen)
+}
