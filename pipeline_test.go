@@ -465,3 +465,33 @@ func TestTruncatedPartialHoldsNoCutNumber(t *testing.T) {
 		})
 	}
 }
+
+// TestModelCapabilities: the model-name table covers the common
+// OpenAI-compatible providers; provider prefixes are ignored; unknown
+// names get nothing.
+func TestModelCapabilities(t *testing.T) {
+	all := adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
+	structured := adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
+	for model, want := range map[string]adapter.Capabilities{
+		"gpt-4o-mini":                 structured,
+		"openai/gpt-4.1":              structured,
+		"o3-mini":                     all,
+		"gpt-5-nano-2025-08-07":       all,
+		"openai/gpt-oss-120b":         all,
+		"gpt-3.5-turbo":               {JSONMode: true, Tools: true},
+		"gemini-2.5-flash":            all,
+		"gemini-2.0-flash":            structured,
+		"grok-3-mini":                 all,
+		"grok-4":                      structured,
+		"deepseek-reasoner":           {JSONMode: true, Reasoning: true},
+		"deepseek-chat":               {JSONMode: true, Tools: true},
+		"mistral-small-latest":        structured,
+		"magistral-medium-2507":       structured,
+		"anthropic/claude-sonnet-4.5": {Tools: true},
+		"llama3.1:8b":                 {},
+		"Qwen/Qwen2.5-7B-Instruct":    {},
+		"":                            {},
+	} {
+		assert.Equal(t, want, adapter.ModelCapabilities(model), model)
+	}
+}
