@@ -67,8 +67,11 @@ const (
 // (incomplete demos first, then complete ones, as DSPy orders them) and the
 // user message with the output reminder.
 func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := chatSystem(sig)
+	sys, err := memoString(sig, chatSystemKey, chatSystem)
 	if err != nil {
 		return nil, err
 	}
@@ -87,12 +90,27 @@ type (
 // if it has at least one input and one output key; incomplete demos come
 // first.
 func formatDemos(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
+	var kindBuf [16]uint8 // per demo: 0 dropped, 1 incomplete, 2 complete
+	kinds := kindBuf[:0]
+	if len(demos) > len(kindBuf) {
+		kinds = make([]uint8, 0, len(demos))
+	}
+	for _, d := range demos {
+		switch complete, keep := demoKind(sig, d); {
+		case complete:
+			kinds = append(kinds, 2)
+		case keep:
+			kinds = append(kinds, 1)
+		default:
+			kinds = append(kinds, 0)
+		}
+	}
 	for pass := range 2 {
-		for _, d := range demos {
-			complete, keep := demoKind(sig, d)
-			if !keep || complete != (pass == 1) {
+		for i, d := range demos {
+			if kinds[i] != uint8(pass+1) {
 				continue
 			}
+			complete := pass == 1
 			prefix, missing := incompleteDemoPrefix, notSuppliedExample
 			if complete {
 				prefix, missing = "", notSuppliedHistory
@@ -228,17 +246,24 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // section per input present in vals, and on the main request the reminder
 // of the output fields; joined by blank lines and stripped.
 func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	reminder := ""
+	if main {
+		reminder, _ = memoString(sig, chatReminderKey, chatReminder)
+	}
+	return userMessage(sig, vals, prefix, reminder)
+}
+
+// userMessage renders the prefix, one [[ ## name ## ]] section per input
+// present in vals and the reminder (when not ""), joined by blank lines and
+// stripped: the user message of Chat and JSON.
+func userMessage(sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, false, vals)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	size += len(prefix)
-	if main {
-		size += 160 + 64*sig.NumOutputs()
-	}
-	b.Grow(size)
+	b.Grow(size + len(prefix) + len(reminder) + 2)
 	b.WriteString(prefix)
 	for i, f := range fs {
 		if !f.present {
@@ -248,11 +273,19 @@ func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 		writeHeader(&b, sig.Input(i).Name)
 		b.WriteString(f.text)
 	}
-	if main {
+	if reminder != "" {
 		b.WriteString("\n\n")
-		writeChatReminder(&b, sig)
+		b.WriteString(reminder)
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// chatReminder is the output reminder of a signature (see
+// writeChatReminder).
+func chatReminder(sig *signature.Signature) (string, error) {
+	var b strings.Builder
+	writeChatReminder(&b, sig)
+	return b.String(), nil
 }
 
 // writeChatReminder writes DSPy's user_message_output_requirements.

@@ -270,3 +270,32 @@ func hasBlankIndentedLine(lines iter.Seq[string]) bool {
 	}
 	return false
 }
+
+// memoKey names what the adapters keep per signature (see
+// signature.Signature.Memo): the parts of a prompt that depend on the
+// signature alone, built once.
+type memoKey uint8
+
+const (
+	chatSystemKey memoKey = iota
+	chatReminderKey
+	jsonSystemKey
+	jsonReminderKey
+	xmlSystemKey
+	xmlReminderKey
+)
+
+// memoText is a kept text, or the error building it gave.
+type memoText struct {
+	text string
+	err  error
+}
+
+// memoString returns the text kept under key for sig, building it once.
+func memoString(sig *signature.Signature, key memoKey, build func(*signature.Signature) (string, error)) (string, error) {
+	m := sig.Memo(key, func() any {
+		s, err := build(sig)
+		return memoText{s, err}
+	}).(memoText)
+	return m.text, m.err
+}

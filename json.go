@@ -39,8 +39,11 @@ func (JSON) Name() string { return "json" }
 // Format renders the system message, the demos (assistant turns as JSON
 // objects) and the user message with the JSON reminder.
 func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := jsonSystem(sig)
+	sys, err := memoString(sig, jsonSystemKey, jsonSystem)
 	if err != nil {
 		return nil, err
 	}
@@ -96,15 +99,16 @@ func jsonSystem(sig *signature.Signature) (string, error) {
 
 // jsonUser is Chat's user message with the JSON reminder.
 func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	s, err := chatUser(sig, vals, prefix, false)
-	if err != nil || !main {
-		return s, err
+	if !main {
+		return chatUser(sig, vals, prefix, false)
 	}
+	reminder, _ := memoString(sig, jsonReminderKey, jsonReminder)
+	return userMessage(sig, vals, prefix, reminder)
+}
+
+// jsonReminder is the JSON output reminder of a signature.
+func jsonReminder(sig *signature.Signature) (string, error) {
 	var b strings.Builder
-	b.WriteString(s)
-	if s != "" {
-		b.WriteString("\n\n")
-	}
 	writeJSONReminder(&b, sig)
 	return b.String(), nil
 }
@@ -130,7 +134,17 @@ func jsonAssistant(sig *signature.Signature, vals Values, missing string) (strin
 	if sig.NumOutputs() == 0 {
 		return "{}", nil
 	}
+	size := 8
+	for i := range sig.NumOutputs() {
+		size += len(sig.OutputName(i)) + 8
+		if s, ok := vals[sig.OutputName(i)].(string); ok {
+			size += len(s) + len(s)/16
+		} else {
+			size += 32
+		}
+	}
 	var b strings.Builder
+	b.Grow(size)
 	b.WriteByte('{')
 	for i := range sig.NumOutputs() {
 		if i > 0 {
@@ -138,11 +152,15 @@ func jsonAssistant(sig *signature.Signature, vals Values, missing string) (strin
 		}
 		f := sig.Output(i)
 		b.WriteString("\n  ")
-		b.WriteString(pyjson.Quote(f.Name))
+		pyjson.WriteQuote(&b, f.Name)
 		b.WriteString(": ")
 		v, ok := vals[f.Name]
 		if !ok {
-			b.WriteString(pyjson.Quote(missing))
+			pyjson.WriteQuote(&b, missing)
+			continue
+		}
+		if s, isStr := v.(string); isStr {
+			pyjson.WriteQuote(&b, s) // the common case, without reflection
 			continue
 		}
 		enc, err := pyjson.MarshalIndent(v, "  ", "  ")

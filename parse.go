@@ -114,6 +114,8 @@ func fieldValue(fld *reply.Field, f signature.Field) (any, error) {
 	switch fld.Source {
 	case reply.Member:
 		return decodedValue(fld.Value, f)
+	case reply.String:
+		return parseValue(fld.Text, f)
 	case reply.Element:
 		tree := fld.Value
 		if s, ok := tree.(string); ok {

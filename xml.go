@@ -55,8 +55,11 @@ func (x XML) Fallback() Adapter {
 // Format renders the system message, the demos as user/assistant pairs
 // (incomplete ones first) and the user message with the XML reminder.
 func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := xmlSystem(sig)
+	sys, err := memoString(sig, xmlSystemKey, xmlSystem)
 	if err != nil {
 		return nil, err
 	}
@@ -360,25 +363,34 @@ func xmlUser(sig *signature.Signature, vals Values, prefix string, main bool) (s
 		return "", err
 	}
 	if main {
-		b.WriteString("\n\nRespond with the corresponding output fields wrapped in XML tags ")
-		var schemas []string
-		for i := range sig.NumOutputs() {
-			f := sig.Output(i)
-			if i > 0 {
-				b.WriteString(", then ")
-			}
-			b.WriteString("`<" + f.Name + ">`")
-			if nestedXML(f.Spec) {
-				schemas = append(schemas, xmlSchema(f.Name, f.Spec, nil))
-			}
-		}
-		b.WriteByte('.')
-		if len(schemas) > 0 {
-			b.WriteString(" Use this nested XML structure: ")
-			b.WriteString(strings.Join(schemas, " "))
-		}
+		reminder, _ := memoString(sig, xmlReminderKey, xmlReminder)
+		b.WriteString(reminder)
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// xmlReminder is DSPy's XMLAdapter.user_message_output_requirements for a
+// signature, with the nested structures it asks for.
+func xmlReminder(sig *signature.Signature) (string, error) {
+	var b strings.Builder
+	b.WriteString("\n\nRespond with the corresponding output fields wrapped in XML tags ")
+	var schemas []string
+	for i := range sig.NumOutputs() {
+		f := sig.Output(i)
+		if i > 0 {
+			b.WriteString(", then ")
+		}
+		b.WriteString("`<" + f.Name + ">`")
+		if nestedXML(f.Spec) {
+			schemas = append(schemas, xmlSchema(f.Name, f.Spec, nil))
+		}
+	}
+	b.WriteByte('.')
+	if len(schemas) > 0 {
+		b.WriteString(" Use this nested XML structure: ")
+		b.WriteString(strings.Join(schemas, " "))
+	}
+	return b.String(), nil
 }
 
 // xmlAssistant renders every output in its element, a missing one as the

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Signature is an immutable description of a task: instructions plus
@@ -18,6 +19,24 @@ type Signature struct {
 	outputs      []Field
 	types        map[string]reflect.Type // names from WithTypes, for edits that parse type names
 	names        map[reflect.Type]string // the reverse: how registered types are named
+	memo         *sync.Map               // Memo's values; every signature has its own
+}
+
+// Memo returns the value kept under key for this signature, calling build
+// to make it the first time (concurrent first calls may each build; one
+// result is kept). Adapters keep here what depends on the signature alone,
+// such as a system message. Keys should be values of an unexported type of
+// the caller's package, as context keys are. Edits return signatures with
+// their own, empty memo.
+func (s *Signature) Memo(key any, build func() any) any {
+	if s.memo == nil {
+		return build()
+	}
+	if v, ok := s.memo.Load(key); ok {
+		return v
+	}
+	v, _ := s.memo.LoadOrStore(key, build())
+	return v
 }
 
 // Option configures [Parse] and [FromStructs].
@@ -90,7 +109,7 @@ func New(instructions string, inputs, outputs []Field) (*Signature, error) {
 }
 
 func build(instructions string, inputs, outputs []Field, types map[string]reflect.Type) (*Signature, error) {
-	s := &Signature{types: types, names: reverseNames(types)}
+	s := &Signature{types: types, names: reverseNames(types), memo: new(sync.Map)}
 	seen := make(map[string]bool, len(inputs)+len(outputs))
 	var err error
 	if s.inputs, err = s.resolveAll(inputs, seen); err != nil {
@@ -227,6 +246,7 @@ func (s *Signature) clone() *Signature {
 	c := *s
 	c.inputs = slices.Clone(s.inputs)
 	c.outputs = slices.Clone(s.outputs)
+	c.memo = new(sync.Map)
 	return &c
 }
 

@@ -135,3 +135,32 @@ func TestCloseOne(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCloseOne: a span CloseOne completes gains exactly one closing
+// bracket and nothing else.
+func FuzzCloseOne(f *testing.F) {
+	for _, s := range []string{`[{'a': 1}, {'b': 2}`, `{"tags": ["a", "b", "n": 1}`, `[{"a": 1, {"a": 2}]`, `[3, 4`, `{"a": "x"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, ok := CloseOne(s)
+		if !ok {
+			return
+		}
+		t2 := strings.TrimRight(s, " \t\r\n")
+		if len(out) != len(t2)+1 && len(out) != len(s)+1 {
+			t.Fatalf("%q -> %q: not one byte more", s, out)
+		}
+		for i := 0; i < len(out); i++ {
+			if i >= len(s) || out[i] != s[i] {
+				if c := out[i]; c != '}' && c != ']' {
+					t.Fatalf("%q -> %q: inserted %q", s, out, c)
+				}
+				if out[i+1:] != s[i:] && out[i+1:] != t2[min(i, len(t2)):] {
+					t.Fatalf("%q -> %q: changed more than one byte", s, out)
+				}
+				return
+			}
+		}
+	})
+}

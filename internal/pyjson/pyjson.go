@@ -30,6 +30,9 @@ func Quote(s string) string {
 	return string(appendQuote(make([]byte, 0, len(s)+2), s))
 }
 
+// AppendQuote appends Quote(s) to b.
+func AppendQuote(b []byte, s string) []byte { return appendQuote(b, s) }
+
 func appendQuote(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -75,6 +78,54 @@ func appendQuote(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// WriteQuote writes Quote(s) to w.
+func WriteQuote(w *strings.Builder, s string) {
+	w.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			w.WriteString(s[start:i])
+			switch c {
+			case '"':
+				w.WriteString(`\"`)
+			case '\\':
+				w.WriteString(`\\`)
+			case '\n':
+				w.WriteString(`\n`)
+			case '\r':
+				w.WriteString(`\r`)
+			case '\t':
+				w.WriteString(`\t`)
+			case '\b':
+				w.WriteString(`\b`)
+			case '\f':
+				w.WriteString(`\f`)
+			default:
+				fmt.Fprintf(w, `\u%04x`, c)
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			w.WriteString(s[start:i])
+			w.WriteString("\ufffd")
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	w.WriteString(s[start:])
+	w.WriteByte('"')
 }
 
 // Float returns repr(f) as Python prints a float: the shortest digits that

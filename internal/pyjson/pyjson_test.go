@@ -1,6 +1,7 @@
 package pyjson
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,14 @@ func TestCycle(t *testing.T) {
 	m["self"] = m
 	_, err := Marshal(m)
 	assert.ErrorIs(t, err, ErrTooDeep)
+}
+
+func TestWriteQuoteMatchesQuote(t *testing.T) {
+	for _, s := range []string{"", "plain", `a "q" \ b`, "line\nbreak\r\t\b\f", "\x01\x1f", "é ✓ \xff end", "«»"} {
+		var b strings.Builder
+		WriteQuote(&b, s)
+		if b.String() != Quote(s) {
+			t.Errorf("%q: WriteQuote %q, Quote %q", s, b.String(), Quote(s))
+		}
+	}
 }

@@ -1,9 +1,11 @@
 package reply
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -29,6 +31,7 @@ const (
 	Bare                  // the whole reply, for a single str output: Text
 	Element               // an XML element: Value is its tree (a string leaf, []any, map[string]any, or nil)
 	Member                // a JSON member: Value is the decoded value, Text the key
+	String                // a JSON string member: Text is the string (read as text, its quotes its own)
 )
 
 // Field is the raw content of one output field.
@@ -207,6 +210,9 @@ func readJSONShape(sig *signature.Signature, text string, fields []Field) (bool,
 	if strings.IndexAny(text, "{[") < 0 {
 		return false, nil
 	}
+	if readFlat(sig, text, fields) {
+		return true, nil
+	}
 	found, err := readJSON(sig, text)
 	switch {
 	case errors.Is(err, errNotJSON):
@@ -218,6 +224,50 @@ func readJSONShape(sig *signature.Signature, text string, fields []Field) (bool,
 	}
 	members(sig, unwrap(sig, found.obj), fields)
 	return true, nil
+}
+
+// readFlat reads the common JSON reply without building a map: one flat
+// object whose keys are the outputs' names, each once. It reports false
+// (fields untouched) for anything else.
+func readFlat(sig *signature.Signature, text string, fields []Field) bool {
+	t := strings.TrimSpace(text)
+	n := 0
+	ok := jsonx.FlatMembers(t, func(key, val string, str bool) bool {
+		i := exactOutput(sig, key)
+		if i < 0 || fields[i].Source != Missing {
+			return false
+		}
+		n++
+		switch {
+		case str:
+			fields[i] = Field{Source: String, Text: val}
+		case val == "true":
+			fields[i] = Field{Source: Member, Text: key, Value: true}
+		case val == "false":
+			fields[i] = Field{Source: Member, Text: key, Value: false}
+		case val == "null":
+			fields[i] = Field{Source: Member, Text: key}
+		default:
+			fields[i] = Field{Source: Member, Text: key, Value: json.Number(val)}
+		}
+		return true
+	})
+	if !ok || n != len(fields) {
+		for i := range fields {
+			fields[i] = Field{}
+		}
+		return false
+	}
+	return true
+}
+
+func exactOutput(sig *signature.Signature, name string) int {
+	for i := range sig.NumOutputs() {
+		if sig.OutputName(i) == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // readBare files the whole reply under a signature's only output when
