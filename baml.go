@@ -70,8 +70,9 @@ func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]o
 
 // bamlUser is the JSON adapter's user message, struct inputs as JSON
 // indented by two spaces, empty parts dropped.
-func bamlUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	var b strings.Builder
+func bamlUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	b := &a.b
+	start := b.Len()
 	b.WriteString(prefix)
 	for i := range sig.NumInputs() {
 		f := sig.Input(i)
@@ -92,18 +93,18 @@ func bamlUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 				return "", err
 			}
 		}
-		if b.Len() > 0 {
+		if b.Len() > start {
 			b.WriteString("\n\n")
 		}
 		b.WriteString("[[ ## " + f.Name + " ## ]]\n" + s)
 	}
 	if main {
-		if b.Len() > 0 {
+		if b.Len() > start {
 			b.WriteString("\n\n")
 		}
-		writeJSONReminder(&b, sig)
+		writeJSONReminder(b, sig)
 	}
-	return strings.TrimSpace(b.String()), nil
+	return a.since(start), nil
 }
 
 // isStructValue reports a struct (a pydantic model in DSPy), or a pointer

@@ -75,21 +75,21 @@ func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 	if err != nil {
 		return nil, err
 	}
-	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
+	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
 	return formatTurns(msgs, sig, demos, inputs, chatUser, chatAssistant, c.NativeTools)
 }
 
 // userFunc and assistantFunc render one turn of an adapter's conversation.
 type (
-	userFunc      func(sig *signature.Signature, vals Values, prefix string, main bool) (string, error)
-	assistantFunc func(sig *signature.Signature, vals Values, missing string) (string, error)
+	userFunc      func(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error)
+	assistantFunc func(a *arena, sig *signature.Signature, vals Values, missing string) (string, error)
 )
 
 // formatDemos appends the demos as DSPy's format_demos does: a demo is
 // complete when every field has a non-nil value; an incomplete one is kept
 // if it has at least one input and one output key; incomplete demos come
 // first.
-func formatDemos(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
+func formatDemos(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
 	var kindBuf [16]uint8 // per demo: 0 dropped, 1 incomplete, 2 complete
 	kinds := kindBuf[:0]
 	if len(demos) > len(kindBuf) {
@@ -115,32 +115,45 @@ func formatDemos(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 			if complete {
 				prefix, missing = "", notSuppliedHistory
 			}
-			u, err := user(sig, d, prefix, false)
+			u, err := user(ar, sig, d, prefix, false)
 			if err != nil {
 				return nil, err
 			}
-			a, err := assistant(sig, d, missing)
+			a, err := assistant(ar, sig, d, missing)
 			if err != nil {
 				return nil, err
 			}
-			msgs = append(msgs,
-				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u},
-				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a})
+			msgs = appendMessage(msgs, openai.ChatMessageRoleUser, u)
+			msgs = appendMessage(msgs, openai.ChatMessageRoleAssistant, a)
 		}
 	}
 	return msgs, nil
+}
+
+// appendMessage appends a message with a role and text, written in place
+// (appending a whole message struct costs a write barrier per field while
+// the collector runs).
+func appendMessage(msgs []openai.ChatCompletionMessage, role, content string) []openai.ChatCompletionMessage {
+	if len(msgs) < cap(msgs) {
+		msgs = msgs[:len(msgs)+1]
+	} else {
+		msgs = append(msgs, openai.ChatCompletionMessage{})
+	}
+	m := &msgs[len(msgs)-1]
+	m.Role, m.Content = role, content
+	return msgs
 }
 
 func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
 	complete = true
 	var hasIn, hasOut bool
 	for i := range sig.NumInputs() {
-		v, ok := d[sig.Input(i).Name]
+		v, ok := d[sig.InputName(i)]
 		hasIn = hasIn || ok
 		complete = complete && ok && !isNil(v)
 	}
 	for i := range sig.NumOutputs() {
-		v, ok := d[sig.Output(i).Name]
+		v, ok := d[sig.OutputName(i)]
 		hasOut = hasOut || ok
 		complete = complete && ok && !isNil(v)
 	}
@@ -226,18 +239,21 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 	}
 	size := 0
 	for i := range n {
-		f := field(sig, outputs, i)
-		v, ok := vals[f.Name]
+		name := fieldName(sig, outputs, i)
+		v, ok := vals[name]
 		if !ok {
 			dst = append(dst, formatted{})
 			continue
 		}
-		s, err := FormatValue(v, f)
-		if err != nil {
-			return nil, 0, err
+		s, isStr := v.(string) // a string is its own text (FormatValue's fast path)
+		if !isStr {
+			var err error
+			if s, err = FormatValue(v, field(sig, outputs, i)); err != nil {
+				return nil, 0, err
+			}
 		}
 		dst = append(dst, formatted{s, true})
-		size += len(s) + len(f.Name) + 16
+		size += len(s) + len(name) + 16
 	}
 	return dst, size, nil
 }
@@ -245,24 +261,25 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // chatUser renders DSPy's format_user_message_content: the prefix, one
 // section per input present in vals, and on the main request the reminder
 // of the output fields; joined by blank lines and stripped.
-func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+func chatUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
 	reminder := ""
 	if main {
 		reminder, _ = memoString(sig, chatReminderKey, chatReminder)
 	}
-	return userMessage(sig, vals, prefix, reminder)
+	return userMessage(a, sig, vals, prefix, reminder)
 }
 
 // userMessage renders the prefix, one [[ ## name ## ]] section per input
 // present in vals and the reminder (when not ""), joined by blank lines and
 // stripped: the user message of Chat and JSON.
-func userMessage(sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
+func userMessage(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, false, vals)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	b := &a.b
+	start := b.Len()
 	b.Grow(size + len(prefix) + len(reminder) + 2)
 	b.WriteString(prefix)
 	for i, f := range fs {
@@ -270,14 +287,14 @@ func userMessage(sig *signature.Signature, vals Values, prefix, reminder string)
 			continue
 		}
 		b.WriteString("\n\n")
-		writeHeader(&b, sig.Input(i).Name)
+		writeHeader(b, sig.InputName(i))
 		b.WriteString(f.text)
 	}
 	if reminder != "" {
 		b.WriteString("\n\n")
 		b.WriteString(reminder)
 	}
-	return strings.TrimSpace(b.String()), nil
+	return a.since(start), nil
 }
 
 // chatReminder is the output reminder of a signature (see
@@ -324,13 +341,14 @@ func writeTypeInfo(b *strings.Builder, f signature.Field) {
 // chatAssistant renders DSPy's format_assistant_message_content: every
 // output in its section (missing ones as the missing text), stripped, then
 // the completed marker.
-func chatAssistant(sig *signature.Signature, vals Values, missing string) (string, error) {
+func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, true, vals)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	b := &a.b
+	start := b.Len()
 	b.Grow(size + len(missing)*len(fs) + 32*len(fs) + 32)
 	for i, f := range fs {
 		if i > 0 {
@@ -340,7 +358,7 @@ func chatAssistant(sig *signature.Signature, vals Values, missing string) (strin
 		if !f.present {
 			text = missing
 		}
-		name := sig.Output(i).Name
+		name := sig.OutputName(i)
 		if i == len(fs)-1 {
 			// The message is stripped: the last value loses its trailing
 			// space, and an empty last value its header's line break.
@@ -351,11 +369,11 @@ func chatAssistant(sig *signature.Signature, vals Values, missing string) (strin
 				continue
 			}
 		}
-		writeHeader(&b, name)
+		writeHeader(b, name)
 		b.WriteString(text)
 	}
 	b.WriteString("\n\n[[ ## completed ## ]]\n")
-	return b.String(), nil
+	return b.String()[start:], nil
 }
 
 // Parse reads the output fields from a Chat-format reply. See [Chat] for
@@ -392,7 +410,7 @@ func (c Chat) FormatFinetune(sig *signature.Signature, demos []Values, inputs, o
 	if err != nil {
 		return nil, err
 	}
-	a, err := chatAssistant(sig, outputs, notSuppliedExample)
+	a, err := chatAssistant(&arena{}, sig, outputs, notSuppliedExample)
 	if err != nil {
 		return nil, err
 	}

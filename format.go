@@ -77,6 +77,14 @@ func field(sig *signature.Signature, output bool, i int) signature.Field {
 	return sig.Input(i)
 }
 
+// fieldName returns the name of the i-th input or output.
+func fieldName(sig *signature.Signature, output bool, i int) string {
+	if output {
+		return sig.OutputName(i)
+	}
+	return sig.InputName(i)
+}
+
 // fieldsSize estimates the bytes the fields take in a system message.
 func fieldsSize(sig *signature.Signature) int {
 	n := 0
@@ -298,4 +306,20 @@ func memoString(sig *signature.Signature, key memoKey, build func(*signature.Sig
 		return memoText{s, err}
 	}).(memoText)
 	return m.text, m.err
+}
+
+// arena is one buffer for the texts of a conversation's messages: each
+// text is a view of it (strings.Builder only appends, so a view never
+// changes), and Format allocates the texts of all its messages at once.
+type arena struct{ b strings.Builder }
+
+// since returns what was written from start on, surrounding white space
+// trimmed.
+func (a *arena) since(start int) string { return strings.TrimSpace(a.b.String()[start:]) }
+
+// grow makes room for a conversation with these demos and inputs: an
+// estimate (iterating the values would cost more than a regrowth).
+func (a *arena) grow(sig *signature.Signature, demos []Values, inputs Values) {
+	fields := sig.NumInputs() + sig.NumOutputs()
+	a.b.Grow(512 + (len(demos)+1)*fields*112)
 }

@@ -47,7 +47,7 @@ func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 	if err != nil {
 		return nil, err
 	}
-	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
+	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
 	return formatTurns(msgs, sig, demos, inputs, jsonUser, jsonAssistant, !j.NoNativeTools)
 }
 
@@ -98,12 +98,12 @@ func jsonSystem(sig *signature.Signature) (string, error) {
 }
 
 // jsonUser is Chat's user message with the JSON reminder.
-func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+func jsonUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
 	if !main {
-		return chatUser(sig, vals, prefix, false)
+		return chatUser(a, sig, vals, prefix, false)
 	}
 	reminder, _ := memoString(sig, jsonReminderKey, jsonReminder)
-	return userMessage(sig, vals, prefix, reminder)
+	return userMessage(a, sig, vals, prefix, reminder)
 }
 
 // jsonReminder is the JSON output reminder of a signature.
@@ -130,47 +130,38 @@ func writeJSONReminder(b *strings.Builder, sig *signature.Signature) {
 // jsonAssistant renders the outputs as DSPy's JSONAdapter does:
 // json.dumps({name: value}, indent=2, ensure_ascii=False), a missing field
 // as the missing text.
-func jsonAssistant(sig *signature.Signature, vals Values, missing string) (string, error) {
+func jsonAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
 	if sig.NumOutputs() == 0 {
 		return "{}", nil
 	}
-	size := 8
-	for i := range sig.NumOutputs() {
-		size += len(sig.OutputName(i)) + 8
-		if s, ok := vals[sig.OutputName(i)].(string); ok {
-			size += len(s) + len(s)/16
-		} else {
-			size += 32
-		}
-	}
-	var b strings.Builder
-	b.Grow(size)
+	b := &a.b // sized by arena.grow for the whole conversation
+	start := b.Len()
 	b.WriteByte('{')
 	for i := range sig.NumOutputs() {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		f := sig.Output(i)
+		name := sig.OutputName(i)
 		b.WriteString("\n  ")
-		pyjson.WriteQuote(&b, f.Name)
+		pyjson.WriteQuote(b, name)
 		b.WriteString(": ")
-		v, ok := vals[f.Name]
+		v, ok := vals[name]
 		if !ok {
-			pyjson.WriteQuote(&b, missing)
+			pyjson.WriteQuote(b, missing)
 			continue
 		}
 		if s, isStr := v.(string); isStr {
-			pyjson.WriteQuote(&b, s) // the common case, without reflection
+			pyjson.WriteQuote(b, s) // the common case, without reflection
 			continue
 		}
 		enc, err := pyjson.MarshalIndent(v, "  ", "  ")
 		if err != nil {
-			return "", &InputError{Field: f.Name, Err: err}
+			return "", &InputError{Field: name, Err: err}
 		}
 		b.Write(enc)
 	}
 	b.WriteString("\n}")
-	return b.String(), nil
+	return b.String()[start:], nil
 }
 
 // Parse reads the output fields from a JSON reply: strict JSON first, then

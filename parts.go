@@ -48,7 +48,9 @@ func historyField(sig *signature.Signature) int {
 // Adapter.format does: the demos, the conversation history, the request;
 // then splits user messages at content-part markers.
 func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
-	msgs, err := formatDemos(msgs, sig, demos, user, assistant)
+	ar := &arena{}
+	ar.grow(sig, demos, inputs)
+	msgs, err := formatDemos(ar, msgs, sig, demos, user, assistant)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 		}
 		if conv, ok := asConversation(inputs[name]); ok {
 			for _, turn := range conv.Turns() {
-				u, err := user(reqSig, turn, "", false)
+				u, err := user(ar, reqSig, turn, "", false)
 				if err != nil {
 					return nil, err
 				}
@@ -73,7 +75,7 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 				}
 				if nativeTools {
 					var handled bool
-					if msgs, handled, err = appendNativeToolTurn(msgs, reqSig, turn, assistant); err != nil {
+					if msgs, handled, err = appendNativeToolTurn(ar, msgs, reqSig, turn, assistant); err != nil {
 						return nil, err
 					} else if handled {
 						continue
@@ -88,25 +90,25 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 						full[reqSig.Output(i).Name] = nil // DSPy renders a missing output as None
 					}
 				}
-				a, err := assistant(reqSig, full, "")
+				a, err := assistant(ar, reqSig, full, "")
 				if err != nil {
 					return nil, err
 				}
 				if a != "" {
 					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a})
 				}
-				if msgs, err = appendToolResults(msgs, reqSig, turn, user); err != nil {
+				if msgs, err = appendToolResults(ar, msgs, reqSig, turn, user); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	u, err := user(reqSig, reqInputs, "", true)
+	u, err := user(ar, reqSig, reqInputs, "", true)
 	if err != nil {
 		return nil, err
 	}
 	if u != "" {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: u})
+		msgs = appendMessage(msgs, openai.ChatMessageRoleUser, u)
 	}
 	for i := range msgs {
 		if msgs[i].Role == openai.ChatMessageRoleUser {
@@ -126,7 +128,7 @@ type toolResulter interface {
 
 // appendToolResults adds, after a history turn whose tool calls carry
 // results, DSPy's user message holding them as a tool_call_results field.
-func appendToolResults(msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, user userFunc) ([]openai.ChatCompletionMessage, error) {
+func appendToolResults(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, user userFunc) ([]openai.ChatCompletionMessage, error) {
 	for i := range sig.NumOutputs() {
 		tr, ok := turn[sig.Output(i).Name].(toolResulter)
 		if !ok {
@@ -140,7 +142,7 @@ func appendToolResults(msgs []openai.ChatCompletionMessage, sig *signature.Signa
 		if err != nil {
 			return nil, err
 		}
-		u, err := user(rsig, Values{"tool_call_results": results}, "", false)
+		u, err := user(ar, rsig, Values{"tool_call_results": results}, "", false)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +164,7 @@ type nativeToolTurn interface {
 // outputs present (or no content) and, when the results match the calls,
 // the calls themselves, followed by one tool message per result. It
 // reports false for turns without tool calls.
-func appendNativeToolTurn(msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, assistant assistantFunc) ([]openai.ChatCompletionMessage, bool, error) {
+func appendNativeToolTurn(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, assistant assistantFunc) ([]openai.ChatCompletionMessage, bool, error) {
 	var name string
 	var nt nativeToolTurn
 	for i := range sig.NumOutputs() {
@@ -184,7 +186,7 @@ func appendNativeToolTurn(msgs []openai.ChatCompletionMessage, sig *signature.Si
 	content := ""
 	if csig.NumOutputs() > 0 {
 		var err error
-		if content, err = assistant(csig, turn, ""); err != nil {
+		if content, err = assistant(ar, csig, turn, ""); err != nil {
 			return nil, true, err
 		}
 	}

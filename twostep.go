@@ -60,11 +60,13 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 		b.WriteString(in)
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
-	msgs, err := formatDemos(msgs, sig, demos, twoStepUser, twoStepAssistant)
+	ar := &arena{}
+	ar.grow(sig, demos, inputs)
+	msgs, err := formatDemos(ar, msgs, sig, demos, twoStepUser, twoStepAssistant)
 	if err != nil {
 		return nil, err
 	}
-	user, err := twoStepUser(sig, inputs, "", true)
+	user, err := twoStepUser(ar, sig, inputs, "", true)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +75,7 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 
 // twoStepLines writes "name: value" for the fields present in vals,
 // blank-line separated, values as Python's str() prints them.
-func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, vals Values) {
+func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outputs bool, vals Values) {
 	n := sig.NumInputs()
 	if outputs {
 		n = sig.NumOutputs()
@@ -84,7 +86,7 @@ func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, va
 		if !ok {
 			continue
 		}
-		if b.Len() > 0 {
+		if b.Len() > start {
 			b.WriteString("\n\n")
 		}
 		b.WriteString(f.Name)
@@ -93,19 +95,19 @@ func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, va
 	}
 }
 
-func twoStepUser(sig *signature.Signature, vals Values, prefix string, _ bool) (string, error) {
-	var b strings.Builder
-	b.WriteString(prefix)
-	twoStepLines(&b, sig, false, vals)
-	return strings.TrimSpace(b.String()), nil
+func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix string, _ bool) (string, error) {
+	start := a.b.Len()
+	a.b.WriteString(prefix)
+	twoStepLines(&a.b, start, sig, false, vals)
+	return a.since(start), nil
 }
 
 // twoStepAssistant writes the outputs present; DSPy omits missing ones
 // (the missing text is unused).
-func twoStepAssistant(sig *signature.Signature, vals Values, _ string) (string, error) {
-	var b strings.Builder
-	twoStepLines(&b, sig, true, vals)
-	return b.String(), nil
+func twoStepAssistant(a *arena, sig *signature.Signature, vals Values, _ string) (string, error) {
+	start := a.b.Len()
+	twoStepLines(&a.b, start, sig, true, vals)
+	return a.b.String()[start:], nil
 }
 
 // ExtractionSignature is the signature TwoStep's extractor answers: the

@@ -63,7 +63,7 @@ func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]
 	if err != nil {
 		return nil, err
 	}
-	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
+	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
 	return formatTurns(msgs, sig, demos, inputs, xmlUser, xmlAssistant, x.NativeTools)
 }
 
@@ -355,18 +355,19 @@ func quoteAttr(s string) string {
 
 // xmlUser renders the user message: the prefix, the inputs present, and on
 // the main request the XML reminder; blank-line joined and stripped.
-func xmlUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	var b strings.Builder
+func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	b := &a.b
+	start := b.Len()
 	b.WriteString(prefix)
 	b.WriteString("\n\n")
-	if err := xmlFields(&b, sig, false, vals, ""); err != nil {
+	if err := xmlFields(b, sig, false, vals, ""); err != nil {
 		return "", err
 	}
 	if main {
 		reminder, _ := memoString(sig, xmlReminderKey, xmlReminder)
 		b.WriteString(reminder)
 	}
-	return strings.TrimSpace(b.String()), nil
+	return a.since(start), nil
 }
 
 // xmlReminder is DSPy's XMLAdapter.user_message_output_requirements for a
@@ -395,12 +396,12 @@ func xmlReminder(sig *signature.Signature) (string, error) {
 
 // xmlAssistant renders every output in its element, a missing one as the
 // missing text.
-func xmlAssistant(sig *signature.Signature, vals Values, missing string) (string, error) {
-	var b strings.Builder
-	if err := xmlFields(&b, sig, true, vals, missing); err != nil {
+func xmlAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
+	start := a.b.Len()
+	if err := xmlFields(&a.b, sig, true, vals, missing); err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(b.String()), nil
+	return a.since(start), nil
 }
 
 // Parse reads the output fields from an XML reply. See [XML] for what it

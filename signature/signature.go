@@ -173,6 +173,10 @@ func (s *Signature) Input(i int) Field { return s.inputs[i] }
 // OutputName returns the i-th output's name without copying the field.
 func (s *Signature) OutputName(i int) string { return s.outputs[i].Name }
 
+// InputName returns the name of the i-th input (Input(i).Name without
+// copying the field).
+func (s *Signature) InputName(i int) string { return s.inputs[i].Name }
+
 // Output returns the i-th output field without copying the list.
 func (s *Signature) Output(i int) Field { return s.outputs[i] }
 
