@@ -50,8 +50,9 @@ func WithCallOptions(opts ...adapter.CallOption) Option {
 // It is safe for concurrent use; Load and the With methods return new
 // modules.
 type Module struct {
-	sig *signature.Signature
-	cfg config
+	sig     *signature.Signature
+	cfg     config
+	ignored []string // what Load left out
 }
 
 // NewModule returns a module for sig.

@@ -55,8 +55,8 @@ func TestChainOfThoughtAndProgram(t *testing.T) {
 	prog, err := predict.ReadProgram("testdata/program.json")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"generate_answer.predict"}, prog.Names())
-	assert.NotContains(t, prog["generate_answer.predict"].LM, "api_base", "unsafe LM keys are dropped")
-	assert.NotContains(t, prog["generate_answer.predict"].LM, "base_url")
+	assert.NotContains(t, prog.Predictors["generate_answer.predict"].LM, "api_base", "unsafe LM keys are dropped")
+	assert.NotContains(t, prog.Predictors["generate_answer.predict"].LM, "base_url")
 
 	cot, err := predict.NewChainOfThought[Question, Answer]()
 	require.NoError(t, err)
