@@ -106,6 +106,7 @@ type callConfig struct {
 	retry      RetryPolicy
 	noRetry    bool
 	timeout    time.Duration
+	id         uint64 // the call's identity in Trace events (callID)
 }
 
 // WithRequest sets the request template: model, temperature, n, max tokens
@@ -248,7 +249,7 @@ func (c *callConfig) resolve(ctx context.Context) Adapter {
 // attempt makes one LM call with adapter a (the n-th adapter tried) and
 // parses its choices into res.
 func attempt(ctx context.Context, lm LM, a Adapter, n int, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result) error {
-	tr := tracer{c.trace, a.Name(), n}
+	tr := tracer{c.trace, a.Name(), n, c.callID()}
 	parse, err := parserFor(ctx, a, c, res)
 	if err != nil {
 		return err

@@ -122,7 +122,7 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 // streamAttempt streams one LM call with adapter a. stopped reports that
 // the consumer broke out of the loop.
 func streamAttempt(ctx context.Context, lm StreamingLM, a Adapter, n int, sig *signature.Signature, demos []Values, inputs Values, c *callConfig, res *Result, yield func(Chunk, error) bool) (err error, stopped bool) {
-	tr := tracer{c.trace, a.Name(), n}
+	tr := tracer{c.trace, a.Name(), n, c.callID()}
 	parse, err := parserFor(ctx, a, c, res)
 	if err != nil {
 		return err, false

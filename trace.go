@@ -2,6 +2,8 @@ package adapter
 
 import (
 	"context"
+	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -14,15 +16,24 @@ import (
 // the calling goroutine and must not modify what they are given. Requests
 // never carry the API key (it lives in the client), so a Trace cannot leak
 // it.
+//
+// Every event of one Call or Stream carries the same CallID, assigned once
+// per call and unique in the process, so hooks that see concurrent calls
+// can tell them apart. Tool runs (ToolStart, ToolDone) are reported by the
+// code that runs tools — predict.ReAct, types.ToolCalls.Execute — through
+// [Trace.RunTool].
 type Trace struct {
 	FormatDone  func(FormatInfo)
 	LMCallStart func(LMCallStartInfo)
 	LMCallDone  func(LMCallDoneInfo)
 	ParseDone   func(ParseInfo)
+	ToolStart   func(ToolStartInfo)
+	ToolDone    func(ToolDoneInfo)
 }
 
 // FormatInfo reports the messages an adapter produced.
 type FormatInfo struct {
+	CallID   uint64 // the Call or Stream this event belongs to
 	Adapter  string
 	Attempt  int // 1, or 2 for the fallback adapter
 	Messages []openai.ChatCompletionMessage
@@ -32,6 +43,7 @@ type FormatInfo struct {
 
 // LMCallStartInfo reports a request about to be sent.
 type LMCallStartInfo struct {
+	CallID  uint64
 	Adapter string
 	Attempt int
 	Request openai.ChatCompletionRequest
@@ -42,6 +54,7 @@ type LMCallStartInfo struct {
 // empty and Completions holds the text received, Duration spans the whole
 // stream.
 type LMCallDoneInfo struct {
+	CallID      uint64
 	Adapter     string
 	Attempt     int
 	Request     openai.ChatCompletionRequest
@@ -55,12 +68,74 @@ type LMCallDoneInfo struct {
 
 // ParseInfo reports the parse of one choice's completion.
 type ParseInfo struct {
+	CallID     uint64
 	Adapter    string
 	Attempt    int
 	Completion string
 	Outputs    Values
 	Duration   time.Duration
 	Err        error
+}
+
+// ToolStartInfo reports a tool about to run.
+type ToolStartInfo struct {
+	// CallID is the call whose reply asked for the tool (0 when unknown,
+	// such as tool calls built by hand).
+	CallID uint64
+	// Tool is the tool's name; ToolCallID the model's id for the call
+	// ("" in text mode, where calls have none).
+	Tool, ToolCallID string
+	// Args are the arguments as JSON.
+	Args json.RawMessage
+}
+
+// ToolDoneInfo reports a tool's outcome: its result, or the error it
+// returned (an unknown tool or arguments it could not take included).
+type ToolDoneInfo struct {
+	ToolStartInfo
+	Result   any
+	Err      error
+	Duration time.Duration
+}
+
+// RunTool runs a tool for a call, reporting it to t: ToolStart before,
+// ToolDone after with run's result or error and the time it took. Code that
+// runs tools for a model (predict.ReAct, types.ToolCalls.Execute) runs each
+// one through it, so that every tool run can be traced; t may be nil. A
+// panic in run is not recovered.
+func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
+	if t != nil && t.ToolStart != nil {
+		t.ToolStart(info)
+	}
+	start := time.Now()
+	res, err := run(ctx)
+	if t != nil && t.ToolDone != nil {
+		t.ToolDone(ToolDoneInfo{ToolStartInfo: info, Result: res, Err: err, Duration: time.Since(start)})
+	}
+	return res, err
+}
+
+// CallTrace returns the hooks a call with ctx and opts reports to: the
+// trace set on ctx with [WithTrace], then those of [Observe] options in
+// order; nil when there are none. Code that works for a call outside the
+// pipeline, such as running the tools a reply asked for, reports through
+// it.
+func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
+	var c callConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return composeTrace(traceFrom(ctx), c.trace)
+}
+
+var lastCallID atomic.Uint64
+
+// callID returns the call's identity, assigning it on first use.
+func (c *callConfig) callID() uint64 {
+	if c.id == 0 {
+		c.id = lastCallID.Add(1)
+	}
+	return c.id
 }
 
 type traceKey struct{}
@@ -93,6 +168,8 @@ func composeTrace(a, b *Trace) *Trace {
 		LMCallStart: chain(a.LMCallStart, b.LMCallStart),
 		LMCallDone:  chain(a.LMCallDone, b.LMCallDone),
 		ParseDone:   chain(a.ParseDone, b.ParseDone),
+		ToolStart:   chain(a.ToolStart, b.ToolStart),
+		ToolDone:    chain(a.ToolDone, b.ToolDone),
 	}
 }
 
@@ -111,29 +188,30 @@ type tracer struct {
 	t       *Trace
 	adapter string
 	attempt int
+	call    uint64
 }
 
 func (r tracer) format(msgs []openai.ChatCompletionMessage, d time.Duration, err error) {
 	if r.t != nil && r.t.FormatDone != nil {
-		r.t.FormatDone(FormatInfo{r.adapter, r.attempt, msgs, d, err})
+		r.t.FormatDone(FormatInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Messages: msgs, Duration: d, Err: err})
 	}
 }
 
 func (r tracer) lmStart(req openai.ChatCompletionRequest, stream bool) {
 	if r.t != nil && r.t.LMCallStart != nil {
-		r.t.LMCallStart(LMCallStartInfo{r.adapter, r.attempt, req, stream})
+		r.t.LMCallStart(LMCallStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Request: req, Stream: stream})
 	}
 }
 
 func (r tracer) lmDone(info LMCallDoneInfo) {
 	if r.t != nil && r.t.LMCallDone != nil {
-		info.Adapter, info.Attempt = r.adapter, r.attempt
+		info.CallID, info.Adapter, info.Attempt = r.call, r.adapter, r.attempt
 		r.t.LMCallDone(info)
 	}
 }
 
 func (r tracer) parse(completion string, vals Values, d time.Duration, err error) {
 	if r.t != nil && r.t.ParseDone != nil {
-		r.t.ParseDone(ParseInfo{r.adapter, r.attempt, completion, vals, d, err})
+		r.t.ParseDone(ParseInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Completion: completion, Outputs: vals, Duration: d, Err: err})
 	}
 }
