@@ -221,6 +221,18 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // section per input present in vals, and on the main request the reminder
 // of the output fields; joined by blank lines and stripped.
 func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	var reminder func(*strings.Builder, *signature.Signature)
+	if main {
+		reminder = writeChatReminder
+	}
+	return userMessage(sig, vals, prefix, reminder)
+}
+
+// userMessage is format_user_message_content with the adapter's reminder
+// (nil: not the main request). The message is stripped once, at the end,
+// so an empty last input keeps its blank line before the reminder.
+func userMessage(sig *signature.Signature, vals Values, prefix string, reminder func(*strings.Builder, *signature.Signature)) (string, error) {
+	main := reminder != nil
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, false, vals)
 	if err != nil {
@@ -243,7 +255,7 @@ func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 	}
 	if main {
 		b.WriteString("\n\n")
-		writeChatReminder(&b, sig)
+		reminder(&b, sig)
 	}
 	return strings.TrimSpace(b.String()), nil
 }

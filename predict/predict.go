@@ -19,6 +19,8 @@ type config struct {
 	req     *openai.ChatCompletionRequest
 	demos   []adapter.Values
 	opts    []adapter.CallOption
+	// maxIters is ReAct's step limit (MaxIters); nil means the default.
+	maxIters *int
 }
 
 // WithInstructions sets the signature's instructions (typed modules).

@@ -51,6 +51,10 @@ func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	return Tool{Name: name, Desc: desc, Args: props, call: call}, nil
 }
 
+// Callable reports whether the tool has a function to call (NewTool made
+// it), as opposed to a Tool read from JSON to be shown in prompts.
+func (t Tool) Callable() bool { return t.call != nil }
+
 // Call runs the tool with JSON arguments. A Tool built without a function
 // (from JSON, for prompts) cannot be called.
 func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {

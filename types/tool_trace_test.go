@@ -20,7 +20,9 @@ func TestExecuteFiresToolHooks(t *testing.T) {
 	require.NoError(t, err)
 	var events []string
 	ctx := adapter.WithTrace(context.Background(), &adapter.Trace{
-		ToolStart: func(i adapter.ToolStartInfo) { events = append(events, "start "+i.Tool+" "+i.ToolCallID+" "+string(i.Args)) },
+		ToolStart: func(i adapter.ToolStartInfo) {
+			events = append(events, "start "+i.Tool+" "+i.ToolCallID+" "+string(i.Args))
+		},
 		ToolDone: func(i adapter.ToolDoneInfo) {
 			msg := "done " + i.Tool + " " + i.ToolCallID
 			if i.Err != nil {
