@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"slices"
@@ -313,6 +314,9 @@ type run struct {
 	maxIters int
 	// status reports a tool starting and ending (Stream); false stops.
 	status func(string) bool
+	// sent is set once a chunk of the extract stream reached the caller:
+	// from then on nothing is retried.
+	sent bool
 }
 
 // Call runs the agent on inputs: up to MaxIters steps, each an LM call
@@ -482,7 +486,7 @@ func (st *run) withTruncation(call func(text string) (*adapter.Result, error)) (
 		}
 		res, err := call(text)
 		st.count(res)
-		if err == nil || !errors.Is(err, adapter.ErrContextWindow) {
+		if err == nil || !errors.Is(err, adapter.ErrContextWindow) || st.sent {
 			return res, err
 		}
 		last = err
@@ -520,4 +524,52 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 		out.Outputs[i] = withInput(o, "trajectory", st.traj)
 	}
 	return out
+}
+
+// Stream runs the agent like Call and streams it, as DSPy's streamify with
+// status messages: a Status chunk when each tool starts and when it ends,
+// then the extract call's chunks (the deltas of reasoning and the
+// outputs), and last a Done chunk whose Result is what Call returns, the
+// trajectory beside the outputs. The react steps are ordinary calls. An
+// error ends the sequence; breaking out of the loop stops the run (no
+// further tool runs or LM calls).
+func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
+	return func(yield func(adapter.Chunk, error) bool) {
+		st, err := r.start(ctx, lm, inputs, opts)
+		if err != nil {
+			yield(adapter.Chunk{}, err)
+			return
+		}
+		st.status = func(s string) bool { return yield(adapter.Chunk{Status: s}, nil) }
+		if err := st.steps(); err != nil {
+			if !errors.Is(err, errStopped) {
+				yield(adapter.Chunk{}, err)
+			}
+			return
+		}
+		ex := r.extract
+		res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
+			for ch, err := range adapter.Stream(ctx, lm, ex.sig, ex.cfg.demos, withInput(st.inputs, "trajectory", text), ex.callOptions(opts)...) {
+				switch {
+				case err != nil:
+					return nil, err
+				case ch.Done:
+					return ch.Result, nil
+				}
+				st.sent = true
+				if !yield(ch, nil) {
+					return nil, errStopped
+				}
+			}
+			return nil, errors.New("predict: ReAct: the extract stream ended without a result")
+		})
+		switch {
+		case errors.Is(err, errStopped):
+		case err != nil:
+			yield(adapter.Chunk{}, err)
+		default:
+			res = st.finish(res)
+			yield(adapter.Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)
+		}
+	}
 }
