@@ -123,7 +123,9 @@ func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(contex
 func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
 	var c callConfig
 	for _, o := range opts {
-		o(&c)
+		if o != nil {
+			o(&c)
+		}
 	}
 	return composeTrace(traceFrom(ctx), c.trace)
 }
