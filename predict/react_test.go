@@ -304,3 +304,26 @@ func TestReActStream(t *testing.T) {
 	assert.Empty(t, ran, "the tool does not run once the consumer stopped")
 	assert.Len(t, srv2.Requests(), 1)
 }
+
+// FuzzToolArgs: the model's next_tool_args text is untrusted. ParseField
+// never panics; what it accepts is one JSON object, and parsing its own
+// output gives it back.
+func FuzzToolArgs(f *testing.F) {
+	for _, s := range []string{`{"b": 1, "a": [1.0, "x"]}`, "```json\n{\"q\": \"x\"}\n```", `{"query": "Eiffel Tower"`, `{'city': 'Paris', 'ok': True}`, `x {"k": null} y`, `[1]`, `{"a": 1, "a": 2}`, `{"q": "cut`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var a predict.ToolArgs
+		if a.ParseField(raw) != nil {
+			return
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(a, &obj); err != nil {
+			t.Fatalf("ParseField(%q) gave %q, not a JSON object: %v", raw, a, err)
+		}
+		var b predict.ToolArgs
+		if err := b.ParseField(string(a)); err != nil || string(b) != string(a) {
+			t.Fatalf("ParseField(%q) = %q, which reads back as %q (%v)", raw, a, b, err)
+		}
+	})
+}
