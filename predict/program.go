@@ -268,7 +268,8 @@ func quoteAll(s []string) []string {
 // itself (objects in their saved key order, integers as int, other numbers
 // as float64), which formatting renders exactly as DSPy renders a demo's
 // raw value. Fields of struct or custom types (Image, a model) take their
-// Go value instead, since only that can format them.
+// Go value instead, since only that can format them: a type that decodes
+// JSON itself reads the saved text (its key order with it).
 func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	v, err := pyjson.Decode(raw)
 	if err != nil {
@@ -276,6 +277,12 @@ func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	}
 	if v == nil || !needsGoValue(f.Spec, 0) {
 		return v, nil
+	}
+	if t := f.Spec.GoType(); t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		p := reflect.New(t)
+		if err := p.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err == nil {
+			return p.Elem().Interface(), nil
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -285,6 +292,8 @@ func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	}
 	return value.FromJSON(plain, f.Spec)
 }
+
+var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // needsGoValue reports whether a type holds a struct or custom type.
 func needsGoValue(t *signature.TypeSpec, depth int) bool {

@@ -327,3 +327,19 @@ func FuzzToolArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestReActLoadKeepsDemoArgsOrder(t *testing.T) {
+	r := searchAgent(t)
+	prog := predict.Program{Predictors: map[string]predict.SavedPredictor{
+		"react": {Demos: []map[string]json.RawMessage{{
+			"question": json.RawMessage(`"q"`), "trajectory": json.RawMessage(`""`), "next_thought": json.RawMessage(`"t"`),
+			"next_tool_name": json.RawMessage(`"search"`), "next_tool_args": json.RawMessage(`{"zeta": 1, "alpha": {"y": 2, "b": 3}}`),
+		}}, Signature: r.React().Signature().State()},
+		"extract.predict": {Signature: r.Extract().Signature().State()},
+	}}
+	r, err := r.Load(prog)
+	require.NoError(t, err)
+	msgs, err := adapter.Chat{}.Format(r.React().Signature(), r.React().Demos(), adapter.Values{"question": "q", "trajectory": ""})
+	require.NoError(t, err)
+	assert.Contains(t, msgs[2].Content, "[[ ## next_tool_args ## ]]\n{\"zeta\": 1, \"alpha\": {\"y\": 2, \"b\": 3}}\n", "the saved key order")
+}
