@@ -395,7 +395,16 @@ func runReactCase(t *testing.T, c reactCase) {
 	for name, m := range map[string]*predict.Module{"react": r.React(), "extract.predict": r.Extract()} {
 		st := c.DumpState[name]
 		assert.Equal(t, st.Signature, m.Signature().State(), "%s signature state", name)
-		assert.Len(t, m.Demos(), len(st.Demos), "%s demos", name)
+		require.Len(t, m.Demos(), len(st.Demos), "%s demos", name)
+		for i, raw := range st.Demos {
+			want, err := pyjson.Decode(raw)
+			require.NoError(t, err)
+			for _, mb := range want.(pyjson.Object).Members() {
+				if mb.Key != "augmented" {
+					assert.Equal(t, pyjson.Str(mb.Value), pyjson.Str(m.Demos()[i][mb.Key]), "%s demo %d %s", name, i, mb.Key)
+				}
+			}
+		}
 	}
 }
 

@@ -343,3 +343,40 @@ func TestReActLoadKeepsDemoArgsOrder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, msgs[2].Content, "[[ ## next_tool_args ## ]]\n{\"zeta\": 1, \"alpha\": {\"y\": 2, \"b\": 3}}\n", "the saved key order")
 }
+
+// TestReActConcurrent: one ReAct serves concurrent calls; each run keeps
+// its own trajectory.
+func TestReActConcurrent(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		sys, user := r.Chat.Messages[0].Content, lastUser(r)
+		q := strings.TrimPrefix(strings.SplitN(user, "\n\n", 2)[0], "[[ ## question ## ]]\n")
+		switch {
+		case strings.Contains(sys, "`reasoning`"):
+			return answer(q)
+		case strings.Contains(user, "observation_0"):
+			return step("done", "finish", "{}")
+		}
+		return step("look", "search", fmt.Sprintf(`{"query": %q}`, q))
+	})
+	agent := searchAgent(t)
+	client := srv.Client()
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			q := fmt.Sprintf("q%d", i)
+			res, err := agent.Call(context.Background(), client, adapter.Values{"question": q})
+			if err == nil {
+				traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+				if res.Outputs[0]["answer"] != q || len(traj) != 2 || traj[0].Observation != "result for "+q {
+					err = fmt.Errorf("call %s got %v", q, res.Outputs[0])
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		assert.NoError(t, <-errs)
+	}
+}
