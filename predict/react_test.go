@@ -246,13 +246,15 @@ func TestToolArgsParseField(t *testing.T) {
 		require.NoError(t, a.ParseField(raw), raw)
 		assert.Equal(t, want, string(a), raw)
 	}
-	for _, raw := range []string{`[1, 2]`, `"x"`, `None`, ``, `{"q": "cut`, `{"a": 1, "a": 2}`} {
+	for _, raw := range []string{`[1, 2]`, `"x"`, `None`, ``, `{"q": "cut`, `{"a": 1, "a": 2}`, `{"q": "a"} or {"q": "b"}`} {
 		var a predict.ToolArgs
 		assert.Error(t, a.ParseField(raw), raw)
 	}
 	var a predict.ToolArgs
 	assert.ErrorIs(t, a.ParseField(`{"q": "cut`), adapter.ErrTruncated, "a value cut off is never completed by a guess")
 	assert.ErrorIs(t, a.ParseField(`{"a": 1, "a": 2}`), adapter.ErrAmbiguous)
+	assert.ErrorIs(t, a.ParseField(`{"q": "a"} or maybe {"q": "b"}`), adapter.ErrAmbiguous, "two different sets of arguments: never pick one")
+	require.NoError(t, a.ParseField(`{"q": "a"} that is, {"q": "a"}`), "the same object twice is that object")
 	b, err := json.Marshal(predict.ToolArgs(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "{}", string(b))

@@ -49,6 +49,18 @@ func (a *ToolArgs) UnmarshalJSON(b []byte) error {
 // off mid-way is ErrTruncated; anything but an object is an error.
 func (a *ToolArgs) ParseField(raw string) error {
 	s := strings.TrimSpace(raw)
+	var first ToolArgs
+	for _, obj := range jsonx.Objects(s, 4) {
+		args, err := toolArgsOf(obj)
+		switch {
+		case err != nil:
+		case first == nil:
+			first = args
+		case string(args) != string(first):
+			// Two sets of arguments: running either would be a guess.
+			return fmt.Errorf("predict: tool arguments %s hold two different objects: %w", clipText(s), adapter.ErrAmbiguous)
+		}
+	}
 	span, _, ok := jsonx.Extract(s)
 	if !ok {
 		return fmt.Errorf("predict: tool arguments %s are not a JSON object", clipText(s))
