@@ -108,9 +108,10 @@ func ExampleNew() {
 // Load never panic, a loaded module keeps its field names, and its demos
 // format (or fail with an error) without a panic; the same for a ReAct.
 func FuzzLoadProgram(f *testing.F) {
+	// Small seeds: the fuzzer minimises what it finds, which is slow on
+	// large inputs. The shapes of the big real files are in the inline ones.
 	for _, path := range []string{"testdata/program.json", "testdata/realworld/01-dspy-saved_program.json",
-		"testdata/realworld/05-dspy-banking77_flex.json", "testdata/realworld/15-dspy-study-optimized_gpt4o.json",
-		"testdata/realworld/35-dspy-demo-MIPROv2_program.json", "testdata/realworld/39-integrity-optimized_cot.json"} {
+		"testdata/realworld/35-dspy-demo-MIPROv2_program.json"} {
 		saved, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
@@ -120,6 +121,9 @@ func FuzzLoadProgram(f *testing.F) {
 	f.Add([]byte(`{"p": {"demos": [{"question": 1, "answer": null, "augmented": true}], "signature": {"instructions": "x", "fields": [{"prefix": "Q:", "description": "d"}, {"prefix": "R:"}, {"prefix": "A:"}]}}}`))
 	f.Add([]byte(`{"p": {"demos": [{"nope": "x"}], "signature": {"fields": []}}, "metadata": {}}`))
 	f.Add([]byte(`{"react": {"demos": [{"next_tool_args": {"b": [1.5e3, {"a": null}]}, "question": ["x"]}], "signature": {"instructions": "", "fields": [{}, {}, {}, {}, {}]}, "lm": {"temperature": 1e400}}}`))
+	f.Add([]byte(`{"classify.predict": {"traces": [], "train": [], "demos": [], "signature": {"instructions": "i", "fields": [{"prefix": "Q:", "description": "${question}"}, {"prefix": "A:", "description": "${answer}"}]}, "lm": null}, "module_src": "class X: pass", "retrieve": {"k": 3}, "metadata": {"dependency_versions": {"dspy": "3.3.0"}}}`))
+	f.Add([]byte(`{"generate_answer": {"lm": null, "traces": [], "train": [], "demos": [{"augmented": true, "question": "q", "answer": "a", "dspy_uuid": "u"}]}}`))
+	f.Add([]byte(`{"react.predict": {"demos": [{"question": "q", "trajectory": [{"reasoning": "r", "args": {"z": 1, "a": 2}}], "answer": 3.0}], "signature": {"instructions": "i", "fields": [{"prefix": "Q:", "description": "${question}"}, {"prefix": "R:", "description": "${reasoning}"}, {"prefix": "A:", "description": "${answer}"}]}, "extended_signature": {"instructions": "x", "fields": []}}}`))
 	cot, err := predict.NewChainOfThought[Question, Answer]()
 	if err != nil {
 		f.Fatal(err)
