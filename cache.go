@@ -53,12 +53,20 @@ func identityFrom(ctx context.Context) (string, bool) {
 	return "", false
 }
 
-// lmIdentity returns what identifies lm for a cache key.
+// lmIdentity returns what identifies lm for a cache key: an Identifier
+// (lm or an LM it wraps), else lm itself without the library's wrappers.
 func lmIdentity(lm LM) (string, bool) {
-	lm, _ = peel(lm)
-	if id, ok := lm.(Identifier); ok {
-		return "id:" + id.LMIdentity(), true
+	for w := lm; w != nil; {
+		if id, ok := w.(Identifier); ok {
+			return "id:" + id.LMIdentity(), true
+		}
+		u, ok := w.(Unwrapper)
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
 	}
+	lm, _ = peel(lm)
 	if c, ok := lm.(*openai.Client); ok && c != nil {
 		return clientIdentity(c), true
 	}
@@ -135,7 +143,7 @@ func finishedNormally(resp openai.ChatCompletionResponse) bool {
 	}
 	for _, ch := range resp.Choices {
 		switch ch.FinishReason {
-		case openai.FinishReasonStop, openai.FinishReasonToolCalls, openai.FinishReasonFunctionCall, "":
+		case openai.FinishReasonStop, openai.FinishReasonToolCalls, openai.FinishReasonFunctionCall:
 		default:
 			return false
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
@@ -247,7 +248,84 @@ func TestCallStreamEquivalence(t *testing.T) {
 				assert.Equal(t, w.Completions, g.Completions, "chunk size %d: completions", size)
 				assert.Equal(t, w.Retries, g.Retries, "chunk size %d: retries", size)
 				assert.Equal(t, w.Logprobs, g.Logprobs, "chunk size %d: logprobs", size)
+				assert.Equal(t, errText(w.FallbackCause), errText(g.FallbackCause), "chunk size %d: fallback cause", size)
 			}
 		})
 	}
+}
+
+// FuzzCallStream drives Call and Stream with arbitrary replies, finish
+// reasons and chunk sizes, and with nil or zero arguments (LM, context,
+// signature, inputs, demos, options): neither panics, and both give the
+// same outputs and the same error.
+func FuzzCallStream(f *testing.F) {
+	f.Add("[[ ## answer ## ]]\n42\n\n[[ ## completed ## ]]", uint8(0), uint8(0), uint8(3))
+	f.Add(`{"answer": 7}`, uint8(1), uint8(1<<7), uint8(1))
+	f.Add("##Answer##**[##0##]", uint8(2), uint8(1<<6), uint8(5))
+	f.Add("<think>x</think>[[ ## answer ## ]] 1", uint8(3), uint8(1<<4), uint8(64))
+	for i := range 8 {
+		f.Add("x", uint8(0), uint8(1<<i), uint8(2))
+	}
+	finishes := []string{"stop", "length", "", "content_filter", "tool_calls"}
+	srv := lmtest.NewServer()
+	f.Cleanup(srv.Close)
+	sig := mustParse(f, "question -> answer: int")
+	f.Fuzz(func(t *testing.T, reply string, finish, flags, size uint8) {
+		if !utf8.ValidString(reply) {
+			return // the server would send U+FFFD: not the reply given
+		}
+		r := lmtest.Text(reply).WithFinish(finishes[int(finish)%len(finishes)]).WithUsage(10, 5).ChunkSize(int(size%32) + 1)
+		srv.Handle(func(lmtest.Request) lmtest.Reply { return r })
+		ctx := t.Context()
+		var lm adapter.StreamingLM = srv.Client()
+		s, in := sig, adapter.Values{"question": "q"}
+		demos := []adapter.Values{{"question": "d", "answer": 1}}
+		opts := []adapter.CallOption{adapter.NoRetry()}
+		if flags&1 != 0 {
+			lm = nil
+		}
+		if flags&2 != 0 {
+			s = nil
+		}
+		if flags&4 != 0 {
+			in = nil
+		}
+		if flags&8 != 0 {
+			ctx = nil //nolint:staticcheck // a nil context is what is tested
+		}
+		if flags&16 != 0 {
+			opts = append(opts, adapter.NoFallback())
+		}
+		if flags&32 != 0 {
+			opts = append(opts, nil)
+		}
+		if flags&64 != 0 {
+			demos = []adapter.Values{nil, {}, {"answer": nil}}
+		}
+		if flags&128 != 0 {
+			opts = append(opts, adapter.UseAdapter(adapter.JSON{}))
+		}
+		var llm adapter.LM
+		if lm != nil {
+			llm = lm
+		}
+		res, err := adapter.Call(ctx, llm, s, demos, in, opts...)
+		var sres *adapter.Result
+		var serr error
+		for ch, e := range adapter.Stream(ctx, lm, s, demos, in, opts...) {
+			if e != nil {
+				serr = e
+				break
+			}
+			if ch.Done {
+				sres = ch.Result
+			}
+		}
+		if errText(err) != errText(serr) {
+			t.Fatalf("Call: %v\nStream: %v", err, serr)
+		}
+		if err == nil && !reflect.DeepEqual(res.Outputs, sres.Outputs) {
+			t.Fatalf("Call: %v\nStream: %v", res.Outputs, sres.Outputs)
+		}
+	})
 }

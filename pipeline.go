@@ -170,6 +170,7 @@ func (r *run) do(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w (after %s: %w)", ferr, a.Name(), err)
 	}
+	r.res.FallbackCause = err
 	return nil
 }
 
@@ -353,7 +354,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 	outs := make([]Values, 0, len(choices))
 	for _, ch := range choices {
 		text := ch.Message.Content
-		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == FinishReasonCut {
+		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {
 			return r.truncated(a, tr, parse, fsig, ch, resp.Usage)
 		}
 		native := len(dropped) > 0 && nativeValues(dropped, ch)
@@ -379,13 +380,14 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 	return nil
 }
 
-// truncated is the error for a reply cut by the token limit or a stream
-// cut short, with what Parse reads from it as Partial; an adapter whose
-// parsing calls an LM (TwoStep) is not asked: a cut text is never sent to
-// be extracted.
+// truncated is the error for a reply cut by the token limit, or one
+// without a finish reason (a stream that ended early; "null: incomplete"
+// in the OpenAI API), with what Parse reads from it as Partial; an adapter
+// whose parsing calls an LM (TwoStep) is not asked: a cut text is never
+// sent to be extracted.
 func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Signature, ch openai.ChatCompletionChoice, usage openai.Usage) *ParseError {
 	text := ch.Message.Content
-	cause := fmt.Errorf("%w: the stream ended without a finish reason (the connection was cut)", ErrTruncated)
+	cause := fmt.Errorf("%w: the reply has no finish reason, so it did not finish (a stream that ended early, or an incomplete reply)", ErrTruncated)
 	if ch.FinishReason == openai.FinishReasonLength {
 		cause = fmt.Errorf("%w: the reply hit the token limit", ErrTruncated)
 		if usage.CompletionTokens > 0 {
@@ -400,12 +402,31 @@ func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Si
 	start := time.Now()
 	vals, err := parse(sig, text)
 	tr.parse(text, vals, time.Since(start), err)
-	pe.Partial = vals
-	var inner *ParseError
-	if errors.As(err, &inner) {
-		pe.Partial = inner.Partial
+	pe.Partial = partialOf(vals, err)
+	if len(pe.Partial) > 0 {
+		// A value the cut may have shortened is not a value: one that reads
+		// differently when more text follows ("0." then "9") was still
+		// being written. Text keeps its partial string, as written so far.
+		more := partialOf(parse(sig, text+"9"))
+		for i := range sig.NumOutputs() {
+			f := sig.Output(i)
+			v, ok := pe.Partial[f.Name]
+			if ok && f.Spec.Kind() != signature.KindString && !reflect.DeepEqual(v, more[f.Name]) {
+				delete(pe.Partial, f.Name)
+			}
+		}
 	}
 	return pe
+}
+
+// partialOf is what a parse read: its values, or a *ParseError's partial
+// values.
+func partialOf(vals Values, err error) Values {
+	var pe *ParseError
+	if err != nil && errors.As(err, &pe) {
+		return pe.Partial
+	}
+	return vals
 }
 
 // parseFunc parses one choice's completion.

@@ -242,6 +242,7 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 		fs = s.newFS()
 	}
 	var acc assembly
+	var c wireChunk // reused: one allocation per stream, not per chunk
 	for {
 		raw, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
@@ -253,7 +254,8 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 			}
 			return acc.response(), err
 		}
-		var c wireChunk
+		clear(c.Choices)
+		c = wireChunk{Choices: c.Choices[:0]}
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return acc.response(), fmt.Errorf("adapter: unreadable stream chunk: %w", err)
 		}
@@ -297,7 +299,7 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 		return resp, fmt.Errorf("adapter: the stream reported an error: %s", acc.chunkErr.Message)
 	}
 	for _, ch := range resp.Choices {
-		if ch.FinishReason == FinishReasonCut && acc.chunkErr != nil {
+		if ch.FinishReason == "" && acc.chunkErr != nil {
 			return resp, fmt.Errorf("adapter: the stream reported an error: %s", acc.chunkErr.Message)
 		}
 	}

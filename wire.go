@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -17,11 +19,6 @@ import (
 // and an "error" object inside a stream chunk (OpenRouter). Streams are
 // always read from their raw lines; a blocking response's raw body is
 // seen only through the [HTTPDoer] wrapper.
-
-// FinishReasonCut is the finish reason the pipeline gives a streamed
-// choice whose stream ended without one: the connection was cut or the
-// server stopped early. It is truncation, as "length" is.
-const FinishReasonCut openai.FinishReason = "cut"
 
 // wireContent is a message's content: a string, null, or an array of
 // parts ({"type":"text","text":…} and Mistral's {"type":"thinking",
@@ -35,6 +32,12 @@ func (c *wireContent) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
 	case len(b) == 0 || string(b) == "null":
+		return nil
+	case b[0] == '"' && utf8.Valid(b):
+		// The document was validated before this call: the literal is a
+		// well-formed JSON string (invalid UTF-8, which encoding/json
+		// replaces, takes the slow path).
+		c.text = unquote(b)
 		return nil
 	case b[0] == '"':
 		return json.Unmarshal(b, &c.text)
@@ -61,6 +64,63 @@ func (c *wireContent) UnmarshalJSON(b []byte) error {
 	}
 	c.text, c.thinking = text.String(), thinking.String()
 	return nil
+}
+
+// unquote decodes a well-formed JSON string literal.
+func unquote(b []byte) string {
+	b = b[1 : len(b)-1]
+	i := bytes.IndexByte(b, '\\')
+	if i < 0 {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b))
+	for i >= 0 {
+		out = append(out, b[:i]...)
+		c := b[i+1]
+		b = b[i+2:]
+		switch c {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			r := rune(hex4(b))
+			b = b[4:]
+			if utf16.IsSurrogate(r) && len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
+				if r2 := utf16.DecodeRune(r, rune(hex4(b[2:]))); r2 != utf8.RuneError {
+					r, b = r2, b[6:]
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default: // " \\ /
+			out = append(out, c)
+		}
+		i = bytes.IndexByte(b, '\\')
+	}
+	return string(append(out, b...))
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) int {
+	n := 0
+	for _, c := range b[:4] {
+		n <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			n |= int(c - '0')
+		case c >= 'a' && c <= 'f':
+			n |= int(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			n |= int(c-'A') + 10
+		}
+	}
+	return n
 }
 
 // thinkingText reads a thinking part's text: a string, or a list of text
@@ -225,7 +285,7 @@ func logProb(t openai.ChatCompletionTokenLogprob) openai.LogProb {
 }
 
 // response is the assembled reply. A choice that never got a finish
-// reason ends with FinishReasonCut.
+// reason keeps an empty one: the stream was cut.
 func (a *assembly) response() openai.ChatCompletionResponse {
 	resp := a.resp
 	resp.Object = "chat.completion"
@@ -237,10 +297,6 @@ func (a *assembly) response() openai.ChatCompletionResponse {
 	}
 	resp.Choices = make([]openai.ChatCompletionChoice, len(a.choices))
 	for i, ch := range a.choices {
-		finish := ch.finish
-		if finish == "" {
-			finish = FinishReasonCut
-		}
 		resp.Choices[i] = openai.ChatCompletionChoice{
 			Index: i,
 			Message: openai.ChatCompletionMessage{
@@ -250,7 +306,7 @@ func (a *assembly) response() openai.ChatCompletionResponse {
 				ReasoningContent: ch.reasoning.String(),
 				ToolCalls:        slices.Clone(ch.tools),
 			},
-			FinishReason: finish,
+			FinishReason: ch.finish,
 			LogProbs:     ch.logprobs,
 		}
 	}
