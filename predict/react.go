@@ -517,7 +517,8 @@ func (st *run) count(res *adapter.Result) {
 // the extract call, and the trajectory beside each choice's outputs.
 func (st *run) finish(res *adapter.Result) *adapter.Result {
 	out := st.total
-	out.Adapter, out.Mode, out.Completions, out.Logprobs = res.Adapter, res.Mode, res.Completions, res.Logprobs
+	out.Adapter, out.FallbackCause, out.Mode = res.Adapter, res.FallbackCause, res.Mode
+	out.Completions, out.Logprobs = res.Completions, res.Logprobs
 	out.Model, out.SystemFingerprint = res.Model, res.SystemFingerprint
 	out.Outputs = make([]adapter.Values, len(res.Outputs))
 	for i, o := range res.Outputs {
