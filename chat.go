@@ -221,18 +221,28 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // section per input present in vals, and on the main request the reminder
 // of the output fields; joined by blank lines and stripped.
 func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	var reminder func(*strings.Builder, *signature.Signature)
+	r := noReminder
 	if main {
-		reminder = writeChatReminder
+		r = chatReminder
 	}
-	return userMessage(sig, vals, prefix, reminder)
+	return userMessage(sig, vals, prefix, r)
 }
 
-// userMessage is format_user_message_content with the adapter's reminder
-// (nil: not the main request). The message is stripped once, at the end,
-// so an empty last input keeps its blank line before the reminder.
-func userMessage(sig *signature.Signature, vals Values, prefix string, reminder func(*strings.Builder, *signature.Signature)) (string, error) {
-	main := reminder != nil
+// reminder names the output reminder a main request's user message ends
+// with.
+type reminder uint8
+
+const (
+	noReminder   reminder = iota // not the main request
+	chatReminder                 // writeChatReminder
+	jsonReminder                 // writeJSONReminder
+)
+
+// userMessage is format_user_message_content with the adapter's reminder.
+// The message is stripped once, at the end, so an empty last input keeps
+// its blank line before the reminder.
+func userMessage(sig *signature.Signature, vals Values, prefix string, r reminder) (string, error) {
+	main := r != noReminder
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, false, vals)
 	if err != nil {
@@ -253,9 +263,13 @@ func userMessage(sig *signature.Signature, vals Values, prefix string, reminder 
 		writeHeader(&b, sig.Input(i).Name)
 		b.WriteString(f.text)
 	}
-	if main {
+	switch r {
+	case chatReminder:
 		b.WriteString("\n\n")
-		reminder(&b, sig)
+		writeChatReminder(&b, sig)
+	case jsonReminder:
+		b.WriteString("\n\n")
+		writeJSONReminder(&b, sig)
 	}
 	return strings.TrimSpace(b.String()), nil
 }

@@ -98,7 +98,7 @@ func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 	if !main {
 		return chatUser(sig, vals, prefix, false)
 	}
-	return userMessage(sig, vals, prefix, writeJSONReminder)
+	return userMessage(sig, vals, prefix, jsonReminder)
 }
 
 // writeJSONReminder writes DSPy's JSONAdapter.user_message_output_requirements.
