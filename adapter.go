@@ -156,7 +156,7 @@ type Result struct {
 // with the resolved adapter, calls lm with the request template, and parses
 // every choice into typed values.
 //
-// The adapter is, in order: [UseAdapter], [WithAdapter] on ctx, [Default],
+// The adapter is, in order: [UseAdapter], [WithAdapter] on ctx, a module's default ([Defaults]),
 // then [DefaultAdapter](). Errors: an error before any LM call for a nil
 // context, LM or signature, and an *InputError for inputs that do not fit
 // the signature; an *LMError (wrapping go-openai's error or the context's)

@@ -115,12 +115,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	case sig == nil:
 		return nil, nil, nil, errors.New("adapter: nil signature")
 	}
-	r := &run{sig: sig, demos: demos}
-	for _, o := range opts {
-		if o != nil {
-			o(&r.cfg)
-		}
-	}
+	r := &run{sig: sig, demos: demos, cfg: newCallConfig(opts)}
 	if err := checkInputs(sig, inputs); err != nil {
 		return nil, nil, nil, err
 	}

@@ -100,7 +100,7 @@ func TestRetryAfterPolicy(t *testing.T) {
 	}{
 		{"beyond MaxDelay", "86400", nil, "retry after 24h0m0s, more than the retry policy's MaxDelay 20s"},
 		{"overflowing", "18446744074", nil, "more than the retry policy's MaxDelay"},
-		{"past the deadline", "10", []adapter.CallOption{adapter.Timeout(2 * time.Second),
+		{"past the deadline", "10", []adapter.CallOption{adapter.WithTimeout(2 * time.Second),
 			adapter.WithRetry(adapter.RetryPolicy{MaxDelay: time.Minute})}, "more than the"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestStreamThroughMiddleware(t *testing.T) {
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	in := adapter.Values{"q": "x"}
 
-	fields, res, err := drain(adapter.Stream(t.Context(), lm.(adapter.StreamingLM), sig, nil, in, adapter.Use(spy)))
+	fields, res, err := drain(adapter.Stream(t.Context(), lm.(adapter.StreamingLM), sig, nil, in, adapter.UseMiddleware(spy)))
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true}, seen, "the call's middleware sees the stream request")
 	assert.Equal(t, "Paris is the capital.", fields["answer"])
@@ -254,7 +254,7 @@ func TestCacheIdentifier(t *testing.T) {
 	shared := adapter.NewLRU(10)
 	x1, x2, y := &identified{id: "x"}, &identified{id: "x"}, &identified{id: "y"}
 	call := func(lm adapter.LM) any {
-		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "?"}, adapter.Use(adapter.Cached(shared)))
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "?"}, adapter.UseMiddleware(adapter.Cached(shared)))
 		require.NoError(t, err)
 		return res.Outputs[0]["a"]
 	}
@@ -352,7 +352,7 @@ func TestStreamStopReportsLMCallDone(t *testing.T) {
 		LMCallDone:  func(adapter.LMCallDoneInfo) { dones++ },
 	}
 	n := 0
-	for range adapter.Stream(t.Context(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}, adapter.Observe(tr)) {
+	for range adapter.Stream(t.Context(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}, adapter.UseTrace(tr)) {
 		if n++; n == 3 {
 			break
 		}

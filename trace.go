@@ -116,17 +116,12 @@ func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(contex
 }
 
 // CallTrace returns the hooks a call with ctx and opts reports to: the
-// trace set on ctx with [WithTrace], then those of [Observe] options in
+// trace set on ctx with [WithTrace], then those of [UseTrace] options in
 // order; nil when there are none. Code that works for a call outside the
 // pipeline, such as running the tools a reply asked for, reports through
 // it.
 func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
-	var c callConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := newCallConfig(opts)
 	return composeTrace(traceFrom(ctx), c.trace)
 }
 
@@ -146,11 +141,6 @@ type traceKey struct{}
 // already on ctx.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, composeTrace(traceFrom(ctx), t))
-}
-
-// Observe reports this call to t, after any trace on the context.
-func Observe(t *Trace) CallOption {
-	return func(c *callConfig) { c.trace = composeTrace(c.trace, t) }
 }
 
 func traceFrom(ctx context.Context) *Trace {

@@ -24,7 +24,7 @@ func TestTraceCallID(t *testing.T) {
 		LMCallDone:  func(i adapter.LMCallDoneInfo) { ids = append(ids, i.CallID) },
 		ParseDone:   func(i adapter.ParseInfo) { ids = append(ids, i.CallID) },
 	}
-	_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.Observe(tr))
+	_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseTrace(tr))
 	require.NoError(t, err)
 	require.Len(t, ids, 8, "format, start, done, parse for chat, then for its json fallback")
 	for _, id := range ids {
@@ -32,7 +32,7 @@ func TestTraceCallID(t *testing.T) {
 	}
 	first := ids[0]
 	ids = nil
-	for range adapter.Stream(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.Observe(tr)) {
+	for range adapter.Stream(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseTrace(tr)) {
 	}
 	require.NotEmpty(t, ids)
 	assert.NotEqual(t, first, ids[0], "another call, another id")
@@ -53,7 +53,7 @@ func TestRunToolReportsToCallTrace(t *testing.T) {
 		}
 	}
 	ctx := adapter.WithTrace(context.Background(), hooks("ctx"))
-	tr := adapter.CallTrace(ctx, adapter.Observe(hooks("opt")), adapter.NoFallback())
+	tr := adapter.CallTrace(ctx, adapter.UseTrace(hooks("opt")), adapter.NoFallback())
 	res, err := tr.RunTool(ctx, adapter.ToolStartInfo{Tool: "add", ToolCallID: "c1", Args: json.RawMessage(`{"a":1}`)},
 		func(context.Context) (any, error) { return 2, nil })
 	require.NoError(t, err)

@@ -39,7 +39,7 @@ func ExampleNewModule() {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## sentiment ## ]]\npositive"))
 	defer srv.Close()
 	sig, _ := signature.Parse("text -> sentiment: Literal['positive', 'negative']")
-	m := predict.NewModule(sig, predict.WithAdapter(adapter.Chat{}))
+	m := predict.NewModule(sig, adapter.UseAdapter(adapter.Chat{}))
 	res, err := m.Call(context.Background(), srv.Client(), adapter.Values{"text": "I love it"})
 	fmt.Println(res.Outputs[0]["sentiment"], err)
 	// Output: positive <nil>
@@ -56,7 +56,7 @@ func ExampleRecorder() {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## total ## ]]\n3"))
 	defer srv.Close()
 	rec := predict.NewRecorder(3)
-	p, _ := predict.New[Sum, Total](predict.WithCallOptions(adapter.Observe(rec.Trace())))
+	p, _ := predict.New[Sum, Total](adapter.UseTrace(rec.Trace()))
 	_, _, _ = p.Call(context.Background(), srv.Client(), Sum{A: 1, B: 2})
 	fmt.Println(len(rec.Last(10)), rec.Last(1)[0].Completion)
 	_ = rec.Inspect(os.Stdout, 0)

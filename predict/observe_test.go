@@ -27,9 +27,9 @@ func TestLoggerAndRecorder(t *testing.T) {
 	defer srv.Close()
 	var logs bytes.Buffer
 	rec := predict.NewRecorder(5)
-	p, err := predict.New[Sum, Total](predict.WithCallOptions(
-		adapter.Observe(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
-		adapter.Observe(rec.Trace())))
+	p, err := predict.New[Sum, Total](
+		adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
+		adapter.UseTrace(rec.Trace()))
 	require.NoError(t, err)
 	out, res, err := p.Call(context.Background(), srv.Client(), Sum{1, 2})
 	require.NoError(t, err)

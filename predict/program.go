@@ -252,7 +252,7 @@ func (m *Module) Load(prog Program, name string) (*Module, error) {
 		ignored = append(ignored, fmt.Sprintf("lm: the saved LM settings are not applied (model %s); pass SavedPredictor.Request() to WithRequest to use its options", pyjson.Repr(sp.LM["model"])))
 	}
 	c := *m
-	c.sig, c.cfg.demos, c.ignored = sig, demos, ignored
+	c.sig, c.demos, c.ignored = sig, demos, ignored
 	return &c, nil
 }
 

@@ -22,8 +22,16 @@ import (
 const DefaultMaxIters = 20
 
 // MaxIters sets how many steps (tool calls) a ReAct run makes at most
-// before it extracts the outputs from what it has (default 20, as DSPy).
-func MaxIters(n int) Option { return func(c *config) { c.maxIters = &n } }
+// before it extracts the outputs from what it has (default 20, as DSPy),
+// for a ReAct or, on a call, for that call.
+func MaxIters(n int) Option { return maxItersOption{n: n} }
+
+type maxItersOption struct {
+	adapter.EmptyCallOption
+	n int
+}
+
+func (o maxItersOption) applyModule(c *config) { c.maxIters = &o.n }
 
 // ReAct is DSPy's dspy.ReAct: an agent that, step by step, thinks, picks a
 // tool and its arguments, and reads the tool's result, until it calls the
@@ -55,17 +63,15 @@ var strSpec = func() *signature.TypeSpec {
 
 // NewReAct returns a ReAct for sig that may call tools, which must be
 // callable (built with types.NewTool) and have distinct names other than
-// "finish", which ReAct adds. Options: MaxIters, WithAdapter, WithRequest
-// and WithCallOptions apply to both predictors; demos come from Load.
+// "finish", which ReAct adds. Options: MaxIters, and adapter.CallOptions
+// (adapter.UseAdapter, adapter.WithRequest, …), which apply to both
+// predictors as their defaults; demos come from Load.
 func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*ReAct, error) {
 	if sig == nil {
 		return nil, errors.New("predict: ReAct: nil signature")
 	}
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if len(cfg.sigOpts) > 0 || cfg.demos != nil {
+	cfg, rest := split(opts)
+	if cfg.instructions != nil || cfg.demosSet {
 		return nil, errors.New("predict: ReAct: WithInstructions and WithDemos do not apply (give the signature its instructions; demos come from Load)")
 	}
 	maxIters := DefaultMaxIters
@@ -108,9 +114,8 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("predict: ReAct: %w", err)
 	}
-	base := config{adapter: cfg.adapter, req: cfg.req, opts: cfg.opts}
-	r.react = &Module{sig: reactSig, cfg: base}
-	r.extract = &Module{sig: extractSig, cfg: base}
+	r.react = NewModule(reactSig, rest...)
+	r.extract = NewModule(extractSig, rest...)
 	return r, nil
 }
 
@@ -342,7 +347,7 @@ func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 		return st.total, err
 	}
 	res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
-		return r.extract.Call(ctx, lm, withInput(st.inputs, "trajectory", text), opts...)
+		return r.extract.Call(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...)
 	})
 	if err != nil {
 		return st.total, err
@@ -352,6 +357,15 @@ func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 
 func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
 	maxIters := r.maxIters
+	c, opts := split(opts)
+	switch {
+	case c.instructions != nil || c.demosSet:
+		return nil, errors.New("predict: ReAct: WithInstructions and WithDemos do not apply to a call (they would change both predictors)")
+	case c.maxIters != nil && *c.maxIters < 0:
+		return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", *c.maxIters)
+	case c.maxIters != nil:
+		maxIters = *c.maxIters
+	}
 	if v, ok := inputs["max_iters"]; ok {
 		if _, _, isField := r.sig.Field("max_iters"); !isField {
 			n, ok := wholeNumber(v)
@@ -414,7 +428,7 @@ func (st *run) steps() error {
 	tr := adapter.CallTrace(st.ctx, st.r.react.callOptions(st.opts)...)
 	for idx := range st.maxIters {
 		var callID uint64
-		idHook := adapter.Observe(&adapter.Trace{FormatDone: func(i adapter.FormatInfo) { callID = i.CallID }})
+		idHook := adapter.UseTrace(&adapter.Trace{FormatDone: func(i adapter.FormatInfo) { callID = i.CallID }})
 		res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
 			return st.r.react.Call(st.ctx, st.lm, withInput(st.inputs, "trajectory", text), append(slices.Clip(st.opts), idHook)...)
 		})
@@ -550,7 +564,7 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 		}
 		ex := r.extract
 		res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
-			for ch, err := range adapter.Stream(ctx, lm, ex.sig, ex.cfg.demos, withInput(st.inputs, "trajectory", text), ex.callOptions(opts)...) {
+			for ch, err := range ex.Stream(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...) {
 				switch {
 				case err != nil:
 					return nil, err

@@ -65,7 +65,7 @@ func TestReActToolHooksAndTrajectory(t *testing.T) {
 			events = append(events, fmt.Sprintf("done %d %s %v %v", i.CallID, i.Tool, i.Result, i.Err))
 		},
 	}
-	res, err := searchAgent(t).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, adapter.Observe(tr))
+	res, err := searchAgent(t).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, adapter.UseTrace(tr))
 	require.NoError(t, err)
 	require.Len(t, lmIDs, 4)
 	assert.Equal(t, []string{
@@ -204,6 +204,14 @@ func TestReActMaxIters(t *testing.T) {
 
 	_, err = searchAgent(t).Call(context.Background(), srv.Client(), adapter.Values{"question": "q", "max_iters": "two"})
 	assert.ErrorContains(t, err, "max_iters")
+
+	srv = lmtest.NewServer(step("a", "search", `{"query": "1"}`), answer("x"))
+	defer srv.Close()
+	res, err = searchAgent(t, predict.MaxIters(5)).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, predict.MaxIters(1))
+	require.NoError(t, err)
+	assert.Len(t, res.Outputs[0]["trajectory"], 1, "MaxIters on a call overrides for the call")
+	_, err = searchAgent(t).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, predict.WithDemos())
+	assert.ErrorContains(t, err, "do not apply to a call")
 }
 
 func TestNewReActRefuses(t *testing.T) {
@@ -297,7 +305,7 @@ func TestReActStream(t *testing.T) {
 	defer srv2.Close()
 	var ran []string
 	tr := &adapter.Trace{ToolDone: func(i adapter.ToolDoneInfo) { ran = append(ran, i.Tool) }}
-	for ch, err := range searchAgent(t).Stream(context.Background(), srv2.Client(), adapter.Values{"question": "q"}, adapter.Observe(tr)) {
+	for ch, err := range searchAgent(t).Stream(context.Background(), srv2.Client(), adapter.Values{"question": "q"}, adapter.UseTrace(tr)) {
 		require.NoError(t, err)
 		if ch.Status != "" {
 			break

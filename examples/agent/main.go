@@ -135,7 +135,7 @@ func main() {
 		},
 	}
 	res, err := agent.Call(ctx, lm, adapter.Values{"question": "I am in Bergen today. Do I need an umbrella?"},
-		adapter.Observe(trace), adapter.WithRequest(openai.ChatCompletionRequest{Model: model}))
+		adapter.UseTrace(trace), adapter.WithRequest(openai.ChatCompletionRequest{Model: model}))
 	if err != nil {
 		log.Fatal(err)
 	}
