@@ -100,6 +100,7 @@ type run struct {
 	demos   []Values
 	inputs  Values
 	state   *callState
+	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
 	res     Result
 }
@@ -121,6 +122,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	}
 	r.inputs = withDefaults(sig, inputs)
 	r.adapter = r.cfg.resolve(ctx)
+	r.parent = parentFrom(ctx)
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
@@ -144,10 +146,21 @@ func isNilLM(lm LM) bool {
 
 // do runs the adapter and, after a parse failure it could not recover,
 // its fallback once. The error after a failed fallback wraps both.
-func (r *run) do(ctx context.Context) error {
-	defer r.finish()
+func (r *run) do(ctx context.Context) (err error) {
+	t, id := r.cfg.trace, r.cfg.callID()
+	if t != nil && t.CallStart != nil {
+		t.CallStart(CallStartInfo{CallID: id, ParentID: r.parent, Adapter: r.adapter.Name(), Signature: r.sig,
+			Inputs: r.inputs, Stream: r.sink != nil, Context: ctx})
+	}
+	start := time.Now()
+	defer func() {
+		r.finish()
+		if t != nil && t.CallDone != nil {
+			t.CallDone(CallDoneInfo{CallID: id, ParentID: r.parent, Result: &r.res, Err: err, Duration: time.Since(start)})
+		}
+	}()
 	a := r.adapter
-	err := r.attempt(ctx, a, 1)
+	err = r.attempt(ctx, a, 1, nil)
 	if err == nil || r.stopped() || r.cfg.noFallback || !fallsBack(err) {
 		return err
 	}
@@ -159,7 +172,7 @@ func (r *run) do(ctx context.Context) error {
 	if next == nil {
 		return err
 	}
-	if ferr := r.attempt(ctx, next, 2); ferr != nil {
+	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {
 			return ferr
 		}
@@ -189,9 +202,11 @@ func (r *run) finish() {
 	r.res.RetryWait = time.Duration(s.waited.Load())
 }
 
-// attempt runs the stages once with adapter a, the n-th adapter tried.
-func (r *run) attempt(ctx context.Context, a Adapter, n int) error {
+// attempt runs the stages once with adapter a, the n-th adapter tried
+// (after cause, for the fallback).
+func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error {
 	tr := tracer{r.cfg.trace, a.Name(), n, r.cfg.callID()}
+	tr.formatStart(cause)
 	parse, err := r.parserFor(ctx, a)
 	if err != nil {
 		return err
@@ -356,6 +371,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
+		tr.parseStart(text)
 		start := time.Now()
 		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && len(dropped) > 0 {
@@ -394,6 +410,7 @@ func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Si
 	if _, calls := a.(CallingParser); calls || strings.TrimSpace(text) == "" {
 		return pe
 	}
+	tr.parseStart(text)
 	start := time.Now()
 	vals, err := parse(sig, text)
 	tr.parse(text, vals, time.Since(start), err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/signature"
 )
 
 // Trace observes the pipeline, in the manner of net/http/httptrace: set
@@ -17,18 +19,93 @@ import (
 // never carry the API key (it lives in the client), so a Trace cannot leak
 // it.
 //
-// Every event of one Call or Stream carries the same CallID, assigned once
-// per call and unique in the process, so hooks that see concurrent calls
-// can tell them apart. Tool runs (ToolStart, ToolDone) are reported by the
-// code that runs tools — predict.ReAct, types.ToolCalls.Execute — through
-// [Trace.RunTool].
+// Every step has a start and an end event, enough to open and close a
+// span (see examples/otel for OpenTelemetry): a module run (predict's
+// modules, through [StartModule]), a Call or Stream, each format, each LM
+// request, each parse, each tool run. Every event of one Call or Stream
+// carries the same CallID, assigned once per call and unique in the
+// process, so hooks that see concurrent calls can tell them apart; a call
+// made inside a module run names that run as its ParentID, and a module
+// run inside another names the outer one. Tool runs (ToolStart, ToolDone)
+// are reported by the code that runs tools — predict.ReAct,
+// types.ToolCalls.Execute — through [Trace.RunTool].
 type Trace struct {
+	ModuleStart func(ModuleStartInfo)
+	ModuleDone  func(ModuleDoneInfo)
+	CallStart   func(CallStartInfo)
+	CallDone    func(CallDoneInfo)
+	FormatStart func(FormatStartInfo)
 	FormatDone  func(FormatInfo)
 	LMCallStart func(LMCallStartInfo)
 	LMCallDone  func(LMCallDoneInfo)
+	ParseStart  func(ParseStartInfo)
 	ParseDone   func(ParseInfo)
 	ToolStart   func(ToolStartInfo)
 	ToolDone    func(ToolDoneInfo)
+}
+
+// ModuleStartInfo reports a module run starting (a predict module's Call
+// or Stream).
+type ModuleStartInfo struct {
+	// ID identifies the run; ParentID the module run it is part of (0 for
+	// none).
+	ID, ParentID uint64
+	// Module is the module's kind: Predict, ChainOfThought, ReAct.
+	Module string
+	Inputs Values
+	// Context is the run's context, for hooks that open spans under the
+	// caller's.
+	Context context.Context
+}
+
+// ModuleDoneInfo reports a module run's end.
+type ModuleDoneInfo struct {
+	ID, ParentID uint64
+	Module       string
+	Result       *Result
+	Err          error
+	Duration     time.Duration
+}
+
+// CallStartInfo reports a Call or Stream starting, its inputs checked.
+type CallStartInfo struct {
+	CallID   uint64
+	ParentID uint64 // the module run the call is part of (0 for none)
+	// Adapter is the adapter the call uses first.
+	Adapter   string
+	Signature *signature.Signature
+	Inputs    Values
+	Stream    bool
+	// Context is the call's context, for hooks that open spans under the
+	// caller's.
+	Context context.Context
+}
+
+// CallDoneInfo reports a Call's or Stream's end: its Result (usage, calls,
+// outputs) and error, as Call returns them.
+type CallDoneInfo struct {
+	CallID, ParentID uint64
+	Result           *Result
+	Err              error
+	Duration         time.Duration
+}
+
+// FormatStartInfo reports an adapter about to format. For the fallback
+// adapter (Attempt 2), FallbackCause is the first adapter's error: why the
+// fallback runs.
+type FormatStartInfo struct {
+	CallID        uint64
+	Adapter       string
+	Attempt       int
+	FallbackCause error
+}
+
+// ParseStartInfo reports a choice's completion about to be parsed.
+type ParseStartInfo struct {
+	CallID     uint64
+	Adapter    string
+	Attempt    int
+	Completion string
 }
 
 // FormatInfo reports the messages an adapter produced.
@@ -127,6 +204,35 @@ func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
 
 var lastCallID atomic.Uint64
 
+type parentKey struct{}
+
+// parentFrom returns the module run a context belongs to (0 for none).
+func parentFrom(ctx context.Context) uint64 {
+	id, _ := ctx.Value(parentKey{}).(uint64)
+	return id
+}
+
+// StartModule reports a module run to the trace of ctx and opts
+// (ModuleStart) and returns the context for the calls it makes, whose
+// events then name the run as their parent, and a function to call with
+// the run's outcome when it ends (ModuleDone). Modules (package predict)
+// call it around each run; name is the module's kind (Predict,
+// ChainOfThought, ReAct).
+func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOption) (context.Context, func(*Result, error)) {
+	id, parent := lastCallID.Add(1), parentFrom(ctx)
+	ctx = context.WithValue(ctx, parentKey{}, id)
+	t := CallTrace(ctx, opts...)
+	if t != nil && t.ModuleStart != nil {
+		t.ModuleStart(ModuleStartInfo{ID: id, ParentID: parent, Module: name, Inputs: inputs, Context: ctx})
+	}
+	start := time.Now()
+	return ctx, func(res *Result, err error) {
+		if t != nil && t.ModuleDone != nil {
+			t.ModuleDone(ModuleDoneInfo{ID: id, ParentID: parent, Module: name, Result: res, Err: err, Duration: time.Since(start)})
+		}
+	}
+}
+
 // callID returns the call's identity, assigning it on first use.
 func (c *callConfig) callID() uint64 {
 	if c.id == 0 {
@@ -156,6 +262,12 @@ func composeTrace(a, b *Trace) *Trace {
 		return a
 	}
 	return &Trace{
+		ModuleStart: chain(a.ModuleStart, b.ModuleStart),
+		ModuleDone:  chain(a.ModuleDone, b.ModuleDone),
+		CallStart:   chain(a.CallStart, b.CallStart),
+		CallDone:    chain(a.CallDone, b.CallDone),
+		FormatStart: chain(a.FormatStart, b.FormatStart),
+		ParseStart:  chain(a.ParseStart, b.ParseStart),
 		FormatDone:  chain(a.FormatDone, b.FormatDone),
 		LMCallStart: chain(a.LMCallStart, b.LMCallStart),
 		LMCallDone:  chain(a.LMCallDone, b.LMCallDone),
@@ -181,6 +293,18 @@ type tracer struct {
 	adapter string
 	attempt int
 	call    uint64
+}
+
+func (r tracer) formatStart(cause error) {
+	if r.t != nil && r.t.FormatStart != nil {
+		r.t.FormatStart(FormatStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, FallbackCause: cause})
+	}
+}
+
+func (r tracer) parseStart(completion string) {
+	if r.t != nil && r.t.ParseStart != nil {
+		r.t.ParseStart(ParseStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Completion: completion})
+	}
 }
 
 func (r tracer) format(msgs []openai.ChatCompletionMessage, d time.Duration, err error) {

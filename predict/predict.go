@@ -73,6 +73,7 @@ func split(opts []adapter.CallOption) (config, []adapter.CallOption) {
 // It is safe for concurrent use; Load and the With methods return new
 // modules.
 type Module struct {
+	kind     string // Predict or ChainOfThought, in trace events
 	sig      *signature.Signature
 	demos    []adapter.Values
 	defaults adapter.CallOption // adapter.Defaults(the constructor's pipeline options)
@@ -86,7 +87,7 @@ func NewModule(sig *signature.Signature, opts ...Option) *Module {
 	if c.instructions != nil && sig != nil {
 		sig = sig.WithInstructions(*c.instructions)
 	}
-	return &Module{sig: sig, demos: c.demos, defaults: adapter.Defaults(rest...)}
+	return &Module{kind: "Predict", sig: sig, demos: c.demos, defaults: adapter.Defaults(rest...)}
 }
 
 // NewChainOfThoughtModule returns an untyped ChainOfThought for sig: sig
@@ -100,7 +101,9 @@ func NewChainOfThoughtModule(sig *signature.Signature, opts ...Option) (*Module,
 	if err != nil {
 		return nil, err
 	}
-	return NewModule(cot, opts...), nil
+	m := NewModule(cot, opts...)
+	m.kind = "ChainOfThought"
+	return m, nil
 }
 
 // withReasoning prepends ChainOfThought's reasoning output.
@@ -116,16 +119,35 @@ func (m *Module) Demos() []adapter.Values { return append([]adapter.Values(nil),
 
 // Call runs the module: its demos and defaults, then opts (which may set
 // this call's demos and instructions).
+//
+// Each run is reported to the call's trace as a module run
+// (adapter.StartModule), its LM call as part of it.
 func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
 	sig, demos, all := m.forCall(opts)
-	return adapter.Call(ctx, lm, sig, demos, inputs, all...)
+	ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
+	res, err := adapter.Call(ctx, lm, sig, demos, inputs, all...)
+	done(res, err)
+	return res, err
 }
 
 // Stream runs the module as adapter.Stream does: field deltas, then a Done
 // chunk with the Result.
 func (m *Module) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
 	sig, demos, all := m.forCall(opts)
-	return adapter.Stream(ctx, lm, sig, demos, inputs, all...)
+	return func(yield func(adapter.Chunk, error) bool) {
+		ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
+		var res *adapter.Result
+		var err error
+		defer func() { done(res, err) }()
+		for ch, e := range adapter.Stream(ctx, lm, sig, demos, inputs, all...) {
+			if ch.Done {
+				res = ch.Result
+			}
+			if err = e; !yield(ch, e) || e != nil {
+				return
+			}
+		}
+	}
 }
 
 // forCall returns a call's signature, demos and pipeline options: the
@@ -275,7 +297,7 @@ func NewChainOfThought[In, Out any](opts ...Option) (*ChainOfThought[In, Out], e
 	if err != nil {
 		return nil, err
 	}
-	p.m.sig = sig
+	p.m.sig, p.m.kind = sig, "ChainOfThought"
 	return &ChainOfThought[In, Out]{p: p}, nil
 }
 

@@ -116,6 +116,7 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 	}
 	r.react = NewModule(reactSig, rest...)
 	r.extract = NewModule(extractSig, rest...)
+	r.extract.kind = "ChainOfThought"
 	return r, nil
 }
 
@@ -339,6 +340,13 @@ type run struct {
 // the oldest step is dropped and the call tried again, up to three times.
 // Every tool run is reported to the call's Trace (ToolStart, ToolDone).
 func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
+	ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
+	res, err := r.call(ctx, lm, inputs, opts)
+	done(res, err)
+	return res, err
+}
+
+func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*adapter.Result, error) {
 	st, err := r.start(ctx, lm, inputs, opts)
 	if err != nil {
 		return nil, err
@@ -550,20 +558,24 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 // further tool runs or LM calls).
 func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
 	return func(yield func(adapter.Chunk, error) bool) {
+		ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
+		var res *adapter.Result
+		var err error
+		defer func() { done(res, err) }()
 		st, err := r.start(ctx, lm, inputs, opts)
 		if err != nil {
 			yield(adapter.Chunk{}, err)
 			return
 		}
 		st.status = func(s string) bool { return yield(adapter.Chunk{Status: s}, nil) }
-		if err := st.steps(); err != nil {
+		if err = st.steps(); err != nil {
 			if !errors.Is(err, errStopped) {
 				yield(adapter.Chunk{}, err)
 			}
 			return
 		}
 		ex := r.extract
-		res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
+		res, err = st.withTruncation(func(text string) (*adapter.Result, error) {
 			for ch, err := range ex.Stream(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...) {
 				switch {
 				case err != nil:
