@@ -157,8 +157,9 @@ type ParseInfo struct {
 // ToolStartInfo reports a tool about to run.
 type ToolStartInfo struct {
 	// CallID is the call whose reply asked for the tool (0 when unknown,
-	// such as tool calls built by hand).
-	CallID uint64
+	// such as tool calls built by hand); ParentID the module run the tool
+	// runs in (0 for none).
+	CallID, ParentID uint64
 	// Tool is the tool's name; ToolCallID the model's id for the call
 	// ("" in text mode, where calls have none).
 	Tool, ToolCallID string
@@ -181,6 +182,9 @@ type ToolDoneInfo struct {
 // one through it, so that every tool run can be traced; t may be nil. A
 // panic in run is not recovered.
 func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
+	if info.ParentID == 0 {
+		info.ParentID = parentFrom(ctx)
+	}
 	if t != nil && t.ToolStart != nil {
 		t.ToolStart(info)
 	}
