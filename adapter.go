@@ -127,8 +127,12 @@ type Result struct {
 	// FallbackCause is why the fallback ran: the first adapter's error,
 	// when the fallback adapter produced Outputs (nil otherwise).
 	FallbackCause error
-	// Usage is the token usage summed over every LM call made.
-	Usage openai.Usage
+	// Usage is the token usage summed over every LM request sent (a cache
+	// hit spends none); UsageByModel splits it by the model that answered,
+	// for a call that used two (TwoStep's extractor, a fallback through
+	// another model).
+	Usage        openai.Usage
+	UsageByModel map[string]openai.Usage
 	// Calls is the number of LM requests sent, failed ones included (2
 	// after a fallback or a rejected response format).
 	Calls int

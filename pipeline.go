@@ -47,6 +47,7 @@ type callState struct {
 	idKnown  bool
 	mu       sync.Mutex
 	usage    openai.Usage
+	byModel  map[string]openai.Usage
 	accepted []func()
 }
 
@@ -57,9 +58,14 @@ func stateFrom(ctx context.Context) *callState {
 	return s
 }
 
-func (s *callState) addUsage(u openai.Usage) {
+// addUsage counts the usage of one LM reply, under its model.
+func (s *callState) addUsage(model string, u openai.Usage) {
 	s.mu.Lock()
 	s.usage = addUsage(s.usage, u)
+	if s.byModel == nil {
+		s.byModel = map[string]openai.Usage{}
+	}
+	s.byModel[model] = addUsage(s.byModel[model], u)
 	s.mu.Unlock()
 }
 
@@ -196,7 +202,7 @@ func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
 func (r *run) finish() {
 	s := r.state
 	s.mu.Lock()
-	r.res.Usage = s.usage
+	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
 	s.mu.Unlock()
 	r.res.Retries, r.res.CacheHits = int(s.retries.Load()), int(s.cacheHits.Load())
 	r.res.RetryWait = time.Duration(s.waited.Load())
@@ -454,7 +460,9 @@ func (r *run) parserFor(ctx context.Context, a Adapter) (parseFunc, error) {
 			vals, res, err := cp.ParseCall(ctx, sig, text)
 			if res != nil {
 				r.res.Calls += res.Calls
-				r.state.addUsage(res.Usage)
+				for model, u := range res.UsageByModel {
+					r.state.addUsage(model, u)
+				}
 			}
 			return vals, err
 		}), nil

@@ -495,3 +495,20 @@ func TestModelCapabilities(t *testing.T) {
 		assert.Equal(t, want, adapter.ModelCapabilities(model), model)
 	}
 }
+
+// TestUsageByModel: a call that used two models (TwoStep's main LM and
+// its extractor) reports usage per model beside the sum.
+func TestUsageByModel(t *testing.T) {
+	main := lmtest.NewServer(lmtest.Text("The answer is Paris.").WithUsage(100, 10))
+	defer main.Close()
+	ext := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nParis").WithUsage(30, 5))
+	defer ext.Close()
+	res, err := adapter.Call(t.Context(), main.Client(), mustParse(t, "q -> answer"), nil, adapter.Values{"q": "x"},
+		adapter.UseAdapter(adapter.TwoStep{Extractor: ext.Client(), ExtractorRequest: openai.ChatCompletionRequest{Model: "small"}}),
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "big"}))
+	require.NoError(t, err)
+	assert.Equal(t, 145, res.Usage.TotalTokens)
+	require.Len(t, res.UsageByModel, 2)
+	assert.Equal(t, 110, res.UsageByModel["big"].TotalTokens)
+	assert.Equal(t, 35, res.UsageByModel["small"].TotalTokens)
+}
