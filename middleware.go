@@ -23,7 +23,7 @@ import (
 type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error)
 
 // Middleware wraps an Invoker: logging, retries, caching, rate limits.
-// The order of a call, outermost first: the call's middlewares ([Use]),
+// The order of a call, outermost first: the call's middlewares ([UseMiddleware]),
 // then retries (on by default, see [Retry]), then the [Trace] (which so
 // sees every attempt, retries included), then the LM's own middlewares
 // ([WithMiddleware]), then the LM.
@@ -33,11 +33,6 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // caller as deltas; a failed stream is retried only while nothing has
 // reached the caller.
 type Middleware func(next Invoker) Invoker
-
-// Use adds middlewares to this call; the first is outermost.
-func Use(mw ...Middleware) CallOption {
-	return func(c *callConfig) { c.middleware = append(c.middleware, mw...) }
-}
 
 // WithMiddleware returns an LM whose calls go through mw, the first
 // outermost. The pipeline runs the middlewares for [Call] and [Stream]
@@ -138,17 +133,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxElapsed = 2 * time.Minute
 	}
 	return p
-}
-
-// WithRetry sets this call's retry policy. Retries are on by default, as
-// in DSPy; MaxRetries < 0 turns them off (so does [NoRetry]).
-func WithRetry(p RetryPolicy) CallOption {
-	return func(c *callConfig) { c.retry, c.noRetry = p, p.MaxRetries < 0 }
-}
-
-// NoRetry turns retries off for this call.
-func NoRetry() CallOption {
-	return func(c *callConfig) { c.noRetry = true }
 }
 
 // Retry is the retry middleware: on a 429, a 5xx or a transport error it

@@ -47,6 +47,7 @@ type callState struct {
 	idKnown  bool
 	mu       sync.Mutex
 	usage    openai.Usage
+	byModel  map[string]openai.Usage
 	accepted []func()
 }
 
@@ -57,9 +58,14 @@ func stateFrom(ctx context.Context) *callState {
 	return s
 }
 
-func (s *callState) addUsage(u openai.Usage) {
+// addUsage counts the usage of one LM reply, under its model.
+func (s *callState) addUsage(model string, u openai.Usage) {
 	s.mu.Lock()
 	s.usage = addUsage(s.usage, u)
+	if s.byModel == nil {
+		s.byModel = map[string]openai.Usage{}
+	}
+	s.byModel[model] = addUsage(s.byModel[model], u)
 	s.mu.Unlock()
 }
 
@@ -100,6 +106,7 @@ type run struct {
 	demos   []Values
 	inputs  Values
 	state   *callState
+	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
 	res     Result
 }
@@ -115,17 +122,13 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	case sig == nil:
 		return nil, nil, nil, errors.New("adapter: nil signature")
 	}
-	r := &run{sig: sig, demos: demos}
-	for _, o := range opts {
-		if o != nil {
-			o(&r.cfg)
-		}
-	}
+	r := &run{sig: sig, demos: demos, cfg: newCallConfig(opts)}
 	if err := checkInputs(sig, inputs); err != nil {
 		return nil, nil, nil, err
 	}
 	r.inputs = withDefaults(sig, inputs)
 	r.adapter = r.cfg.resolve(ctx)
+	r.parent = parentFrom(ctx)
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
@@ -149,10 +152,21 @@ func isNilLM(lm LM) bool {
 
 // do runs the adapter and, after a parse failure it could not recover,
 // its fallback once. The error after a failed fallback wraps both.
-func (r *run) do(ctx context.Context) error {
-	defer r.finish()
+func (r *run) do(ctx context.Context) (err error) {
+	t, id := r.cfg.trace, r.cfg.callID()
+	if t != nil && t.CallStart != nil {
+		t.CallStart(CallStartInfo{CallID: id, ParentID: r.parent, Adapter: r.adapter.Name(), Signature: r.sig,
+			Inputs: r.inputs, Stream: r.sink != nil, Context: ctx})
+	}
+	start := time.Now()
+	defer func() {
+		r.finish()
+		if t != nil && t.CallDone != nil {
+			t.CallDone(CallDoneInfo{CallID: id, ParentID: r.parent, Result: &r.res, Err: err, Duration: time.Since(start)})
+		}
+	}()
 	a := r.adapter
-	err := r.attempt(ctx, a, 1)
+	err = r.attempt(ctx, a, 1, nil)
 	if err == nil || r.stopped() || r.cfg.noFallback || !fallsBack(err) {
 		return err
 	}
@@ -164,7 +178,7 @@ func (r *run) do(ctx context.Context) error {
 	if next == nil {
 		return err
 	}
-	if ferr := r.attempt(ctx, next, 2); ferr != nil {
+	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {
 			return ferr
 		}
@@ -188,15 +202,17 @@ func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
 func (r *run) finish() {
 	s := r.state
 	s.mu.Lock()
-	r.res.Usage = s.usage
+	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
 	s.mu.Unlock()
 	r.res.Retries, r.res.CacheHits = int(s.retries.Load()), int(s.cacheHits.Load())
 	r.res.RetryWait = time.Duration(s.waited.Load())
 }
 
-// attempt runs the stages once with adapter a, the n-th adapter tried.
-func (r *run) attempt(ctx context.Context, a Adapter, n int) error {
-	tr := tracer{r.cfg.trace, a.Name(), n}
+// attempt runs the stages once with adapter a, the n-th adapter tried
+// (after cause, for the fallback).
+func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error {
+	tr := tracer{r.cfg.trace, a.Name(), n, r.cfg.callID()}
+	tr.formatStart(cause)
 	parse, err := r.parserFor(ctx, a)
 	if err != nil {
 		return err
@@ -364,6 +380,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
+		tr.parseStart(text)
 		start := time.Now()
 		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && len(dropped) > 0 {
@@ -402,6 +419,7 @@ func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Si
 	if _, calls := a.(CallingParser); calls || strings.TrimSpace(text) == "" {
 		return pe
 	}
+	tr.parseStart(text)
 	start := time.Now()
 	vals, err := parse(sig, text)
 	tr.parse(text, vals, time.Since(start), err)
@@ -445,7 +463,9 @@ func (r *run) parserFor(ctx context.Context, a Adapter) (parseFunc, error) {
 			vals, res, err := cp.ParseCall(ctx, sig, text)
 			if res != nil {
 				r.res.Calls += res.Calls
-				r.state.addUsage(res.Usage)
+				for model, u := range res.UsageByModel {
+					r.state.addUsage(model, u)
+				}
 			}
 			return vals, err
 		}), nil

@@ -9,6 +9,8 @@ import (
 	"reflect"
 
 	"github.com/invopop/jsonschema"
+
+	adapter "github.com/sigwire/adapter"
 )
 
 // Func is a Go function a Tool calls: typed arguments in, a result out.
@@ -49,6 +51,10 @@ func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	return Tool{Name: name, Desc: desc, Args: props, call: call}, nil
 }
 
+// Callable reports whether the tool has a function to call (NewTool made
+// it), as opposed to a Tool read from JSON to be shown in prompts.
+func (t Tool) Callable() bool { return t.call != nil }
+
 // Call runs the tool with JSON arguments. A Tool built without a function
 // (from JSON, for prompts) cannot be called.
 func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
@@ -62,24 +68,31 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 }
 
 // Execute runs each call with the tool of its name and returns the
-// results, errors included as results (IsError), in call order.
+// results, errors included as results (IsError), in call order. Every call
+// is reported to the trace on ctx (adapter.WithTrace): ToolStart with its
+// arguments, ToolDone with its result or error (an unknown tool included).
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
 		byName[t.Name] = t
 	}
+	tr := adapter.CallTrace(ctx)
 	out := ToolCallResults{Results: make([]ToolCallResult, 0, len(tc.Calls))}
 	for _, c := range tc.Calls {
 		res := ToolCallResult{CallID: c.ID, Name: c.Name}
-		t, ok := byName[c.Name]
-		if !ok {
-			res.Value, res.IsError = fmt.Sprintf("no tool named %q", c.Name), true
-			out.Results = append(out.Results, res)
-			continue
+		if c.Args == nil {
+			c.Args = map[string]any{}
 		}
 		args, err := json.Marshal(c.Args)
 		if err == nil {
-			res.Value, err = t.Call(ctx, args)
+			info := adapter.ToolStartInfo{Tool: c.Name, ToolCallID: c.ID, Args: args}
+			res.Value, err = tr.RunTool(ctx, info, func(ctx context.Context) (any, error) {
+				t, ok := byName[c.Name]
+				if !ok {
+					return nil, fmt.Errorf("no tool named %q", c.Name)
+				}
+				return t.Call(ctx, args)
+			})
 		}
 		if err != nil {
 			res.Value, res.IsError = err.Error(), true
