@@ -17,8 +17,11 @@ import (
 // call, the slips real models make: marker drift (bold, heading, case,
 // spacing, mid-line, "]]:", missing or extra brackets), the answer given
 // as JSON, fenced JSON, XML elements or "Answer: …" labels instead of
-// markers, <think> blocks and preambles before the first marker, and
-// chatter after the last field.
+// markers, bare text for a single str output, an output named with a
+// prefix or suffix of its name, a code fence around the reply, <think>
+// blocks and preambles before the first marker, and chatter after the last
+// field. A marker in the middle of a line is recovery only: it never
+// overrides a line-start marker of its field.
 //
 // The zero value is ready to use and safe for concurrent use.
 type Chat struct {

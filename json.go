@@ -164,15 +164,20 @@ func jsonAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 	return b.String()[start:], nil
 }
 
-// Parse reads the output fields from a JSON reply: strict JSON first, then
-// the JSON object found in prose or a code fence, then (only on that span)
-// a repaired object. It unwraps a single wrapper key ({"json": {...}},
-// {"properties": {...}}), a tool-call envelope ({"name": …, "arguments":
-// {...}}) and a double-encoded reply, reads Chat markers or XML elements
-// given instead of JSON, accepts a bare array for a single list output,
-// key case differences, and a renamed key where exactly one output and one
-// key are left over and one name contains the other. Values go through
-// [ParseValue] (strings) or the same rules for decoded JSON values.
+// Parse reads the output fields from a JSON reply: a flat object without
+// building a map, strict JSON, then the objects found in code fences and
+// prose (the only one with output keys, one that holds every other's
+// values, or the later one when the text between corrects the first),
+// each strictly, with unquoted string values read as text, with one
+// forgotten closing bracket supplied, then repaired (only that span). It
+// unwraps a single wrapper key ({"json": {...}}, {"properties": {...}}), a
+// tool-call envelope ({"name": …, "arguments": {...}}) and a
+// double-encoded reply, accepts a bare array for a single list output, key
+// case differences, and a key that is a rename (prefix or suffix) of the
+// one missing output. A reply in another shape (Chat markers, XML
+// elements, labels, bare text for a single str output) is read as such.
+// Values go through [ParseValue] (strings) or the same rules for decoded
+// JSON values.
 func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "json", reply.JSON)
 }

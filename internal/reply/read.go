@@ -293,14 +293,14 @@ func readBare(sig *signature.Signature, text string, fields []Field) {
 // looksJSON reports a reply that starts as JSON: '{', '[', a quoted
 // object, or a code fence whose body starts so.
 func looksJSON(text string) bool {
-	t := strings.TrimLeft(text, " \t\r\n")
+	t := skipSpace(text)
 	if strings.HasPrefix(t, "```") {
 		if nl := strings.IndexByte(t, '\n'); nl >= 0 {
-			t = strings.TrimLeft(t[nl+1:], " \t\r\n")
+			t = skipSpace(t[nl+1:])
 		}
 	}
 	if strings.HasPrefix(t, `"`) {
-		t = strings.TrimLeft(t[1:], " \t\r\n")
+		t = skipSpace(t[1:])
 	}
 	return t != "" && (t[0] == '{' || t[0] == '[')
 }
@@ -381,13 +381,20 @@ func OpenFence(text string) (string, bool) {
 // lineAt returns the line starting at i (without its break) and where the
 // next one starts.
 func lineAt(text string, i int) (string, int) {
-	j := strings.IndexAny(text[i:], "\r\n")
+	rest := text[i:]
+	j := strings.IndexByte(rest, '\n')
 	if j < 0 {
-		return text[i:], len(text)
+		j = len(rest)
 	}
-	next := i + j + 1
-	if text[i+j] == '\r' && next < len(text) && text[next] == '\n' {
-		next++
+	if r := strings.IndexByte(rest[:j], '\r'); r >= 0 {
+		next := i + r + 1
+		if next < len(text) && text[next] == '\n' {
+			next++
+		}
+		return rest[:r], next
 	}
-	return text[i : i+j], next
+	if j == len(rest) {
+		return rest, len(text)
+	}
+	return rest[:j], i + j + 1
 }

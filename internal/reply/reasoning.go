@@ -27,7 +27,7 @@ func IsThinkTag(name string) bool {
 // output field is the field, not reasoning. A reply that is all reasoning
 // (the block never closes) has no answer: "".
 func StripReasoning(sig *signature.Signature, s string) string {
-	t := strings.TrimLeft(s, " \t\r\n")
+	t := skipSpace(s)
 	if strings.HasPrefix(t, "<|") {
 		const final = "<|channel|>final<|message|>"
 		if i := strings.LastIndex(t, final); i >= 0 {
@@ -38,17 +38,29 @@ func StripReasoning(sig *signature.Signature, s string) string {
 			return t
 		}
 	}
+	if t == "" || t[0] != '<' {
+		return s
+	}
 	for _, tag := range ThinkTags {
-		if OutputIndex(sig, tag) >= 0 {
-			continue
-		}
-		if len(t) > len(tag)+2 && t[0] == '<' && strings.EqualFold(t[1:len(tag)+1], tag) && t[len(tag)+1] == '>' {
+		if len(t) > len(tag)+2 && strings.EqualFold(t[1:len(tag)+1], tag) && t[len(tag)+1] == '>' {
+			if OutputIndex(sig, tag) >= 0 {
+				continue // a field named "reasoning": the element is the field
+			}
 			closing := "</" + tag + ">"
 			if i := indexFoldASCII(t, closing); i >= 0 {
 				return t[i+len(closing):]
 			}
 			return ""
 		}
+	}
+	return s
+}
+
+// skipSpace drops leading blanks and line breaks (strings.TrimLeft with a
+// cutset builds a table on every call).
+func skipSpace(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t' || s[0] == '\r' || s[0] == '\n') {
+		s = s[1:]
 	}
 	return s
 }
