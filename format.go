@@ -291,6 +291,7 @@ const (
 	jsonReminderKey
 	xmlSystemKey
 	xmlReminderKey
+	extractionKey
 )
 
 // memoText is a kept text, or the error building it gave.

@@ -110,6 +110,20 @@ func twoStepAssistant(a *arena, sig *signature.Signature, vals Values, _ string)
 	return a.b.String()[start:], nil
 }
 
+// extractionSignature is ExtractionSignature, built once per signature
+// (so the extractor's prompt parts are built once too).
+func extractionSignature(sig *signature.Signature) (*signature.Signature, error) {
+	type built struct {
+		sig *signature.Signature
+		err error
+	}
+	b := sig.Memo(extractionKey, func() any {
+		x, err := ExtractionSignature(sig)
+		return built{x, err}
+	}).(built)
+	return b.sig, b.err
+}
+
 // ExtractionSignature is the signature TwoStep's extractor answers: the
 // main LM's text in, the original outputs out, with DSPy's instructions.
 // The input is named "text" as in DSPy, unless an output has that name:
@@ -144,7 +158,7 @@ func (t TwoStep) ParseCall(ctx context.Context, sig *signature.Signature, comple
 	if t.Extractor == nil {
 		return nil, nil, ErrNoExtractor
 	}
-	xsig, err := ExtractionSignature(sig)
+	xsig, err := extractionSignature(sig)
 	if err != nil {
 		return nil, nil, err
 	}

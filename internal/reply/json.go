@@ -503,7 +503,7 @@ var keyRE = regexp.MustCompile(`["']([A-Za-z_][A-Za-z0-9_ -]{0,63})["']\s*:`)
 // every key found names an output.
 func bareWordMembers(sig *signature.Signature, span string) (map[string]any, bool) {
 	t := strings.TrimSpace(span)
-	if len(t) < 2 || t[0] != '{' {
+	if len(t) < 2 || t[0] != '{' || !hasBareValue(t) {
 		return nil, false
 	}
 	locs := keyRE.FindAllStringSubmatchIndex(t, 2*sig.NumOutputs()+8)
@@ -551,6 +551,26 @@ func bareWordMembers(sig *signature.Signature, span string) (map[string]any, boo
 		obj[name] = raw
 	}
 	return obj, bare
+}
+
+// hasBareValue reports a ':' followed (after blanks) by a bare word: the
+// cheap test before looking for members.
+func hasBareValue(t string) bool {
+	for i := 0; i < len(t); {
+		j := strings.IndexByte(t[i:], ':')
+		if j < 0 {
+			return false
+		}
+		k := i + j + 1
+		for k < len(t) && (t[k] == ' ' || t[k] == '\t' || t[k] == '\n' || t[k] == '\r') {
+			k++
+		}
+		if k < len(t) && startsBareWord(t[k:]) {
+			return true
+		}
+		i = k
+	}
+	return false
 }
 
 // startsBareWord reports text that no JSON or Python value starts like:
