@@ -99,6 +99,8 @@ func TestChatStreamHardCases(t *testing.T) {
 		"[[ ## reasoning ## ]] -\nr\n\n*[[ ## answer ## ]]*\nParis",
 		"- [[ ## reasoning ## ]]\nr\n- [[ ## answer ## ]] :\nParis",
 		"`[[ ## reasoning ## ]]`\nr\n\n[[ ## answer ## ]]` -5",
+		"1. [[ ## reasoning ## ]]\nr\n2. [[ ## answer ## ]]\nParis",
+		"[[ ## reasoning ## ]]\nSteps:\n1. read\n2. answer\n\n10) [[ ## answer ## ]]\nParis",
 	} {
 		vals, err := adapter.Chat{}.Parse(sig, reply)
 		require.NoError(t, err, reply)

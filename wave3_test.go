@@ -26,6 +26,8 @@ func TestBlindWave3(t *testing.T) {
 		{"chat", "q -> reasoning, answer", "**Reasoning**\nr\n\n**Answer**\nParis", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> reasoning, answer", "[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]] Paris", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> answer: int", "[[ ## answer ## ]]\n-5", adapter.Values{"answer": -5}},
+		{"chat", "q -> reasoning, answer", "1. [[ ## reasoning ## ]]\nr\n2. [[ ## answer ## ]]\nParis", adapter.Values{"reasoning": "r", "answer": "Paris"}},
+		{"chat", "q -> reasoning, answer", "1) [[ ## reasoning ## ]]\nStep 1. read\n\n2) [[ ## answer ## ]]\nParis", adapter.Values{"reasoning": "Step 1. read", "answer": "Paris"}},
 		{"chat", "q -> answer: int", "[[ ## answer ## ]] -5", adapter.Values{"answer": -5}},
 		{"chat", "q -> answer: int", "[[ ## answer ## ]]: -5", adapter.Values{"answer": -5}},
 		// renamed

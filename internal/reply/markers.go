@@ -165,6 +165,12 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		case ' ', '\t', '*', '#', '>', '_', '`', '-', '+':
 			b--
 			continue
+		case '.', ')':
+			// A list number: "1. [[ ## answer ## ]]", "2) …".
+			if d := digitsBack(s, b-1); d > 0 && d <= 3 {
+				b -= 1 + d
+				continue
+			}
 		}
 		lineStart = false
 		break
@@ -192,6 +198,15 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		return Mark{}, false
 	}
 	return Mark{Start: start, End: end, Field: field, LineStart: lineStart, Strong: strong, nameStart: nameStart, nameEnd: nameEnd}, true
+}
+
+// digitsBack counts the ASCII digits just before s[i].
+func digitsBack(s string, i int) int {
+	n := 0
+	for i-n > 0 && s[i-n-1] >= '0' && s[i-n-1] <= '9' {
+		n++
+	}
+	return n
 }
 
 // markerDecorationEnd returns where the decoration after a marker ends:
