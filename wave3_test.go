@@ -26,6 +26,12 @@ func TestBlindWave3(t *testing.T) {
 		{"chat", "q -> reasoning, answer", "**Reasoning**\nr\n\n**Answer**\nParis", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> reasoning, answer", "[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]] Paris", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> answer: int", "[[ ## answer ## ]]\n-5", adapter.Values{"answer": -5}},
+		// (found by wave 5, fixed)
+		{"xml", "q -> tags: list[str]", "<tags>\nReasoning: both apply.\n```json\n[\"sql\", \"indexing\"]\n```\n</tags>", adapter.Values{"tags": []string{"sql", "indexing"}}},
+		{"chat", "q -> answer", "Paris\n\n[[ ## completed ## ]]", adapter.Values{"answer": "Paris"}},
+		{"chat", "q -> reasoning, answer", "Reasoning: r\n\nAnswer:\n```\nParis\n```", adapter.Values{"reasoning": "r", "answer": "```\nParis\n```"}},
+		{"chat", "q -> ok: bool", "[[ ## ok ## ]]\n**Verdict:** The claim is **true**.", adapter.Values{"ok": true}},
+		{"json", "q -> reasoning, answer", "{\"reasoning\": He said \"a\": b, fine,\n\"answer\": \"Paris\"}", adapter.Values{"reasoning": "He said \"a\": b, fine", "answer": "Paris"}},
 		{"chat", "q -> reasoning, answer", "1. [[ ## reasoning ## ]]\nr\n2. [[ ## answer ## ]]\nParis", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> reasoning, answer", "1) [[ ## reasoning ## ]]\nStep 1. read\n\n2) [[ ## answer ## ]]\nParis", adapter.Values{"reasoning": "Step 1. read", "answer": "Paris"}},
 		{"chat", "q -> answer: int", "[[ ## answer ## ]] -5", adapter.Values{"answer": -5}},

@@ -277,12 +277,25 @@ func readBare(sig *signature.Signature, text string, fields []Field) {
 	if sig.NumOutputs() != 1 {
 		return
 	}
-	if _, marked := FindMarker(sig, text, 0); marked {
-		return
-	}
 	spec := sig.Output(0).Spec
 	if spec == nil || spec.Kind() != signature.KindString {
 		return
+	}
+	// A completed marker ends the answer; any other marker is structure
+	// this text does not have.
+	for pos := 0; ; {
+		m, ok := FindMarker(sig, text, pos)
+		if !ok {
+			break
+		}
+		if m.Field != Completed {
+			return
+		}
+		if m.LineStart {
+			text = text[:m.Start]
+			break
+		}
+		pos = m.End
 	}
 	t := strings.TrimSpace(afterOrphanClose(sig, text))
 	if t != "" {
@@ -307,7 +320,7 @@ func looksJSON(text string) bool {
 
 // unfence returns the body of a code fence that holds the reply's
 // answer, or text: the fence opens on the reply's first line (or after
-// prose with no marker) and closes on a line "```" that no nested fence
+// one line of prose introducing it) and closes on a line "```" that no nested fence
 // ("```python" … "```") claims; text after it is chatter. A fence that
 // never closes runs to the end.
 func unfence(text string) string {
@@ -320,7 +333,7 @@ func unfence(text string) string {
 
 // FenceBody finds the code fence around a reply's answer (see unfence).
 func FenceBody(text string) (string, bool) {
-	open := -1
+	open, prose := -1, 0
 	for i := 0; i < len(text); {
 		line, next := lineAt(text, i)
 		t := strings.TrimSpace(line)
@@ -330,6 +343,11 @@ func FenceBody(text string) (string, bool) {
 		}
 		if strings.Contains(line, "##") || strings.Contains(line, "<") || strings.ContainsAny(t, "{[") {
 			return "", false // structure before any fence: the fence is not around it
+		}
+		if t != "" {
+			if prose++; prose > 1 {
+				return "", false // more than a line introducing the answer
+			}
 		}
 		i = next
 	}

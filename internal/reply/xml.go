@@ -114,7 +114,9 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 			items := make([]any, 0, len(children))
 			if len(children) == 0 {
 				if trimmed != "" {
-					items = append(items, xmlText(content))
+					// Text, not items: read by the text rules (a fenced
+					// list after a line of reasoning, bullets, one item).
+					return xmlText(content), nil
 				}
 				return items, nil
 			}
@@ -149,9 +151,7 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 			case IsList(sub):
 				// Repeated children of a list member are its items:
 				// <tags><a>3</a><a>4</a></tags> is {"a": [3, 4]}.
-				items, _ := prev.([]any)
-				more, _ := v.([]any)
-				m[c.key()] = append(items, more...)
+				m[c.key()] = append(asItems(prev), asItems(v)...)
 			case !reflect.DeepEqual(prev, v):
 				return nil, wrapf(ErrAmbiguous, "<"+c.name+"> appears twice with different values")
 			}
@@ -159,6 +159,18 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		return m, nil
 	}
 	return xmlText(content), nil
+}
+
+// asItems is a list element's tree as items: its items, or its text as
+// one item.
+func asItems(v any) []any {
+	switch x := v.(type) {
+	case []any:
+		return x
+	case nil:
+		return nil
+	}
+	return []any{v}
 }
 
 func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec {
