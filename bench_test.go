@@ -273,3 +273,28 @@ func BenchmarkAdversarial(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRepairWorstCase measures JSON repair's worst case, the
+// missing-comma pattern ([1 1 1 …], which kaptinlin/jsonrepair repairs by
+// copying its whole output once per comma, O(n²)), at sizes up to and over
+// the repair cap: in a list[int] field of four (each field's text is
+// repaired on its own) for the Chat parser, and in native tool-call
+// arguments.
+func BenchmarkRepairWorstCase(b *testing.B) {
+	sig := must(signature.Parse("question -> a: list[int], b: list[int], c: list[int], d: list[int]"))
+	for _, size := range []int{8 << 10, 16 << 10, 64 << 10} {
+		item := "[" + strings.Repeat("1 ", (size-4)/2) + "1]" // size-1 bytes
+		var reply strings.Builder
+		for _, f := range []string{"a", "b", "c", "d"} {
+			reply.WriteString("[[ ## " + f + " ## ]]\n" + item + "\n\n")
+		}
+		reply.WriteString("[[ ## completed ## ]]")
+		text := reply.String()
+		b.Run(fmt.Sprintf("chat-4-fields/span=%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				_, _ = adapter.Chat{}.Parse(sig, text)
+			}
+		})
+	}
+}

@@ -62,7 +62,10 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 }
 
 // Execute runs each call with the tool of its name and returns the
-// results, errors included as results (IsError), in call order.
+// results, errors included as results (IsError), in call order. A call
+// whose arguments could not be read (its Err is set) is not run: its
+// result is the error, for the model to see and correct. Once ctx is done,
+// the remaining calls are not run either.
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
@@ -71,6 +74,16 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	out := ToolCallResults{Results: make([]ToolCallResult, 0, len(tc.Calls))}
 	for _, c := range tc.Calls {
 		res := ToolCallResult{CallID: c.ID, Name: c.Name}
+		if c.Err != nil {
+			res.Value, res.IsError = fmt.Sprintf("the call to %q was not run: its arguments could not be read (%v); send them again as one JSON object", c.Name, c.Err), true
+			out.Results = append(out.Results, res)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			res.Value, res.IsError = fmt.Sprintf("the call to %q was not run: %v", c.Name, err), true
+			out.Results = append(out.Results, res)
+			continue
+		}
 		t, ok := byName[c.Name]
 		if !ok {
 			res.Value, res.IsError = fmt.Sprintf("no tool named %q", c.Name), true

@@ -99,7 +99,7 @@ func TestToolCallsShapes(t *testing.T) {
 		`{"tool_calls": [{"name": "search", "args": {"q": "go", "k": 3}}]}`,
 		`[{'name': 'search', 'args': {'q': 'go', 'k': 3}}]`,
 		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`,
-		`[{"type": "function", "function": {"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3"}}]`,
+		`[{"type": "function", "function": {"name": "search", "arguments": "{\"k\": 3, \"q\": \"go\""}}]`,
 	} {
 		var tc types.ToolCalls
 		require.NoError(t, tc.ParseField(raw), raw)
@@ -107,6 +107,137 @@ func TestToolCallsShapes(t *testing.T) {
 	}
 	var tc types.ToolCalls
 	assert.Error(t, tc.ParseField(`[{"args": {}}]`), "a call without a name")
+}
+
+type transferArgs struct {
+	Account string  `json:"account"`
+	Amount  float64 `json:"amount"`
+}
+
+// transferTool counts its runs.
+func transferTool(t *testing.T, runs *int) types.Tool {
+	tool, err := types.NewTool("transfer", "send money", func(_ context.Context, a transferArgs) (string, error) {
+		*runs++
+		return fmt.Sprintf("EXECUTED transfer(account=%q, amount=%v)", a.Account, a.Amount), nil
+	})
+	require.NoError(t, err)
+	return tool
+}
+
+// TestToolArgumentsNeverGuessed: arguments that are not one JSON object
+// readable without guessing never run the tool (security review #1): the
+// call keeps the text and an error, which Execute reports to the model.
+func TestToolArgumentsNeverGuessed(t *testing.T) {
+	for _, tt := range []struct {
+		args string
+		is   error
+	}{
+		{`{"account": "DE89 3704 0044 0532 01`, adapter.ErrTruncated},
+		{`{"account": "DE89370400440532013000", "amount": 1e`, adapter.ErrTruncated},
+		{`{"account": "DE89370400440532013000", "amount": -`, adapter.ErrTruncated},
+		{`{"account": "DE89370400440532013000", "amount": 100`, adapter.ErrTruncated},
+		{`{"account": "A", "amount": 2e+, "memo": "x"}`, types.ErrToolArguments},
+		{`transfer everything`, types.ErrToolArguments},
+		{`{"account":"A","amount":5}{"account":"B","amount":500}`, types.ErrToolArguments},
+		{`{"account": "A", "amount": 5, "amount": 500}`, adapter.ErrAmbiguous},
+		{`["A", 5]`, types.ErrToolArguments},
+		{`[0 .`, types.ErrToolArguments},
+		{`{"x": ` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `,}`, types.ErrToolArguments},
+		{`{"account": "` + strings.Repeat("x", 20<<10) + `", "amount": 1,}`, types.ErrToolArguments},
+	} {
+		runs := 0
+		tool := transferTool(t, &runs)
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "transfer", Arguments: tt.args}}}}}
+		v, ok := types.ToolCalls{}.NativeValue(choice)
+		require.True(t, ok)
+		calls := v.(types.ToolCalls)
+		require.Len(t, calls.Calls, 1)
+		c := calls.Calls[0]
+		assert.ErrorIs(t, c.Err, types.ErrToolArguments, clipped(tt.args))
+		assert.ErrorIs(t, c.Err, tt.is, clipped(tt.args))
+		assert.Nil(t, c.Args, clipped(tt.args))
+		assert.Equal(t, tt.args, c.RawArgs)
+		res := calls.Execute(context.Background(), []types.Tool{tool})
+		require.Len(t, res.Results, 1)
+		assert.True(t, res.Results[0].IsError, clipped(tt.args))
+		assert.Equal(t, "call_1", res.Results[0].CallID)
+		assert.Contains(t, res.Results[0].Value, "was not run")
+		assert.Zero(t, runs, "the tool ran with %q", clipped(tt.args))
+	}
+
+	// What needs no guess is read: closing braces after a complete
+	// string, Python quotes, a trailing comma.
+	for _, args := range []string{`{"account": "A", "amount": 5}`, `{"amount": 5, "account": "A"`, `{'account': 'A', 'amount': 5,}`, "  {\"account\": \"A\", \"amount\": 5.0}\n"} {
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "transfer", Arguments: args}}}}}
+		v, _ := types.ToolCalls{}.NativeValue(choice)
+		c := v.(types.ToolCalls).Calls[0]
+		require.NoError(t, c.Err, args)
+		runs := 0
+		res := v.(types.ToolCalls).Execute(context.Background(), []types.Tool{transferTool(t, &runs)})
+		assert.Equal(t, `EXECUTED transfer(account="A", amount=5)`, res.Results[0].Value, args)
+		assert.Equal(t, 1, runs)
+	}
+
+	// No arguments at all are an empty object (a tool without parameters).
+	v, _ := types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "now"}}}}})
+	assert.Equal(t, []types.ToolCall{{ID: "c", Name: "now", Args: map[string]any{}}}, v.(types.ToolCalls).Calls)
+
+	// The text path: a call cut inside its arguments fails the field
+	// (truncated); stringified arguments that cannot be read fail the call.
+	var tc types.ToolCalls
+	err := tc.ParseField(`{"tool_calls": [{"name": "transfer", "args": {"account": "DE89 3704 0044 0532 01`)
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+	err = tc.ParseField(`{"name": "transfer", "args": {"account": "A", "amount": 10`)
+	assert.ErrorIs(t, err, adapter.ErrTruncated, "a number at the end may have been cut")
+	require.NoError(t, tc.ParseField(`[{"name": "transfer", "arguments": "{\"account\": \"A\", \"amount\": 1e"}]`))
+	assert.ErrorIs(t, tc.Calls[0].Err, adapter.ErrTruncated)
+	sig := parse(t, "question -> calls: ToolCalls")
+	_, err = adapter.Chat{}.Parse(sig, "[[ ## calls ## ]]\n{\"tool_calls\": [{\"name\": \"transfer\", \"args\": {\"account\": \"DE89 3704 0044 0532 01\n\n[[ ## completed ## ]]")
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+
+	// Integers beyond int64 are kept exactly, and reach the tool exactly.
+	v, _ = types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "f", Arguments: `{"n": 123456789012345678901234567890, "i": 7, "f": 0.5}`}}}}})
+	assert.Equal(t, map[string]any{"n": json.Number("123456789012345678901234567890"), "i": 7, "f": 0.5}, v.(types.ToolCalls).Calls[0].Args)
+}
+
+// TestToolArgumentsEndToEnd is the review's reproducer: through Call, the
+// JSON adapter and native tools, arguments cut inside a number never run
+// the transfer.
+func TestToolArgumentsEndToEnd(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("").WithFinish("tool_calls").WithToolCalls(openai.ToolCall{ID: "call_1", Type: "function",
+		Function: openai.FunctionCall{Name: "transfer", Arguments: `{"account": "DE89370400440532013000", "amount": 1e`}}))
+	defer srv.Close()
+	runs := 0
+	tool := transferTool(t, &runs)
+	sig := parse(t, "question, tools: list[Tool] -> calls: ToolCalls")
+	lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true, JSONMode: true})
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": "pay", "tools": []types.Tool{tool}},
+		adapter.UseAdapter(adapter.JSON{}), adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"}))
+	require.NoError(t, err)
+	calls := res.Outputs[0]["calls"].(types.ToolCalls)
+	out := calls.Execute(context.Background(), []types.Tool{tool})
+	assert.True(t, out.Results[0].IsError)
+	assert.Zero(t, runs)
+}
+
+// TestExecuteStopsWhenCancelled: once the context is done no further tool
+// runs.
+func TestExecuteStopsWhenCancelled(t *testing.T) {
+	runs := 0
+	tool := transferTool(t, &runs)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := types.ToolCalls{Calls: []types.ToolCall{{ID: "1", Name: "transfer", Args: map[string]any{"account": "A", "amount": 1}}}}.Execute(ctx, []types.Tool{tool})
+	assert.True(t, res.Results[0].IsError)
+	assert.Contains(t, res.Results[0].Value, "context canceled")
+	assert.Zero(t, runs)
+}
+
+func clipped(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
 }
 
 func TestHistoryTurns(t *testing.T) {
@@ -312,4 +443,24 @@ func TestHistoryOverTheWire(t *testing.T) {
 	}
 	assert.Equal(t, []string{"system", "user", "assistant", "user", "assistant", "user"}, roles)
 	assert.Equal(t, []string{"1+1?", "[[ ## answer ## ]]", "2+2?", "[[ ## answer ## ]]", "3+3?"}, firstLines[1:])
+}
+
+// BenchmarkToolArgsWorstCase: native tool-call arguments holding the
+// missing-comma pattern, which JSON repair handles in O(n²), four calls in
+// one reply.
+func BenchmarkToolArgsWorstCase(b *testing.B) {
+	for _, size := range []int{8 << 10, 16 << 10, 64 << 10} {
+		args := `{"x": [` + strings.Repeat("1 ", (size-11)/2) + `1]}` // under size bytes
+		var calls []openai.ToolCall
+		for i := range 4 {
+			calls = append(calls, openai.ToolCall{ID: fmt.Sprint(i), Function: openai.FunctionCall{Name: "f", Arguments: args}})
+		}
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: calls}}
+		b.Run(fmt.Sprintf("native-4-calls/args=%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(4 * len(args)))
+			for b.Loop() {
+				_, _ = types.ToolCalls{}.NativeValue(choice)
+			}
+		})
+	}
 }
