@@ -99,7 +99,12 @@ func TestRepairEndsInNumber(t *testing.T) {
 }
 
 func TestRepairBounds(t *testing.T) {
-	_, _, err := Repair("{\"a\": \"" + strings.Repeat("x", MaxRepair) + "\"}")
+	// The missing-comma pattern costs O(n²) in the repairer: 64 KiB of it
+	// took 1.4 s, so the cap is 16 KiB.
+	_, _, err := Repair("[" + strings.Repeat("1 ", 8<<10) + "1]")
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.LessOrEqual(t, MaxRepair, 16<<10)
+	_, _, err = Repair("{\"a\": \"" + strings.Repeat("x", MaxRepair) + "\"}")
 	assert.ErrorIs(t, err, ErrTooLarge)
 	_, _, err = Repair(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))
 	assert.ErrorIs(t, err, ErrTooDeep)
