@@ -87,7 +87,7 @@ func bamlUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 			s = string(enc)
 		} else {
 			var err error
-			if s, err = FormatValue(v, f); err != nil {
+			if s, err = formatValue(v, f); err != nil {
 				return "", err
 			}
 		}
@@ -112,7 +112,7 @@ func isStructValue(v any) bool {
 	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv = rv.Elem()
 	}
-	return rv.Kind() == reflect.Struct && !implementsAnyMarshaler(rv.Type())
+	return rv.Kind() == reflect.Struct && !implementsAnyMarshaler(rv.Type()) && !rv.Type().Implements(formatterType)
 }
 
 // Parse reads the output fields as the JSON adapter does.

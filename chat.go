@@ -7,6 +7,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -207,7 +208,7 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 			dst = append(dst, formatted{})
 			continue
 		}
-		s, err := FormatValue(v, f)
+		s, err := formatValue(v, f)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -343,5 +344,5 @@ func (c Chat) FormatFinetune(sig *signature.Signature, demos []Values, inputs, o
 	if err != nil {
 		return nil, err
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a}), nil
+	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: value.StripKey(a)}), nil
 }
