@@ -36,7 +36,8 @@ func TestImage(t *testing.T) {
 		_, err := types.NewImage(bad)
 		assert.Error(t, err, bad)
 	}
-	img := types.ImageFromBytes([]byte("\x89PNG\r\n\x1a\n...."), "")
+	img, err := types.ImageFromBytes([]byte("\x89PNG\r\n\x1a\n...."), "")
+	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(img.URL, "data:image/png;base64,"), img.URL)
 	assert.Contains(t, img.String(), "<IMAGE_BASE_64_ENCODED(")
 }
