@@ -295,10 +295,16 @@ func prefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
-// FormatParts returns the image_url part.
+// FormatParts returns the image_url part. An Image built as a struct
+// literal is held to NewImage's rules: a URL NewImage refuses (a local
+// path, file://, an oversized or non-image data URI) is an error, never a
+// part.
 func (i Image) FormatParts() ([]openai.ChatMessagePart, error) {
 	if i.URL == "" {
 		return nil, errors.New("types: empty Image")
+	}
+	if _, err := NewImage(i.URL); err != nil {
+		return nil, err
 	}
 	return []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: i.URL, Detail: i.Detail}}}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/types"
 )
 
@@ -179,4 +180,14 @@ func TestInlineImageLimits(t *testing.T) {
 	require.NoError(t, os.WriteFile(large, big, 0o600))
 	_, err = types.ImageFromFile(large)
 	assert.ErrorIs(t, err, types.ErrNotImage)
+}
+
+// TestImageLiteralChecked: an Image built as a struct literal is held to
+// NewImage's rules when it becomes a part (security review #17).
+func TestImageLiteralChecked(t *testing.T) {
+	sig := parse(t, "photo: Image -> caption")
+	for _, u := range []string{"file:///etc/passwd", "/etc/passwd", "data:text/html;base64,PGh0bWw+"} {
+		_, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"photo": types.Image{URL: u}})
+		assert.ErrorContains(t, err, `"photo"`, u)
+	}
 }
