@@ -196,10 +196,10 @@ func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, 
 	if sig == nil {
 		return nil, errors.New("adapter: nil signature")
 	}
-	if err := checkInputs(sig, inputs); err != nil {
-		return nil, err
+	inputs, inErr := prepareInputs(sig, inputs)
+	if inErr != nil {
+		return nil, inErr
 	}
-	inputs = withDefaults(sig, inputs)
 	c.trace = composeTrace(traceFrom(ctx), c.trace)
 	if c.timeout > 0 {
 		var cancel context.CancelFunc

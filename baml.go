@@ -42,6 +42,9 @@ func (BAML) Name() string { return "baml" }
 // Format renders the system message with BAML type notation, the demos
 // (assistant turns as JSON) and the user message with the JSON reminder.
 func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	var b strings.Builder
 	b.WriteString("Your input fields are:\n")

@@ -61,6 +61,9 @@ const (
 // (incomplete demos first, then complete ones, as DSPy orders them) and the
 // user message with the output reminder.
 func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	sys, err := chatSystem(sig)
 	if err != nil {

@@ -38,6 +38,9 @@ func (JSON) Name() string { return "json" }
 // Format renders the system message, the demos (assistant turns as JSON
 // objects) and the user message with the JSON reminder.
 func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	sys, err := jsonSystem(sig)
 	if err != nil {

@@ -48,10 +48,15 @@ func historyField(sig *signature.Signature) int {
 }
 
 // formatTurns appends what follows the system message, as DSPy's
-// Adapter.format does: the demos, the conversation history, the request;
-// then splits user messages at content-part markers.
+// Adapter.format does: the demos, the conversation history, the request
+// (its inputs converted to their fields' types, see convertInputs); then
+// splits user messages at content-part markers.
 func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
-	msgs, err := formatDemos(msgs, sig, demos, user, assistant)
+	inputs, err := convertInputs(sig, inputs)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err = formatDemos(msgs, sig, demos, user, assistant)
 	if err != nil {
 		return nil, err
 	}

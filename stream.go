@@ -79,11 +79,11 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 			yield(Chunk{}, errors.New("adapter: nil signature"))
 			return
 		}
-		if err := checkInputs(sig, inputs); err != nil {
-			yield(Chunk{}, err)
+		inputs, inErr := prepareInputs(sig, inputs)
+		if inErr != nil {
+			yield(Chunk{}, inErr)
 			return
 		}
-		inputs = withDefaults(sig, inputs)
 		a := c.resolve(ctx)
 		c.trace = composeTrace(traceFrom(ctx), c.trace)
 		if c.timeout > 0 {

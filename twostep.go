@@ -45,6 +45,9 @@ func (TwoStep) Name() string { return "twostep" }
 // Format renders DSPy's TwoStep prompt: a system message describing the
 // task in prose, the demos as "name: value" turns, and the inputs.
 func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	if t.Extractor == nil {
 		return nil, ErrNoExtractor
 	}
@@ -61,6 +64,10 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
 	msgs, err := formatDemos(msgs, sig, demos, twoStepUser, twoStepAssistant)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err = convertInputs(sig, inputs)
 	if err != nil {
 		return nil, err
 	}
