@@ -48,6 +48,9 @@ func (d declared) CreateChatCompletion(ctx context.Context, req openai.ChatCompl
 
 func (d declared) Capabilities() Capabilities { return d.caps }
 
+// Unwrap returns the wrapped LM.
+func (d declared) Unwrap() LM { return d.lm }
+
 type streamingDeclared struct {
 	declared
 	s StreamingLM
@@ -57,16 +60,27 @@ func (d streamingDeclared) CreateChatCompletionStream(ctx context.Context, req o
 	return d.s.CreateChatCompletionStream(ctx, req)
 }
 
-// capabilitiesOf returns what lm declares, else the guess for model.
+// Unwrapper is implemented by LM wrappers (logging, rate limiting, …) that
+// expose the LM they wrap, as [WithMiddleware] and [WithCapabilities] do:
+// the pipeline looks through them for a [CapabilityReporter] and an
+// [Identifier], the way http.ResponseController looks through wrapped
+// ResponseWriters.
+type Unwrapper interface {
+	Unwrap() LM
+}
+
+// capabilitiesOf returns what lm (or an LM it wraps) declares, else the
+// guess for model.
 func capabilitiesOf(lm LM, model string) Capabilities {
-	switch w := lm.(type) {
-	case *middlewareLM:
-		return capabilitiesOf(w.lm, model)
-	case *middlewareStreamingLM:
-		return capabilitiesOf(w.lm, model)
-	}
-	if r, ok := lm.(CapabilityReporter); ok {
-		return r.Capabilities()
+	for lm != nil {
+		if r, ok := lm.(CapabilityReporter); ok {
+			return r.Capabilities()
+		}
+		u, ok := lm.(Unwrapper)
+		if !ok {
+			break
+		}
+		lm = u.Unwrap()
 	}
 	return ModelCapabilities(model)
 }

@@ -27,9 +27,18 @@
 // # Streaming and observing
 //
 // [Stream] is [Call] as an iter.Seq2 of [Chunk]s: field deltas, reasoning
-// deltas, tool calls, and a last chunk carrying the [Result]. A [Trace]
-// (on the context with [WithTrace], or for one call with [Observe]) sees
-// every format, LM call and parse, fallbacks included.
+// deltas, tool calls, and a last chunk carrying the [Result]. Call and
+// Stream run the same stages (plan, format, send, check, parse, fill,
+// validate); only the sender differs, so a reply gives the same Result
+// either way. Middlewares ([Use], [WithMiddleware]), retries ([Retry]) and
+// caches ([Cached]) see stream requests too. A [Trace] (on the context
+// with [WithTrace], or for one call with [Observe]) sees every format, LM
+// call and parse, fallbacks included.
+//
+// go-openai decodes replies into its own types, which drop what some
+// servers send; the pipeline reads it from the wire: streams from their
+// raw lines, blocking replies from their raw body when the client's HTTP
+// client is wrapped with [HTTPDoer].
 //
 // # Custom types
 //

@@ -167,20 +167,31 @@ var ErrRefusal = errors.New("the model refused")
 // a refusal message (structured outputs produce them) or a finish reason
 // content_filter. It carries the model's text, is never a *ParseError and
 // never triggers a fallback.
+//
+// A provider that refuses the prompt itself (Azure's prompt filter: HTTP
+// 400 with error code content_filter) is a RefusalError too, with the
+// provider's error as Err.
 type RefusalError struct {
 	Adapter      string
 	Refusal      string // the model's refusal text
 	FinishReason string // "content_filter", or the reply's finish reason
 	Completion   string // any content the reply had
+	Err          error  // the provider's error, for a refused prompt
 }
 
 // Error quotes the refusal.
 func (e *RefusalError) Error() string {
-	if e.Refusal != "" {
+	switch {
+	case e.Refusal != "":
 		return fmt.Sprintf("adapter: %s: the model refused: %q", e.Adapter, e.Refusal)
+	case e.Err != nil:
+		return fmt.Sprintf("adapter: %s: the provider's content filter refused the prompt: %v", e.Adapter, e.Err)
 	}
 	return fmt.Sprintf("adapter: %s: the reply was stopped by the content filter", e.Adapter)
 }
 
 // Is matches ErrRefusal.
 func (e *RefusalError) Is(target error) bool { return target == ErrRefusal }
+
+// Unwrap returns the provider's error, if any.
+func (e *RefusalError) Unwrap() error { return e.Err }

@@ -1,32 +1,37 @@
 package adapter
 
 import (
-	"container/list"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// Invoker is one LM call as middleware sees it.
+// Invoker is one LM call as middleware sees it. For a [Stream] the request
+// has Stream set, and the response is the whole reply, assembled from the
+// stream after its deltas reached the caller.
 type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error)
 
 // Middleware wraps an Invoker: logging, retries, caching, rate limits.
 // The order of a call, outermost first: the call's middlewares ([Use]),
 // then retries (on by default, see [Retry]), then the [Trace] (which so
 // sees every attempt, retries included), then the LM's own middlewares
-// ([WithMiddleware]), then the LM. Streams bypass middleware.
+// ([WithMiddleware]), then the LM.
+//
+// Streams go through the same chain. A middleware that answers without
+// calling next (a cache hit) has its response replayed to the stream's
+// caller as deltas; a failed stream is retried only while nothing has
+// reached the caller.
 type Middleware func(next Invoker) Invoker
 
 // Use adds middlewares to this call; the first is outermost.
@@ -34,15 +39,14 @@ func Use(mw ...Middleware) CallOption {
 	return func(c *callConfig) { c.middleware = append(c.middleware, mw...) }
 }
 
-// WithMiddleware returns an LM whose calls go through mw, composed once
-// here, the first outermost. A StreamingLM stays one (streams are not
-// wrapped); declared capabilities are kept.
+// WithMiddleware returns an LM whose calls go through mw, the first
+// outermost. The pipeline runs the middlewares for [Call] and [Stream]
+// alike; called directly, the returned LM's CreateChatCompletion runs
+// them and its CreateChatCompletionStream (when lm streams) bypasses
+// them, since a go-openai stream cannot be made from a cached reply.
+// Declared capabilities are kept.
 func WithMiddleware(lm LM, mw ...Middleware) LM {
-	inv := Invoker(lm.CreateChatCompletion)
-	for i := len(mw) - 1; i >= 0; i-- {
-		inv = mw[i](inv)
-	}
-	w := &middlewareLM{lm: lm, inv: inv}
+	w := &middlewareLM{lm: lm, mw: slices.Clone(mw)}
 	if s, ok := lm.(StreamingLM); ok {
 		return &middlewareStreamingLM{middlewareLM: w, stream: s}
 	}
@@ -50,14 +54,22 @@ func WithMiddleware(lm LM, mw ...Middleware) LM {
 }
 
 type middlewareLM struct {
-	lm  LM
-	inv Invoker
+	lm LM
+	mw []Middleware
 }
 
 // CreateChatCompletion calls the LM through the middlewares.
 func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	return m.inv(ctx, req)
+	if _, ok := identityFrom(ctx); !ok {
+		if id, ok := lmIdentity(m.lm); ok {
+			ctx = context.WithValue(ctx, identityKey{}, id)
+		}
+	}
+	return wrapInvoker(m.mw, m.lm.CreateChatCompletion)(ctx, req)
 }
+
+// Unwrap returns the wrapped LM.
+func (m *middlewareLM) Unwrap() LM { return m.lm }
 
 type middlewareStreamingLM struct {
 	*middlewareLM
@@ -69,32 +81,42 @@ func (m *middlewareStreamingLM) CreateChatCompletionStream(ctx context.Context, 
 	return m.stream.CreateChatCompletionStream(ctx, req)
 }
 
-// invoker builds a call's chain: the call's middlewares, retries, the
-// trace (so it sees every attempt), the LM.
-func invoker(lm LM, c *callConfig, tr tracer) Invoker {
-	inv := Invoker(lm.CreateChatCompletion)
-	if tr.t != nil {
-		next := inv
-		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			tr.lmStart(req, false)
-			start := time.Now()
-			resp, err := next(ctx, req)
-			tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Usage: resp.Usage, Duration: time.Since(start), Err: err})
-			return resp, err
-		}
-	}
-	if !c.noRetry {
-		inv = Retry(c.retry)(inv)
-	}
-	for i := len(c.middleware) - 1; i >= 0; i-- {
-		inv = c.middleware[i](inv)
+// wrapInvoker wraps bottom in mw, the first outermost.
+func wrapInvoker(mw []Middleware, bottom Invoker) Invoker {
+	inv := bottom
+	for i := len(mw) - 1; i >= 0; i-- {
+		inv = mw[i](inv)
 	}
 	return inv
 }
 
+// peel takes the library's own wrappers off lm: [WithMiddleware] layers,
+// whose middlewares the pipeline runs itself (for streams too), and
+// [WithCapabilities] declarations. It stops at any other type: a user's
+// wrapper is called as it is.
+func peel(lm LM) (LM, []Middleware) {
+	var mws []Middleware
+	for {
+		switch w := lm.(type) {
+		case *middlewareStreamingLM:
+			mws, lm = append(mws, w.mw...), w.lm
+		case *middlewareLM:
+			mws, lm = append(mws, w.mw...), w.lm
+		case streamingDeclared:
+			lm = w.lm
+		case declared:
+			lm = w.lm
+		default:
+			return lm, mws
+		}
+	}
+}
+
 // RetryPolicy bounds retries of failed LM calls. Zero fields take the
 // defaults: 3 retries, 500 ms first delay doubling to at most 20 s, with
-// jitter, 2 minutes in all.
+// jitter, 2 minutes in all. A server's Retry-After beyond MaxDelay, beyond
+// what is left of MaxElapsed or past the context's deadline is not waited
+// for: the call fails at once with an error stating the wait.
 type RetryPolicy struct {
 	MaxRetries int
 	BaseDelay  time.Duration
@@ -130,9 +152,12 @@ func NoRetry() CallOption {
 }
 
 // Retry is the retry middleware: on a 429, a 5xx or a transport error it
-// waits (exponential backoff with full jitter) and tries again, within the
-// policy's bounds. It never retries other 4xx errors, a context-window
-// error or a cancelled context. Retries are counted in Result.Retries.
+// waits (exponential backoff with full jitter, or the server's
+// Retry-After when the [HTTPDoer] wrapper saw one) and tries again, within
+// the policy's bounds. It never retries other 4xx errors, a context-window
+// error, a cancelled context or a stream that already delivered text.
+// Retries are counted in Result.Retries, and only when they were sent.
+// Giving up after retries, the error says how many attempts over how long.
 func Retry(p RetryPolicy) Middleware {
 	p = p.withDefaults()
 	return func(next Invoker) Invoker {
@@ -142,20 +167,30 @@ func Retry(p RetryPolicy) Middleware {
 			slot := new(atomic.Int64)
 			ctx = context.WithValue(ctx, retryAfterKey{}, slot)
 			for attempt := 0; ; attempt++ {
+				slot.Store(0)
 				resp, err := next(ctx, req)
-				if err == nil || attempt >= p.MaxRetries || !retryable(ctx, err) {
+				if err == nil || !retryable(ctx, err) {
 					return resp, err
+				}
+				if attempt >= p.MaxRetries {
+					return resp, gaveUp(err, attempt+1, time.Since(start))
 				}
 				wait := time.Duration(rand.Int64N(int64(delay) + 1))
-				if ra := slot.Swap(0); ra > 0 {
-					wait = min(time.Duration(ra), p.MaxDelay) // the server's Retry-After
+				ra := time.Duration(slot.Load())
+				if ra > 0 {
+					wait = ra
 				}
-				if time.Since(start)+wait > p.MaxElapsed {
-					return resp, err
+				left := p.MaxElapsed - time.Since(start)
+				if dl, ok := ctx.Deadline(); ok {
+					left = min(left, time.Until(dl))
 				}
-				if s := statsFrom(ctx); s != nil {
-					s.retries.Add(1)
-					s.waited.Add(int64(wait))
+				switch {
+				case ra > p.MaxDelay:
+					return resp, fmt.Errorf("%w (the server asks to retry after %s, more than the retry policy's MaxDelay %s)", err, ra, p.MaxDelay)
+				case wait >= left && ra > 0:
+					return resp, fmt.Errorf("%w (the server asks to retry after %s, more than the %s left for this call)", err, ra, left.Round(time.Millisecond))
+				case wait >= left:
+					return resp, gaveUp(err, attempt+1, time.Since(start))
 				}
 				t := time.NewTimer(wait)
 				select {
@@ -164,52 +199,96 @@ func Retry(p RetryPolicy) Middleware {
 					return resp, err
 				case <-t.C:
 				}
+				if s := stateFrom(ctx); s != nil {
+					s.retries.Add(1)
+					s.waited.Add(int64(wait))
+				}
 				delay = min(2*delay, p.MaxDelay)
 			}
 		}
 	}
 }
 
+// gaveUp annotates the last error of a call that was retried.
+func gaveUp(err error, attempts int, d time.Duration) error {
+	if attempts < 2 {
+		return err
+	}
+	return fmt.Errorf("%w (gave up after %d attempts over %s)", err, attempts, d.Round(time.Millisecond))
+}
+
 type retryAfterKey struct{}
 
 // HTTPDoer wraps the HTTP client of a go-openai configuration so that the
-// library sees what go-openai's errors leave out: a 429 or 503 response's
-// Retry-After header, which the retry middleware then waits for (capped by
-// the policy's MaxDelay) instead of its own backoff.
+// library sees what go-openai's types leave out:
+//
+//   - a 429 or 503 response's Retry-After header, which the retry
+//     middleware then waits for instead of its own backoff;
+//   - the raw body of a (non-streamed) reply, from which the pipeline reads
+//     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
+//     thinking parts of content sent as an array (Mistral), usage sent only
+//     inside "x_groq". Streams need no wrapper: their raw lines are read.
+//
+// Use it when building the client:
 //
 //	cfg := openai.DefaultConfig(key)
 //	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
+//	client := openai.NewClientWithConfig(cfg)
+//
+// The wrapper reads nothing from requests and keeps nothing after the
+// call; outside the pipeline it only passes requests through.
 func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
 	if next == nil {
 		next = http.DefaultClient
 	}
-	return retryAfterDoer{next}
+	return wireDoer{next}
 }
 
-type retryAfterDoer struct{ next openai.HTTPDoer }
+type wireDoer struct{ next openai.HTTPDoer }
 
-func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
+// maxCapturedBody bounds the reply body the wrapper keeps for the
+// pipeline; a larger body is passed through but not read for extras.
+const maxCapturedBody = 32 << 20
+
+func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.next.Do(req)
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if slot, ok := req.Context().Value(retryAfterKey{}).(*atomic.Int64); ok {
-			if d := parseRetryAfter(resp.Header.Get("Retry-After")); d > 0 {
+	if resp == nil {
+		return resp, err
+	}
+	ctx := req.Context()
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if slot, ok := ctx.Value(retryAfterKey{}).(*atomic.Int64); ok {
+			if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
 				slot.Store(int64(d))
 			}
 		}
 	}
+	if slot, ok := ctx.Value(bodyKey{}).(*bodySlot); ok && resp.StatusCode < 300 && resp.Body != nil {
+		resp.Body = &teeBody{ReadCloser: resp.Body, slot: slot}
+	}
 	return resp, err
 }
 
+// maxRetryAfter saturates Retry-After values: a larger number of seconds
+// would overflow a time.Duration.
+const maxRetryAfter = time.Duration(math.MaxInt64)
+
 // parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string) time.Duration {
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
 		return time.Duration(n) * time.Second
+	} else if errors.Is(err, strconv.ErrRange) {
+		return maxRetryAfter
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t)
+		return t.Sub(now)
 	}
 	return 0
 }
@@ -217,6 +296,10 @@ func parseRetryAfter(v string) time.Duration {
 // retryable reports a rate limit, a server error or a transport failure.
 func retryable(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isContextWindow(err) {
+		return false
+	}
+	var delivered *deliveredError
+	if errors.As(err, &delivered) || errors.Is(err, errStopped) {
 		return false
 	}
 	var api *openai.APIError
@@ -229,111 +312,4 @@ func retryable(ctx context.Context, err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
-}
-
-// Cache stores LM responses by request key. Implementations must be safe
-// for concurrent use; plug in a disk or Redis store behind this interface.
-type Cache interface {
-	Get(ctx context.Context, key string) (openai.ChatCompletionResponse, bool)
-	Put(ctx context.Context, key string, resp openai.ChatCompletionResponse)
-}
-
-// Cached is the cache middleware: a request identical to an earlier one
-// (model, messages, every option) is answered from c without an LM call;
-// hits are counted in Result.CacheHits. Only successful responses are
-// stored.
-func Cached(c Cache) Middleware {
-	return func(next Invoker) Invoker {
-		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			key, err := CacheKey(req)
-			if err != nil {
-				return next(ctx, req)
-			}
-			if resp, ok := c.Get(ctx, key); ok {
-				if s := statsFrom(ctx); s != nil {
-					s.cacheHits.Add(1)
-				}
-				return resp, nil
-			}
-			resp, err := next(ctx, req)
-			if err == nil {
-				c.Put(ctx, key, resp)
-			}
-			return resp, err
-		}
-	}
-}
-
-// CacheKey is the SHA-256 of the request's JSON: the whole request counts.
-func CacheKey(req openai.ChatCompletionRequest) (string, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// LRU is an in-memory least-recently-used Cache.
-type LRU struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // front: most recent
-	items map[string]*list.Element
-}
-
-type lruEntry struct {
-	key  string
-	resp openai.ChatCompletionResponse
-}
-
-// NewLRU returns an LRU holding at most n responses (n < 1 means 1000).
-func NewLRU(n int) *LRU {
-	if n < 1 {
-		n = 1000
-	}
-	return &LRU{max: n, order: list.New(), items: map[string]*list.Element{}}
-}
-
-// Get returns a stored response.
-func (l *LRU) Get(_ context.Context, key string) (openai.ChatCompletionResponse, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.items[key]
-	if !ok {
-		return openai.ChatCompletionResponse{}, false
-	}
-	l.order.MoveToFront(e)
-	return e.Value.(*lruEntry).resp, true
-}
-
-// Put stores a response, evicting the least recently used beyond the size.
-func (l *LRU) Put(_ context.Context, key string, resp openai.ChatCompletionResponse) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.items[key]; ok {
-		e.Value.(*lruEntry).resp = resp
-		l.order.MoveToFront(e)
-		return
-	}
-	l.items[key] = l.order.PushFront(&lruEntry{key, resp})
-	for l.order.Len() > l.max {
-		last := l.order.Back()
-		l.order.Remove(last)
-		delete(l.items, last.Value.(*lruEntry).key)
-	}
-}
-
-// callStats counts what middleware did during one call.
-type callStats struct {
-	retries   atomic.Int64
-	waited    atomic.Int64 // nanoseconds the retries were scheduled to wait
-	cacheHits atomic.Int64
-}
-
-type statsKey struct{}
-
-func statsFrom(ctx context.Context) *callStats {
-	s, _ := ctx.Value(statsKey{}).(*callStats)
-	return s
 }

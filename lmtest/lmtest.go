@@ -1,6 +1,7 @@
 package lmtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -99,6 +100,7 @@ type Reply struct {
 	chunkSize  int
 	chunkDelay time.Duration
 	cut        bool
+	raw        []byte // sent as is, with status and header
 }
 
 // Text is a reply with one choice holding content, finish reason "stop".
@@ -111,6 +113,17 @@ func Choices(contents ...string) Reply {
 
 // Error is an HTTP error reply with a JSON body.
 func Error(status int, body string) Reply { return Reply{status: status, body: body} }
+
+// Raw is a reply sent exactly as given: the status (200 when 0), the
+// headers and the body, byte for byte, whatever the request asked. Use it
+// to replay a recorded response; an SSE body ("data: …" events) is written
+// one event at a time, flushed after each.
+func Raw(status int, header http.Header, body []byte) Reply {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return Reply{status: status, header: header.Clone(), raw: append([]byte{}, body...)}
+}
 
 // ContextLengthExceeded is OpenAI's 400 error for a prompt over the
 // model's context window.
@@ -222,7 +235,9 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Unlock()
 
 	if !ok {
-		writeError(w, http.StatusInternalServerError, `{"error":{"message":"lmtest: no scripted reply left","type":"server_error"}}`)
+		// 410, not a 5xx: a used-up script is a test bug, which retries
+		// would only make slow.
+		writeError(w, http.StatusGone, `{"error":{"message":"lmtest: no scripted reply left","type":"invalid_request_error","code":"lmtest_script_exhausted"}}`)
 		return
 	}
 	if !sleep(hr, reply.delay) {
@@ -232,6 +247,10 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
+	}
+	if reply.raw != nil {
+		writeRaw(w, reply)
+		return
 	}
 	if reply.status != 0 {
 		writeError(w, reply.status, reply.body)
@@ -286,6 +305,26 @@ func writeError(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
+}
+
+// writeRaw sends a Raw reply, flushing after each SSE event.
+func writeRaw(w http.ResponseWriter, reply Reply) {
+	w.WriteHeader(reply.status)
+	flusher, _ := w.(http.Flusher)
+	body := reply.raw
+	for len(body) > 0 {
+		n := len(body)
+		if i := bytes.Index(body, []byte("\n\n")); i >= 0 {
+			n = i + 2
+		}
+		if _, err := w.Write(body[:n]); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		body = body[n:]
+	}
 }
 
 // sleep waits d unless the request is cancelled first; it reports whether

@@ -63,8 +63,8 @@ func TestErrors(t *testing.T) {
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, "context_length_exceeded", apiErr.Code)
 	_, err = srv.Client().CreateChatCompletion(context.Background(), ask(false))
-	require.ErrorAs(t, err, &apiErr, "an empty queue is a 500")
-	assert.Equal(t, http.StatusInternalServerError, apiErr.HTTPStatusCode)
+	require.ErrorAs(t, err, &apiErr, "an empty queue is a 410, which is not retried")
+	assert.Equal(t, http.StatusGone, apiErr.HTTPStatusCode)
 	assert.Len(t, srv.Requests(), 3)
 }
 

@@ -1,0 +1,505 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/signature"
+)
+
+// The pipeline: Call and Stream both prepare a run and call run.do, which
+// goes through the same stages for every adapter tried (the primary, then
+// its fallback once):
+//
+//	prepare   options, arguments, inputs, trace, timeout      (once per call)
+//	plan      the outputs' NativeHooks shape the request       planNative
+//	format    the adapter writes the messages                  Adapter.Format
+//	send      shaped request through the invoker chain          run.send
+//	          (call middlewares → retry → trace → LM middlewares → sender);
+//	          the sender is the one seam: blocking, or streaming with field
+//	          deltas routed to the caller as they arrive
+//	check     refusal, content filter, truncation, empty       run.read
+//	parse     the adapter's parser, panics turned into errors  run.read
+//	fill      native values (tool calls, reasoning)            fillNative
+//	validate  output constraints                               checkConstraints
+//
+// Both senders return the whole reply as an openai.ChatCompletionResponse,
+// so everything after the send is written once.
+
+// callState is what one Call or Stream shares, through the context, with
+// the middlewares of its LM requests: counters, the usage of the requests
+// actually sent, and cache writes waiting for the pipeline's verdict.
+type callState struct {
+	retries, cacheHits, waited atomic.Int64
+
+	lm       LM // for the identity, computed when a cache asks
+	idOnce   sync.Once
+	id       string
+	idKnown  bool
+	mu       sync.Mutex
+	usage    openai.Usage
+	accepted []func()
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *callState {
+	s, _ := ctx.Value(stateKey{}).(*callState)
+	return s
+}
+
+func (s *callState) addUsage(u openai.Usage) {
+	s.mu.Lock()
+	s.usage = addUsage(s.usage, u)
+	s.mu.Unlock()
+}
+
+// onAccept runs f if the reply of the current attempt is accepted.
+func (s *callState) onAccept(f func()) {
+	s.mu.Lock()
+	s.accepted = append(s.accepted, f)
+	s.mu.Unlock()
+}
+
+// settle runs (or drops) what waited for the attempt's verdict.
+func (s *callState) settle(ok bool) {
+	s.mu.Lock()
+	fs := s.accepted
+	s.accepted = nil
+	s.mu.Unlock()
+	if ok {
+		for _, f := range fs {
+			f()
+		}
+	}
+}
+
+func (s *callState) identity() (string, bool) {
+	s.idOnce.Do(func() { s.id, s.idKnown = lmIdentity(s.lm) })
+	return s.id, s.idKnown
+}
+
+// run is one Call or Stream.
+type run struct {
+	cfg     callConfig
+	adapter Adapter
+	lm      LM           // the LM without the library's wrappers (see peel)
+	mw      []Middleware // the middlewares of those wrappers
+	stream  StreamingLM  // lm, for a Stream
+	caps    Capabilities
+	sig     *signature.Signature
+	demos   []Values
+	inputs  Values
+	state   *callState
+	sink    *streamSink // nil for a Call
+	res     Result
+}
+
+// prepare checks the arguments and builds the run. The returned context
+// carries the call's state and timeout; cancel releases it.
+func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs Values, opts []CallOption) (*run, context.Context, context.CancelFunc, error) {
+	switch {
+	case ctx == nil:
+		return nil, nil, nil, errors.New("adapter: nil context")
+	case isNilLM(lm):
+		return nil, nil, nil, errors.New("adapter: nil LM: pass an *openai.Client or another LM")
+	case sig == nil:
+		return nil, nil, nil, errors.New("adapter: nil signature")
+	}
+	r := &run{sig: sig, demos: demos}
+	for _, o := range opts {
+		if o != nil {
+			o(&r.cfg)
+		}
+	}
+	in, err := prepareInputs(sig, inputs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r.inputs = in
+	r.adapter = r.cfg.resolve(ctx)
+	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
+	r.lm, r.mw = peel(lm)
+	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
+	r.state = &callState{lm: lm}
+	ctx = context.WithValue(ctx, stateKey{}, r.state)
+	cancel := context.CancelFunc(func() {})
+	if r.cfg.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.timeout)
+	}
+	return r, ctx, cancel, nil
+}
+
+// isNilLM reports a nil LM, or an LM that is a nil pointer.
+func isNilLM(lm LM) bool {
+	if lm == nil {
+		return true
+	}
+	v := reflect.ValueOf(lm)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// do runs the adapter and, after a parse failure it could not recover,
+// its fallback once. The error after a failed fallback wraps both.
+func (r *run) do(ctx context.Context) error {
+	defer r.finish()
+	a := r.adapter
+	err := r.attempt(ctx, a, 1)
+	if err == nil || r.stopped() || r.cfg.noFallback || !fallsBack(err) {
+		return err
+	}
+	fb, ok := a.(Fallbacker)
+	if !ok {
+		return err
+	}
+	next := fb.Fallback()
+	if next == nil {
+		return err
+	}
+	if ferr := r.attempt(ctx, next, 2); ferr != nil {
+		if r.stopped() {
+			return ferr
+		}
+		return fmt.Errorf("%w (after %s: %w)", ferr, a.Name(), err)
+	}
+	return nil
+}
+
+// fallsBack reports a parse failure that the fallback adapter may
+// recover: not a truncation, which another adapter would only pay for
+// again.
+func fallsBack(err error) bool {
+	var pe *ParseError
+	return errors.As(err, &pe) && !errors.Is(err, ErrTruncated)
+}
+
+func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
+
+// finish copies the state's counters into the result.
+func (r *run) finish() {
+	s := r.state
+	s.mu.Lock()
+	r.res.Usage = s.usage
+	s.mu.Unlock()
+	r.res.Retries, r.res.CacheHits = int(s.retries.Load()), int(s.cacheHits.Load())
+	r.res.RetryWait = time.Duration(s.waited.Load())
+}
+
+// attempt runs the stages once with adapter a, the n-th adapter tried.
+func (r *run) attempt(ctx context.Context, a Adapter, n int) error {
+	tr := tracer{r.cfg.trace, a.Name(), n}
+	parse, err := r.parserFor(ctx, a)
+	if err != nil {
+		return err
+	}
+	req := r.cfg.req
+	fsig, fin, dropped := planNative(a, r.sig, r.inputs, r.caps, &req)
+	start := time.Now()
+	msgs, err := a.Format(fsig, r.demos, fin)
+	tr.format(msgs, time.Since(start), err)
+	if err != nil {
+		return err
+	}
+	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
+	if err == nil {
+		err = r.read(a, tr, parse, fsig, dropped, resp)
+	}
+	r.state.settle(err == nil)
+	if err == nil && r.sink != nil {
+		r.sink.complete(r.res.Outputs[0])
+	}
+	return err
+}
+
+// send shapes the request, sends it through the invoker chain, and moves
+// one response-format tier down, once, when the provider rejects it.
+func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Signature, base openai.ChatCompletionRequest, msgs []openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {
+	var bottom Invoker
+	if s := r.sink; s != nil {
+		s.adapter, s.fsig, s.fields, s.newFS = a.Name(), fsig, streamed{}, nil
+		if sp, ok := a.(StreamParser); ok {
+			s.newFS = func() FieldStream { return &thinkStream{sig: fsig, inner: sp.NewFieldStream(fsig)} }
+		}
+		bottom = s.sender(r.stream)
+		base.Stream = true
+		if base.StreamOptions == nil {
+			base.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+		}
+	} else {
+		bottom = blockingSender(r.lm)
+	}
+	call := r.invoker(bottom, tr)
+	shaper, shapes := a.(RequestShaper)
+	var rejected error
+	for level := 0; ; level++ {
+		req := base
+		req.Messages = msgs
+		if shapes {
+			mode, ok, err := shaper.ShapeRequest(fsig, &req, r.caps, level)
+			if err != nil {
+				return openai.ChatCompletionResponse{}, err
+			}
+			if !ok {
+				return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: rejected}
+			}
+			r.res.Mode = mode
+		}
+		if err := ctx.Err(); err != nil {
+			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
+		}
+		resp, err := call(ctx, req)
+		r.res.Calls++
+		if err == nil {
+			if s := r.sink; s != nil && !s.live && !s.replay(resp) {
+				return resp, errStopped
+			}
+			return resp, nil
+		}
+		if r.stopped() {
+			return resp, errStopped
+		}
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		var delivered *deliveredError
+		if shapes && level == 0 && req.ResponseFormat != nil && r.cfg.req.ResponseFormat == nil &&
+			isFormatRejection(err) && !errors.As(err, &delivered) {
+			rejected = err // the provider rejected the response format: one tier down, once
+			continue
+		}
+		if isPromptFilter(err) {
+			return resp, &RefusalError{Adapter: a.Name(), FinishReason: string(openai.FinishReasonContentFilter), Err: err}
+		}
+		return resp, &LMError{Adapter: a.Name(), Err: err}
+	}
+}
+
+// invoker builds an attempt's chain around the sender: the call's
+// middlewares, retries, the trace (so it sees every request), the LM's
+// own middlewares.
+func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
+	inv := wrapInvoker(r.mw, bottom)
+	if tr.t != nil {
+		next := inv
+		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			tr.lmStart(req, req.Stream)
+			start := time.Now()
+			resp, err := next(ctx, req)
+			tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Completions: completions(resp), Usage: resp.Usage,
+				Stream: req.Stream, Duration: time.Since(start), Err: err})
+			return resp, err
+		}
+	}
+	if !r.cfg.noRetry {
+		inv = Retry(r.cfg.retry)(inv)
+	}
+	return wrapInvoker(r.cfg.middleware, inv)
+}
+
+// completions returns each choice's text, in index order.
+func completions(resp openai.ChatCompletionResponse) []string {
+	if len(resp.Choices) == 0 {
+		return nil
+	}
+	out := make([]string, len(resp.Choices))
+	for i, ch := range sortedChoices(resp) {
+		out[i] = ch.Message.Content
+	}
+	return out
+}
+
+func sortedChoices(resp openai.ChatCompletionResponse) []openai.ChatCompletionChoice {
+	if slices.IsSortedFunc(resp.Choices, byIndex) {
+		return resp.Choices
+	}
+	choices := slices.Clone(resp.Choices)
+	slices.SortStableFunc(choices, byIndex)
+	return choices
+}
+
+func byIndex(x, y openai.ChatCompletionChoice) int { return x.Index - y.Index }
+
+// read checks the reply and parses every choice into r.res.
+func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signature, dropped []nativeField, resp openai.ChatCompletionResponse) error {
+	res := &r.res
+	res.Adapter = a.Name()
+	res.Model, res.SystemFingerprint = resp.Model, resp.SystemFingerprint
+	choices := sortedChoices(resp)
+	res.Completions, res.Logprobs, res.Outputs = completions(resp), nil, nil
+	for i, ch := range choices {
+		if ch.LogProbs != nil {
+			if res.Logprobs == nil {
+				res.Logprobs = make([]*openai.LogProbs, len(choices))
+			}
+			res.Logprobs[i] = ch.LogProbs
+		}
+	}
+	if len(choices) == 0 {
+		return &ParseError{Adapter: a.Name(), Err: ErrEmptyResponse}
+	}
+	for _, ch := range choices {
+		if ch.Message.Refusal != "" || ch.FinishReason == openai.FinishReasonContentFilter {
+			return &RefusalError{Adapter: a.Name(), Refusal: ch.Message.Refusal, FinishReason: string(ch.FinishReason), Completion: ch.Message.Content}
+		}
+	}
+	outs := make([]Values, 0, len(choices))
+	for _, ch := range choices {
+		text := ch.Message.Content
+		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {
+			return r.truncated(a, tr, parse, fsig, ch, resp.Usage)
+		}
+		native := len(dropped) > 0 && nativeValues(dropped, ch)
+		if strings.TrimSpace(text) == "" && !native {
+			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
+		}
+		start := time.Now()
+		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
+		if err == nil && len(dropped) > 0 {
+			fillNative(vals, r.sig, dropped, ch)
+		}
+		tr.parse(text, vals, time.Since(start), err)
+		if err != nil {
+			return err
+		}
+		if err := checkConstraints(r.sig, vals); err != nil {
+			err.Adapter, err.Completion = a.Name(), text
+			return err
+		}
+		outs = append(outs, vals)
+	}
+	res.Outputs = outs
+	return nil
+}
+
+// truncated is the error for a reply cut by the token limit, or one
+// without a finish reason (a stream that ended early; "null: incomplete"
+// in the OpenAI API), with what Parse reads from it as Partial; an adapter
+// whose parsing calls an LM (TwoStep) is not asked: a cut text is never
+// sent to be extracted.
+func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Signature, ch openai.ChatCompletionChoice, usage openai.Usage) *ParseError {
+	text := ch.Message.Content
+	cause := fmt.Errorf("%w: the reply has no finish reason, so it did not finish (a stream that ended early, or an incomplete reply)", ErrTruncated)
+	if ch.FinishReason == openai.FinishReasonLength {
+		cause = fmt.Errorf("%w: the reply hit the token limit", ErrTruncated)
+		if usage.CompletionTokens > 0 {
+			cause = fmt.Errorf("%w: the reply hit the token limit after %d completion tokens", ErrTruncated, usage.CompletionTokens)
+		}
+		cause = fmt.Errorf("%w; raise MaxCompletionTokens (or MaxTokens) in the request to get the whole reply", cause)
+	}
+	pe := &ParseError{Adapter: a.Name(), Completion: text, Err: cause}
+	if _, calls := a.(CallingParser); calls || strings.TrimSpace(text) == "" {
+		return pe
+	}
+	start := time.Now()
+	vals, err := parse(sig, text)
+	tr.parse(text, vals, time.Since(start), err)
+	pe.Partial = vals
+	var inner *ParseError
+	if errors.As(err, &inner) {
+		pe.Partial = inner.Partial
+	}
+	return pe
+}
+
+// parseFunc parses one choice's completion.
+type parseFunc func(*signature.Signature, string) (Values, error)
+
+// parserFor returns how a's completions are parsed: Parse, or ParseCall
+// with the call's trace on the context and its LM calls and usage counted
+// in the run. Either way a panic while parsing is a *ParseError.
+func (r *run) parserFor(ctx context.Context, a Adapter) (parseFunc, error) {
+	if cp, ok := a.(CallingParser); ok {
+		ctx = context.WithValue(ctx, traceKey{}, r.cfg.trace)
+		return guardParse(a, func(sig *signature.Signature, text string) (Values, error) {
+			vals, res, err := cp.ParseCall(ctx, sig, text)
+			if res != nil {
+				r.res.Calls += res.Calls
+				r.state.addUsage(res.Usage)
+			}
+			return vals, err
+		}), nil
+	}
+	if p, ok := a.(Parser); ok {
+		return guardParse(a, p.Parse), nil
+	}
+	return nil, fmt.Errorf("adapter: %s cannot parse completions", a.Name())
+}
+
+// guardParse turns a panic in parse into a *ParseError carrying the reply.
+func guardParse(a Adapter, parse parseFunc) parseFunc {
+	return func(sig *signature.Signature, text string) (vals Values, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				vals, err = nil, &ParseError{Adapter: a.Name(), Completion: text, Err: fmt.Errorf("%w: %v", ErrParserPanic, p)}
+			}
+		}()
+		return parse(sig, text)
+	}
+}
+
+// parseChoice parses a choice's text. With native tool calls, DSPy reads
+// the text only if there is some, and a text it cannot read leaves the
+// other outputs empty rather than failing the calls.
+func parseChoice(parse parseFunc, sig *signature.Signature, text string, toolCalls bool) (Values, error) {
+	if !toolCalls {
+		return parse(sig, text)
+	}
+	if strings.TrimSpace(text) == "" || sig.NumOutputs() == 0 {
+		return Values{}, nil
+	}
+	vals, err := parse(sig, text)
+	if err != nil {
+		return Values{}, nil
+	}
+	return vals, nil
+}
+
+// addUsage sums token counts, details included.
+func addUsage(a, b openai.Usage) openai.Usage {
+	a.PromptTokens += b.PromptTokens
+	a.CompletionTokens += b.CompletionTokens
+	a.TotalTokens += b.TotalTokens
+	if d := b.PromptTokensDetails; d != nil {
+		sum := openai.PromptTokensDetails{}
+		if a.PromptTokensDetails != nil {
+			sum = *a.PromptTokensDetails
+		}
+		sum.AudioTokens += d.AudioTokens
+		sum.CachedTokens += d.CachedTokens
+		a.PromptTokensDetails = &sum
+	}
+	if d := b.CompletionTokensDetails; d != nil {
+		sum := openai.CompletionTokensDetails{}
+		if a.CompletionTokensDetails != nil {
+			sum = *a.CompletionTokensDetails
+		}
+		sum.AudioTokens += d.AudioTokens
+		sum.ReasoningTokens += d.ReasoningTokens
+		sum.AcceptedPredictionTokens += d.AcceptedPredictionTokens
+		sum.RejectedPredictionTokens += d.RejectedPredictionTokens
+		a.CompletionTokensDetails = &sum
+	}
+	return a
+}
+
+// isPromptFilter reports a provider refusing the prompt itself through its
+// content filter (Azure: HTTP 400 with error code content_filter).
+func isPromptFilter(err error) bool {
+	var api *openai.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	if c, ok := api.Code.(string); ok && c == "content_filter" {
+		return true
+	}
+	return api.InnerError != nil && api.InnerError.Code == "ResponsibleAIPolicyViolation"
+}

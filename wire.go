@@ -1,0 +1,399 @@
+package adapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// This file reads what OpenAI-compatible servers put on the wire and
+// go-openai's types drop: a "reasoning" field (vLLM, OpenRouter, Groq,
+// Cerebras), content sent as an array of parts (Mistral's magistral
+// models: "thinking" and "text" parts), usage sent only inside "x_groq",
+// and an "error" object inside a stream chunk (OpenRouter). Streams are
+// always read from their raw lines; a blocking response's raw body is
+// seen only through the [HTTPDoer] wrapper.
+
+// wireContent is a message's content: a string, null, or an array of
+// parts ({"type":"text","text":…} and Mistral's {"type":"thinking",
+// "thinking":[{"type":"text","text":…}]}).
+type wireContent struct {
+	text, thinking string
+	parts          bool // it was an array
+}
+
+func (c *wireContent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0 || string(b) == "null":
+		return nil
+	case b[0] == '"' && utf8.Valid(b):
+		// The document was validated before this call: the literal is a
+		// well-formed JSON string (invalid UTF-8, which encoding/json
+		// replaces, takes the slow path).
+		c.text = unquote(b)
+		return nil
+	case b[0] == '"':
+		return json.Unmarshal(b, &c.text)
+	case b[0] != '[':
+		return fmt.Errorf("content is neither a string nor an array of parts")
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking json.RawMessage `json:"thinking"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	c.parts = true
+	var text, thinking strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			text.WriteString(p.Text)
+		case "thinking", "reasoning":
+			thinking.WriteString(thinkingText(p.Thinking))
+		}
+	}
+	c.text, c.thinking = text.String(), thinking.String()
+	return nil
+}
+
+// unquote decodes a well-formed JSON string literal.
+func unquote(b []byte) string {
+	b = b[1 : len(b)-1]
+	i := bytes.IndexByte(b, '\\')
+	if i < 0 {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b))
+	for i >= 0 {
+		out = append(out, b[:i]...)
+		c := b[i+1]
+		b = b[i+2:]
+		switch c {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			r := rune(hex4(b))
+			b = b[4:]
+			if utf16.IsSurrogate(r) && len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
+				if r2 := utf16.DecodeRune(r, rune(hex4(b[2:]))); r2 != utf8.RuneError {
+					r, b = r2, b[6:]
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default: // " \\ /
+			out = append(out, c)
+		}
+		i = bytes.IndexByte(b, '\\')
+	}
+	return string(append(out, b...))
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) int {
+	n := 0
+	for _, c := range b[:4] {
+		n <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			n |= int(c - '0')
+		case c >= 'a' && c <= 'f':
+			n |= int(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			n |= int(c-'A') + 10
+		}
+	}
+	return n
+}
+
+// thinkingText reads a thinking part's text: a string, or a list of text
+// parts.
+func thinkingText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// wireError is an error object a server put inside a stream chunk.
+type wireError struct {
+	Message string `json:"message"`
+	Code    any    `json:"code"`
+}
+
+// wireChunk is one streamed chunk as the wire carries it.
+type wireChunk struct {
+	ID                string        `json:"id"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []wireDelta   `json:"choices"`
+	Usage             *openai.Usage `json:"usage"`
+	XGroq             *xGroq        `json:"x_groq"`
+	Error             *wireError    `json:"error"`
+}
+
+type xGroq struct {
+	Usage *openai.Usage `json:"usage"`
+}
+
+type wireDelta struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content          wireContent       `json:"content"`
+		Refusal          string            `json:"refusal"`
+		ReasoningContent string            `json:"reasoning_content"`
+		Reasoning        string            `json:"reasoning"`
+		ToolCalls        []openai.ToolCall `json:"tool_calls"`
+	} `json:"delta"`
+	Logprobs     *openai.ChatCompletionStreamChoiceLogprobs `json:"logprobs"`
+	FinishReason openai.FinishReason                        `json:"finish_reason"`
+}
+
+// reasoning is the delta's reasoning text, wherever the server put it.
+func (d *wireDelta) reasoning() string {
+	switch {
+	case d.Delta.ReasoningContent != "":
+		return d.Delta.ReasoningContent
+	case d.Delta.Reasoning != "":
+		return d.Delta.Reasoning
+	}
+	return d.Delta.Content.thinking
+}
+
+// maxStreamIndex bounds the choice and tool-call indices a stream may
+// use (OpenAI allows n ≤ 128): a larger or negative index is a malformed
+// stream, not a reason to allocate.
+const maxStreamIndex = 128
+
+// assembly builds a ChatCompletionResponse from a stream's chunks, so that
+// a streamed reply goes through the same stages as a blocking one.
+type assembly struct {
+	resp      openai.ChatCompletionResponse
+	choices   []*assembledChoice
+	usage     *openai.Usage // the last usage seen: some servers send running totals on every chunk
+	groqUsage *openai.Usage
+	chunkErr  *wireError
+}
+
+type assembledChoice struct {
+	text, refusal, reasoning strings.Builder
+	finish                   openai.FinishReason
+	tools                    []openai.ToolCall
+	logprobs                 *openai.LogProbs
+}
+
+// add folds one chunk in. It returns an error for a malformed chunk (an
+// index out of range).
+func (a *assembly) add(c *wireChunk) error {
+	if a.resp.ID == "" {
+		a.resp.ID, a.resp.Created = c.ID, c.Created
+	}
+	if c.Model != "" {
+		a.resp.Model = c.Model
+	}
+	if c.SystemFingerprint != "" {
+		a.resp.SystemFingerprint = c.SystemFingerprint
+	}
+	if c.Usage != nil {
+		a.usage = c.Usage
+	}
+	if c.XGroq != nil && c.XGroq.Usage != nil {
+		a.groqUsage = c.XGroq.Usage
+	}
+	if c.Error != nil {
+		a.chunkErr = c.Error
+	}
+	for i := range c.Choices {
+		d := &c.Choices[i]
+		if d.Index < 0 || d.Index >= maxStreamIndex {
+			return fmt.Errorf("adapter: stream chunk for choice index %d, outside [0, %d)", d.Index, maxStreamIndex)
+		}
+		for len(a.choices) <= d.Index {
+			a.choices = append(a.choices, &assembledChoice{})
+		}
+		ch := a.choices[d.Index]
+		if d.FinishReason != "" {
+			ch.finish = d.FinishReason
+		}
+		ch.text.WriteString(d.Delta.Content.text)
+		ch.refusal.WriteString(d.Delta.Refusal)
+		ch.reasoning.WriteString(d.reasoning())
+		if len(d.Delta.ToolCalls) > 0 {
+			var err error
+			if ch.tools, err = mergeToolCalls(ch.tools, d.Delta.ToolCalls); err != nil {
+				return err
+			}
+		}
+		if lp := d.Logprobs; lp != nil && len(lp.Content) > 0 {
+			if ch.logprobs == nil {
+				ch.logprobs = &openai.LogProbs{}
+			}
+			for _, t := range lp.Content {
+				ch.logprobs.Content = append(ch.logprobs.Content, logProb(t))
+			}
+		}
+	}
+	return nil
+}
+
+func logProb(t openai.ChatCompletionTokenLogprob) openai.LogProb {
+	p := openai.LogProb{Token: t.Token, LogProb: t.Logprob}
+	if t.Bytes != nil {
+		p.Bytes = make([]byte, len(t.Bytes))
+		for i, b := range t.Bytes {
+			p.Bytes[i] = byte(b)
+		}
+	}
+	for _, top := range t.TopLogprobs {
+		tp := openai.TopLogProbs{Token: top.Token, LogProb: top.Logprob}
+		if top.Bytes != nil {
+			tp.Bytes = make([]byte, len(top.Bytes))
+			for i, b := range top.Bytes {
+				tp.Bytes[i] = byte(b)
+			}
+		}
+		p.TopLogProbs = append(p.TopLogProbs, tp)
+	}
+	return p
+}
+
+// response is the assembled reply. A choice that never got a finish
+// reason keeps an empty one: the stream was cut.
+func (a *assembly) response() openai.ChatCompletionResponse {
+	resp := a.resp
+	resp.Object = "chat.completion"
+	switch {
+	case a.usage != nil:
+		resp.Usage = *a.usage
+	case a.groqUsage != nil:
+		resp.Usage = *a.groqUsage
+	}
+	resp.Choices = make([]openai.ChatCompletionChoice, len(a.choices))
+	for i, ch := range a.choices {
+		resp.Choices[i] = openai.ChatCompletionChoice{
+			Index: i,
+			Message: openai.ChatCompletionMessage{
+				Role:             openai.ChatMessageRoleAssistant,
+				Content:          ch.text.String(),
+				Refusal:          ch.refusal.String(),
+				ReasoningContent: ch.reasoning.String(),
+				ToolCalls:        slices.Clone(ch.tools),
+			},
+			FinishReason: ch.finish,
+			LogProbs:     ch.logprobs,
+		}
+	}
+	return resp
+}
+
+// mergeToolCalls accumulates streamed tool-call deltas by index.
+func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) ([]openai.ToolCall, error) {
+	for _, d := range deltas {
+		i := len(acc)
+		if d.Index != nil {
+			i = *d.Index
+		}
+		if i < 0 || i >= maxStreamIndex {
+			return acc, fmt.Errorf("adapter: stream chunk for tool call index %d, outside [0, %d)", i, maxStreamIndex)
+		}
+		for len(acc) <= i {
+			idx := len(acc)
+			acc = append(acc, openai.ToolCall{Index: &idx, Type: openai.ToolTypeFunction})
+		}
+		t := &acc[i]
+		if d.ID != "" {
+			t.ID = d.ID
+		}
+		if d.Type != "" {
+			t.Type = d.Type
+		}
+		t.Function.Name += d.Function.Name
+		t.Function.Arguments += d.Function.Arguments
+	}
+	return acc, nil
+}
+
+// wireBody is the part of a blocking response body go-openai drops.
+type wireBody struct {
+	Choices []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Content   wireContent `json:"content"`
+			Reasoning string      `json:"reasoning"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage *openai.Usage `json:"usage"`
+	XGroq *xGroq        `json:"x_groq"`
+}
+
+// normalize fills what go-openai left out of a blocking response: content
+// sent as an array of parts (go-openai keeps the text parts in
+// MultiContent and drops thinking parts), and, when the raw body is known
+// (through the HTTPDoer wrapper), reasoning sent as "reasoning" or as
+// thinking parts, and usage sent only inside x_groq.
+func normalize(resp *openai.ChatCompletionResponse, body []byte) {
+	for i := range resp.Choices {
+		m := &resp.Choices[i].Message
+		if m.Content == "" && len(m.MultiContent) > 0 {
+			var b strings.Builder
+			for _, p := range m.MultiContent {
+				if p.Type == openai.ChatMessagePartTypeText {
+					b.WriteString(p.Text)
+				}
+			}
+			m.Content, m.MultiContent = b.String(), nil
+		}
+	}
+	if len(body) == 0 {
+		return
+	}
+	var wb wireBody
+	if json.Unmarshal(body, &wb) != nil {
+		return
+	}
+	for _, c := range wb.Choices {
+		for i := range resp.Choices {
+			ch := &resp.Choices[i]
+			if ch.Index != c.Index {
+				continue
+			}
+			if ch.Message.ReasoningContent == "" {
+				if c.Message.Reasoning != "" {
+					ch.Message.ReasoningContent = c.Message.Reasoning
+				} else {
+					ch.Message.ReasoningContent = c.Message.Content.thinking
+				}
+			}
+		}
+	}
+	if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && wb.XGroq != nil && wb.XGroq.Usage != nil {
+		resp.Usage = *wb.XGroq.Usage
+	}
+}
