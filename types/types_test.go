@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -356,7 +357,8 @@ func TestNewToolAndExecute(t *testing.T) {
 // FuzzToolCalls: parsing tool calls never panics; what it accepts has
 // named calls.
 func FuzzToolCalls(f *testing.F) {
-	for _, s := range []string{`{"tool_calls": [{"name": "a", "args": {}}]}`, `[{'name': 'a', 'arguments': '{"x": 1'}]`, `{"function": {"name": "f", "arguments": "{}"}}`, `[1, 2]`, `{"tool_calls": "x"}`} {
+	for _, s := range []string{`{"tool_calls": [{"name": "a", "args": {}}]}`, `[{'name': 'a', 'arguments': '{"x": 1'}]`, `{"function": {"name": "f", "arguments": "{}"}}`, `[1, 2]`, `{"tool_calls": "x"}`,
+		`[{"name": "t", "arguments": "{\"amount\": 1e"}, {"name": "t", "arguments": "{\"amount\": 5}"}]`, `{"name": "t", "args": {"account": "DE89`, `{"name": "t", "args": {"n": 10`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -368,7 +370,109 @@ func FuzzToolCalls(f *testing.F) {
 			if c.Name == "" {
 				t.Fatalf("call without a name from %q", raw)
 			}
+			checkCall(t, c, raw)
 		}
+		checkExecute(t, tc)
+	})
+}
+
+// checkCall: a call has arguments or an error, never both; no number in
+// its arguments is missing from the text it came from.
+func checkCall(t *testing.T, c types.ToolCall, raw string) {
+	t.Helper()
+	if (c.Err == nil) == (c.Args == nil) {
+		t.Fatalf("call %+v from %q: arguments and error", c, raw)
+	}
+	if c.Err != nil && !errors.Is(c.Err, types.ErrToolArguments) && c.Name != "" {
+		t.Fatalf("call error %v is not ErrToolArguments", c.Err)
+	}
+	if strings.ContainsAny(raw, "eE") {
+		return // 1e3 is 1000
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case int:
+			if !strings.Contains(raw, strconv.Itoa(max(x, -x))) {
+				t.Fatalf("number %d is not in %q", x, raw)
+			}
+		case json.Number:
+			if !strings.Contains(raw, strings.TrimLeft(x.String(), "-")) {
+				t.Fatalf("number %s is not in %q", x, raw)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(c.Args)
+}
+
+// checkExecute: a call whose arguments could not be read never runs.
+func checkExecute(t *testing.T, tc types.ToolCalls) {
+	t.Helper()
+	ran := map[string]int{}
+	var tools []types.Tool
+	for _, c := range tc.Calls {
+		name := c.Name
+		tool, err := types.NewTool(name, "", func(_ context.Context, _ struct{}) (string, error) {
+			ran[name]++
+			return "ran", nil
+		})
+		if err == nil {
+			tools = append(tools, tool)
+		}
+	}
+	res := tc.Execute(context.Background(), tools)
+	for i, c := range tc.Calls {
+		if c.Err != nil && !res.Results[i].IsError {
+			t.Fatalf("call %d with unreadable arguments was not an error: %+v", i, res.Results[i])
+		}
+	}
+	for _, c := range tc.Calls {
+		if c.Err != nil && ran[c.Name] > 0 {
+			ok := false // another call of the same name may have run
+			for _, d := range tc.Calls {
+				ok = ok || d.Name == c.Name && d.Err == nil
+			}
+			if !ok {
+				t.Fatalf("tool %q ran for a call whose arguments could not be read", c.Name)
+			}
+		}
+	}
+}
+
+// FuzzNativeToolArgs: whatever arguments a provider sends for a native
+// tool call, reading them never panics, strict JSON objects are read, and
+// what cannot be read never runs the tool.
+func FuzzNativeToolArgs(f *testing.F) {
+	for _, s := range []string{`{"account": "A", "amount": 5}`, `{"account": "DE89 3704`, `{"amount": 1e`, `{"amount": -`, `{"amount": 100`, `transfer everything`,
+		`{"a":5}{"a":500}`, `{"a": 1, "a": 2}`, `["A", 5]`, `[0 .`, `{'a': 'b', 'c': None,}`, `{"a": "x"`, "", "null", `{"n": 123456789012345678901234567890}`,
+		`{"x": [1 1 1 1]}`, `{"s": "Projekt „Phoenix" läuft"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c1", Function: openai.FunctionCall{Name: "f", Arguments: args}}}}}
+		v, ok := types.ToolCalls{}.NativeValue(choice)
+		if !ok {
+			t.Fatal("no calls")
+		}
+		tc := v.(types.ToolCalls)
+		c := tc.Calls[0]
+		checkCall(t, c, args)
+		var obj map[string]any
+		if json.Unmarshal([]byte(args), &obj) == nil && obj != nil && c.Err != nil && !strings.Contains(c.Err.Error(), "ambiguous") {
+			t.Fatalf("the JSON object %q was refused: %v", args, c.Err)
+		}
+		if c.Err != nil && c.RawArgs != args {
+			t.Fatalf("raw arguments %q, want %q", c.RawArgs, args)
+		}
+		checkExecute(t, tc)
 	})
 }
 
