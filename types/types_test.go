@@ -551,18 +551,18 @@ func TestHistoryOverTheWire(t *testing.T) {
 }
 
 // BenchmarkToolArgsWorstCase: native tool-call arguments holding the
-// missing-comma pattern, which JSON repair handles in O(n²), four calls in
-// one reply.
+// missing-comma pattern, which JSON repair handles in O(n²), four (and
+// 32) calls in one reply.
 func BenchmarkToolArgsWorstCase(b *testing.B) {
-	for _, size := range []int{8 << 10, 16 << 10, 64 << 10} {
-		args := `{"x": [` + strings.Repeat("1 ", (size-11)/2) + `1]}` // under size bytes
+	for _, c := range []struct{ calls, size int }{{4, 8 << 10}, {4, 16 << 10}, {4, 64 << 10}, {32, 16 << 10}} {
+		args := `{"x": [` + strings.Repeat("1 ", (c.size-11)/2) + `1]}` // under size bytes
 		var calls []openai.ToolCall
-		for i := range 4 {
+		for i := range c.calls {
 			calls = append(calls, openai.ToolCall{ID: fmt.Sprint(i), Function: openai.FunctionCall{Name: "f", Arguments: args}})
 		}
 		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: calls}}
-		b.Run(fmt.Sprintf("native-4-calls/args=%dKiB", size>>10), func(b *testing.B) {
-			b.SetBytes(int64(4 * len(args)))
+		b.Run(fmt.Sprintf("native-%d-calls/args=%dKiB", c.calls, c.size>>10), func(b *testing.B) {
+			b.SetBytes(int64(c.calls * len(args)))
 			for b.Loop() {
 				_, _ = types.ToolCalls{}.NativeValue(choice)
 			}
