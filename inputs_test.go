@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -189,4 +190,32 @@ func TestFormatNilSignature(t *testing.T) {
 			assert.Error(t, err, a.Name())
 		}, a.Name())
 	}
+}
+
+// FuzzInputs: any JSON-decoded value (the usual source of inputs), given
+// to a field of any type, is converted or refused with an *InputError,
+// never a panic.
+func FuzzInputs(f *testing.F) {
+	for _, s := range []string{`3`, `3.0`, `2.5`, `"x"`, `["a", "b"]`, `["a", 1]`, `{"a": 1}`, `{"a": "x"}`, `null`, `true`, `"positive"`, `"a"`, `1e400`, `-9223372036854775809`, `[[["a"]]]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var plain, numbers any
+		if json.Unmarshal([]byte(s), &plain) != nil {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		_ = dec.Decode(&numbers)
+		for i := range inputSig.NumInputs() {
+			name := inputSig.Input(i).Name
+			for _, v := range []any{plain, numbers} {
+				_, err := adapter.Chat{}.Format(inputSig, nil, withInput(name, v))
+				var ie *adapter.InputError
+				if err != nil && (!errors.As(err, &ie) || ie.Field != name) {
+					t.Fatalf("%s = %s: %v", name, s, err)
+				}
+			}
+		}
+	})
 }
