@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -70,9 +71,30 @@ type Fallbacker interface {
 	Fallback() Adapter
 }
 
-// DefaultAdapter is the adapter used when neither the call, the context nor
-// the caller's default names one: Chat, with its JSON fallback, as in DSPy.
-var DefaultAdapter Adapter = Chat{}
+// defaultAdapter holds the process-wide default; nil means Chat{}.
+var defaultAdapter atomic.Pointer[Adapter]
+
+// DefaultAdapter returns the adapter used when neither the call, the
+// context nor the caller's default names one: Chat, with its JSON
+// fallback, as in DSPy, unless [SetDefaultAdapter] changed it.
+func DefaultAdapter() Adapter {
+	if a := defaultAdapter.Load(); a != nil {
+		return *a
+	}
+	return Chat{}
+}
+
+// SetDefaultAdapter changes the process-wide default adapter (DSPy's
+// dspy.configure(adapter=…)); nil restores Chat. It is safe to call while
+// calls run: each call reads the default once. Per-call and per-context
+// choices ([UseAdapter], [WithAdapter]) beat it.
+func SetDefaultAdapter(a Adapter) {
+	if a == nil {
+		defaultAdapter.Store(nil)
+		return
+	}
+	defaultAdapter.Store(&a)
+}
 
 type ctxKey struct{}
 
@@ -102,6 +124,9 @@ type Result struct {
 	// Adapter names the adapter whose parse produced Outputs; after a
 	// fallback it is the fallback's name.
 	Adapter string
+	// FallbackCause is why the fallback ran: the first adapter's error,
+	// when the fallback adapter produced Outputs (nil otherwise).
+	FallbackCause error
 	// Usage is the token usage summed over every LM call made.
 	Usage openai.Usage
 	// Calls is the number of LM requests sent, failed ones included (2
@@ -132,7 +157,7 @@ type Result struct {
 // every choice into typed values.
 //
 // The adapter is, in order: [UseAdapter], [WithAdapter] on ctx, [Default],
-// then [DefaultAdapter]. Errors: an error before any LM call for a nil
+// then [DefaultAdapter](). Errors: an error before any LM call for a nil
 // context, LM or signature, and an *InputError for inputs that do not fit
 // the signature; an *LMError (wrapping go-openai's error or the context's)
 // for a failed call; a *RefusalError for a refusal or a content filter; a

@@ -224,6 +224,10 @@ func TestCallFallback(t *testing.T) {
 	assert.Equal(t, "other", res.Adapter)
 	assert.Equal(t, 2, res.Calls)
 	assert.Len(t, srv.Requests(), 2)
+	var cause *adapter.ParseError
+	require.ErrorAs(t, res.FallbackCause, &cause, "the result says why the fallback ran")
+	assert.ErrorIs(t, cause, adapter.ErrMissingField)
+	assert.Equal(t, "I think it is forty-two.", cause.Completion)
 
 	// Turned off per call.
 	srv.Push(lmtest.Text("no markers"))

@@ -85,17 +85,38 @@ func capabilitiesOf(lm LM, model string) Capabilities {
 	return ModelCapabilities(model)
 }
 
-// ModelCapabilities guesses what a model supports from its name (a
-// provider prefix such as "openai/" is ignored). The table:
+// ModelCapabilities guesses what a model supports from its name, as the
+// providers' OpenAI-compatible endpoints document it (a provider prefix
+// such as "openai/" or OpenRouter's "anthropic/" is ignored). The table,
+// first match wins:
 //
-//	gpt-4o*, gpt-4.1*, chatgpt-4o*       structured outputs, JSON mode, tools
-//	gpt-5*, o1*, o3*, o4*                 the same, plus native reasoning
-//	gpt-4-turbo*, gpt-3.5-turbo*         JSON mode, tools
-//	anything else                         nothing: the prompt alone asks for JSON
+//	name prefix                                 structured outputs  JSON mode  tools  reasoning
+//	gpt-5, o1, o3, o4, gpt-oss                  yes                 yes        yes    yes
+//	gpt-4o, gpt-4.1, chatgpt-4o                 yes                 yes        yes
+//	gpt-4-turbo, gpt-3.5-turbo                                      yes        yes
+//	gemini-2.5, gemini-3                        yes                 yes        yes    yes
+//	gemini                                      yes                 yes        yes
+//	grok-3-mini                                 yes                 yes        yes    yes
+//	grok                                        yes                 yes        yes
+//	deepseek-reasoner, deepseek-r1                                  yes               yes
+//	deepseek-chat, deepseek-v3                                      yes        yes
+//	mistral, open-mistral, ministral, codestral,
+//	  pixtral, magistral, devstral               yes                 yes        yes
+//	claude (Anthropic's OpenAI compatibility)                                  yes
+//	anything else                               none: the prompt alone asks for JSON
 //
-// Servers that speak the OpenAI protocol for other models (vLLM, Ollama,
-// llama.cpp, OpenRouter) differ too much to guess: declare their support
-// with [WithCapabilities].
+// "Reasoning" means the model reasons natively and takes reasoning_effort:
+// a Reasoning output then leaves the prompt and is read from the reply.
+// Models served under names of your own (vLLM, Ollama, llama.cpp, LM
+// Studio, Groq's or Together's open models) cannot be told apart by name:
+// declare what your server supports with [WithCapabilities], for example
+// vLLM with guided decoding and a tool parser:
+//
+//	lm := adapter.WithCapabilities(client, adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true})
+//
+// Declaring too much costs little for structured outputs (a provider that
+// rejects the schema makes the JSON adapter move down a tier, once) but
+// fails the call for tools and reasoning the server does not accept.
 func ModelCapabilities(model string) Capabilities {
 	m := strings.ToLower(model)
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
@@ -109,13 +130,27 @@ func ModelCapabilities(model string) Capabilities {
 		}
 		return false
 	}
+	all := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
+	structured := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
 	switch {
-	case has("gpt-5", "o1", "o3", "o4"):
-		return Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
+	case has("gpt-5", "o1", "o3", "o4", "gpt-oss"):
+		return all
 	case has("gpt-4o", "gpt-4.1", "chatgpt-4o"):
-		return Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
+		return structured
 	case has("gpt-4-turbo", "gpt-3.5-turbo"):
 		return Capabilities{JSONMode: true, Tools: true}
+	case has("gemini-2.5", "gemini-3"), has("grok-3-mini"):
+		return all
+	case has("gemini", "grok"):
+		return structured
+	case has("deepseek-reasoner", "deepseek-r1"):
+		return Capabilities{JSONMode: true, Reasoning: true}
+	case has("deepseek-chat", "deepseek-v3"):
+		return Capabilities{JSONMode: true, Tools: true}
+	case has("mistral", "open-mistral", "ministral", "codestral", "pixtral", "magistral", "devstral"):
+		return structured
+	case has("claude"):
+		return Capabilities{Tools: true}
 	}
 	return Capabilities{}
 }

@@ -9,7 +9,8 @@
 // template given by [WithRequest], and parses every choice into [Values]
 // whose Go types are exactly the fields' types. The adapter is chosen per
 // call: [UseAdapter] beats [WithAdapter] on the context, which beats a
-// module's [Default], which beats [DefaultAdapter] (Chat).
+// module's [Default], which beats the process-wide [DefaultAdapter] (Chat,
+// unless [SetDefaultAdapter] changed it).
 //
 // # Adapters
 //

@@ -248,6 +248,7 @@ func TestCallStreamEquivalence(t *testing.T) {
 				assert.Equal(t, w.Completions, g.Completions, "chunk size %d: completions", size)
 				assert.Equal(t, w.Retries, g.Retries, "chunk size %d: retries", size)
 				assert.Equal(t, w.Logprobs, g.Logprobs, "chunk size %d: logprobs", size)
+				assert.Equal(t, errText(w.FallbackCause), errText(g.FallbackCause), "chunk size %d: fallback cause", size)
 			}
 		})
 	}

@@ -62,5 +62,5 @@ func (c *callConfig) resolve(ctx context.Context) Adapter {
 	if c.fallback != nil {
 		return c.fallback
 	}
-	return DefaultAdapter
+	return DefaultAdapter()
 }

@@ -171,6 +171,7 @@ func (r *run) do(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w (after %s: %w)", ferr, a.Name(), err)
 	}
+	r.res.FallbackCause = err
 	return nil
 }
 
@@ -402,12 +403,31 @@ func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Si
 	start := time.Now()
 	vals, err := parse(sig, text)
 	tr.parse(text, vals, time.Since(start), err)
-	pe.Partial = vals
-	var inner *ParseError
-	if errors.As(err, &inner) {
-		pe.Partial = inner.Partial
+	pe.Partial = partialOf(vals, err)
+	if len(pe.Partial) > 0 {
+		// A value the cut may have shortened is not a value: one that reads
+		// differently when more text follows ("0." then "9") was still
+		// being written. Text keeps its partial string, as written so far.
+		more := partialOf(parse(sig, text+"9"))
+		for i := range sig.NumOutputs() {
+			f := sig.Output(i)
+			v, ok := pe.Partial[f.Name]
+			if ok && f.Spec.Kind() != signature.KindString && !reflect.DeepEqual(v, more[f.Name]) {
+				delete(pe.Partial, f.Name)
+			}
+		}
 	}
 	return pe
+}
+
+// partialOf is what a parse read: its values, or a *ParseError's partial
+// values.
+func partialOf(vals Values, err error) Values {
+	var pe *ParseError
+	if err != nil && errors.As(err, &pe) {
+		return pe.Partial
+	}
+	return vals
 }
 
 // parseFunc parses one choice's completion.

@@ -389,3 +389,109 @@ func TestUnwrapFindsCapabilities(t *testing.T) {
 	assert.Equal(t, "json_schema", res.Mode, "the declared structured outputs were seen through the wrapper")
 	assert.Equal(t, 1, seen)
 }
+
+// echoLM answers every request in-process with a reply both Chat and JSON
+// read.
+type echoLM struct{}
+
+func (echoLM) CreateChatCompletion(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	return openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{FinishReason: "stop",
+		Message: openai.ChatCompletionMessage{Content: `{"a": "ok"}`}}}}, nil
+}
+
+// TestSetDefaultAdapterWhileCalling: the process-wide default may change
+// while calls run (no data race), and each call uses one of the values.
+func TestSetDefaultAdapterWhileCalling(t *testing.T) {
+	t.Cleanup(func() { adapter.SetDefaultAdapter(nil) })
+	sig := mustParse(t, "q -> a")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			if i%2 == 0 {
+				adapter.SetDefaultAdapter(adapter.JSON{})
+			} else {
+				adapter.SetDefaultAdapter(nil)
+			}
+		}
+	}()
+	for range 200 {
+		res, err := adapter.Call(t.Context(), echoLM{}, sig, nil, adapter.Values{"q": "x"}, adapter.NoFallback())
+		require.NoError(t, err)
+		assert.Contains(t, []string{"chat", "json"}, res.Adapter)
+	}
+	<-done
+	adapter.SetDefaultAdapter(adapter.XML{})
+	assert.Equal(t, "xml", adapter.DefaultAdapter().Name())
+	adapter.SetDefaultAdapter(nil)
+	assert.Equal(t, "chat", adapter.DefaultAdapter().Name())
+}
+
+// TestTruncatedPartialHoldsNoCutNumber: the partial values of a reply cut
+// by the token limit never hold a number (or list) read from the cut-off
+// text; complete values before it and the text so far are kept.
+func TestTruncatedPartialHoldsNoCutNumber(t *testing.T) {
+	sig := mustParse(t, "q -> answer, n: int, confidence: float")
+	for _, c := range []struct {
+		name  string
+		a     adapter.Adapter
+		reply string
+		want  adapter.Values
+	}{
+		{"chat, cut in a float", adapter.Chat{}, "[[ ## answer ## ]]\nParis\n\n[[ ## n ## ]]\n4\n\n[[ ## confidence ## ]]\n0.", adapter.Values{"answer": "Paris", "n": 4}},
+		{"chat, cut in an int", adapter.Chat{}, "[[ ## answer ## ]]\nParis\n\n[[ ## n ## ]]\n4", adapter.Values{"answer": "Paris"}},
+		{"chat, cut in the text", adapter.Chat{}, "[[ ## n ## ]]\n4\n\n[[ ## answer ## ]]\nThe city of", adapter.Values{"answer": "The city of", "n": 4}},
+		{"json, cut in a float", adapter.JSON{}, `{"answer": "Paris", "n": 4, "confidence": 0.`, nil},
+		{"xml, cut in an int", adapter.XML{}, "<answer>Paris</answer>\n<n>4", adapter.Values{"answer": "Paris"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := lmtest.NewServer(lmtest.Text(c.reply).WithFinish("length"))
+			defer srv.Close()
+			_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, adapter.UseAdapter(c.a))
+			var pe *adapter.ParseError
+			require.ErrorAs(t, err, &pe)
+			require.ErrorIs(t, err, adapter.ErrTruncated)
+			// (The JSON parser refuses a cut object whole: nothing to keep.)
+			for k, v := range c.want {
+				assert.Equal(t, v, pe.Partial[k], k)
+			}
+			for k, v := range pe.Partial {
+				assert.NotEqual(t, "confidence", k, "partial holds confidence = %v, read from cut text", v)
+				if c.want != nil {
+					_, ok := c.want[k]
+					assert.True(t, ok, "partial holds %s = %v, read from cut text", k, v)
+				}
+			}
+		})
+	}
+}
+
+// TestModelCapabilities: the model-name table covers the common
+// OpenAI-compatible providers; provider prefixes are ignored; unknown
+// names get nothing.
+func TestModelCapabilities(t *testing.T) {
+	all := adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
+	structured := adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
+	for model, want := range map[string]adapter.Capabilities{
+		"gpt-4o-mini":                 structured,
+		"openai/gpt-4.1":              structured,
+		"o3-mini":                     all,
+		"gpt-5-nano-2025-08-07":       all,
+		"openai/gpt-oss-120b":         all,
+		"gpt-3.5-turbo":               {JSONMode: true, Tools: true},
+		"gemini-2.5-flash":            all,
+		"gemini-2.0-flash":            structured,
+		"grok-3-mini":                 all,
+		"grok-4":                      structured,
+		"deepseek-reasoner":           {JSONMode: true, Reasoning: true},
+		"deepseek-chat":               {JSONMode: true, Tools: true},
+		"mistral-small-latest":        structured,
+		"magistral-medium-2507":       structured,
+		"anthropic/claude-sonnet-4.5": {Tools: true},
+		"llama3.1:8b":                 {},
+		"Qwen/Qwen2.5-7B-Instruct":    {},
+		"":                            {},
+	} {
+		assert.Equal(t, want, adapter.ModelCapabilities(model), model)
+	}
+}
