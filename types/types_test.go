@@ -569,3 +569,25 @@ func BenchmarkToolArgsWorstCase(b *testing.B) {
 		})
 	}
 }
+
+// A call whose arguments cannot be read without guessing is not run: its
+// result is the error, for the model to see and correct.
+func ExampleToolCalls_Execute() {
+	type args struct {
+		City string `json:"city"`
+	}
+	weather, _ := types.NewTool("weather", "Current weather.", func(_ context.Context, a args) (string, error) {
+		return "14 °C in " + a.City, nil
+	})
+	choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{
+		{ID: "call_1", Function: openai.FunctionCall{Name: "weather", Arguments: `{"city": "Bergen"}`}},
+		{ID: "call_2", Function: openai.FunctionCall{Name: "weather", Arguments: `{"city": "Ber`}},
+	}}}
+	v, _ := types.ToolCalls{}.NativeValue(choice)
+	for _, r := range v.(types.ToolCalls).Execute(context.Background(), []types.Tool{weather}).Results {
+		fmt.Printf("%s error=%v: %v\n", r.CallID, r.IsError, r.Value)
+	}
+	// Output:
+	// call_1 error=false: 14 °C in Bergen
+	// call_2 error=true: the call to "weather" was not run: its arguments could not be read (tool call arguments are not one readable JSON object: reply truncated: the text ends inside a value); send them again as one JSON object
+}
