@@ -122,8 +122,7 @@ func TestDownloadImageRefusesSpecialRanges(t *testing.T) {
 	for _, u := range []string{
 		"http://100.100.100.200:9/x.png", "http://198.18.0.1:9/x.png", "http://192.0.0.170:9/x.png",
 		"http://240.0.0.1:9/x.png", "http://0.1.2.3:9/x.png", "http://168.63.129.16:9/x.png",
-		"http://[64:ff9b::7f00:1]:9/x.png", "http://[64:ff9b::a9fe:a9fe]:9/x.png", "http://[2002:7f00:1::1]:9/x.png",
-		"http://[fd00:ec2::254]:9/x.png", "http://[::ffff:100.100.100.200]:9/x.png",
+		"http://[::ffff:100.100.100.200]:9/x.png", // IPv6 ranges: TestPublicAddress (a host may lack IPv6 sockets)
 	} {
 		_, err := types.DownloadImage(context.Background(), u, types.DownloadOptions{Timeout: 2 * time.Second})
 		assert.ErrorIs(t, err, types.ErrForbiddenAddress, u)
