@@ -201,15 +201,22 @@ func (ToolCalls) PromptSchema() map[string]any {
 
 // MarshalJSON writes {"tool_calls": [{"name": …, "args": {…}}]}, ids left
 // out, as DSPy formats ToolCalls.
+//
+// A call whose arguments could not be read shows them as the text the
+// model wrote (a JSON string), never as an empty object, so that a History
+// turn replays what was asked; reading it back gives the same error.
 func (tc ToolCalls) MarshalJSON() ([]byte, error) {
 	type call struct {
-		Name string         `json:"name"`
-		Args map[string]any `json:"args"`
+		Name string `json:"name"`
+		Args any    `json:"args"`
 	}
 	calls := make([]call, len(tc.Calls))
 	for i, c := range tc.Calls {
-		args := c.Args
-		if args == nil {
+		var args any = c.Args
+		switch {
+		case c.Args == nil && c.Err != nil:
+			args = c.RawArgs
+		case c.Args == nil:
 			args = map[string]any{}
 		}
 		calls[i] = call{c.Name, args}

@@ -197,6 +197,16 @@ func TestToolArgumentsNeverGuessed(t *testing.T) {
 	_, err = adapter.Chat{}.Parse(sig, "[[ ## calls ## ]]\n{\"tool_calls\": [{\"name\": \"transfer\", \"args\": {\"account\": \"DE89 3704 0044 0532 01\n\n[[ ## completed ## ]]")
 	assert.ErrorIs(t, err, adapter.ErrTruncated)
 
+	// Written back (a History turn), a call keeps the text it could not
+	// read, and reading that back gives the same error.
+	v, _ = types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "transfer", Arguments: `{"amount": 1e`}}}}})
+	b, err := json.Marshal(v.(types.ToolCalls))
+	require.NoError(t, err)
+	assert.Equal(t, `{"tool_calls":[{"name":"transfer","args":"{\"amount\": 1e"}]}`, string(b))
+	var back types.ToolCalls
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.ErrorIs(t, back.Calls[0].Err, adapter.ErrTruncated)
+
 	// Integers beyond int64 are kept exactly, and reach the tool exactly.
 	v, _ = types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "f", Arguments: `{"n": 123456789012345678901234567890, "i": 7, "f": 0.5}`}}}}})
 	assert.Equal(t, map[string]any{"n": json.Number("123456789012345678901234567890"), "i": 7, "f": 0.5}, v.(types.ToolCalls).Calls[0].Args)
