@@ -244,9 +244,10 @@ func convertValue(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect
 		}
 		return reflect.Value{}, notA(v, spec)
 	}
-	if spec.IsStr() && (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) {
-		// A list for a str field is shown as DSPy shows it, a numbered
-		// list of «items» (DSPy's usual way of passing passages).
+	if depth == 0 && spec.IsStr() && (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) {
+		// A list for a str field (the field's own value, not an item) is
+		// shown as DSPy shows it, a numbered list of «items» (DSPy's usual
+		// way of passing passages).
 		for i := range v.Len() {
 			if e := indirect(v.Index(i)); !e.IsValid() || e.Kind() != reflect.String {
 				return reflect.Value{}, fmt.Errorf("%w: item %d of a list for str: %s is not a string", ErrInputType, i+1, describe(v.Index(i)))

@@ -114,6 +114,8 @@ func TestInputsRefused(t *testing.T) {
 		{"x", int64(1<<53 + 1), adapter.ErrInputType},
 		{"items", "a, b", adapter.ErrInputType},
 		{"items", []any{"a", 1}, adapter.ErrInputType},
+		{"items", []any{[]any{}}, adapter.ErrInputType}, // found by FuzzInputs: a list as a str item panicked
+		{"tags", map[string]any{"a": []string{"x"}}, adapter.ErrInputType},
 		{"tags", map[string]any{"a": "x"}, adapter.ErrInputType},
 		{"tags", []string{"a"}, adapter.ErrInputType},
 		{"m", "happy", adapter.ErrNotInSet},
