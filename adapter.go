@@ -127,8 +127,12 @@ type Result struct {
 	// FallbackCause is why the fallback ran: the first adapter's error,
 	// when the fallback adapter produced Outputs (nil otherwise).
 	FallbackCause error
-	// Usage is the token usage summed over every LM call made.
-	Usage openai.Usage
+	// Usage is the token usage summed over every LM request sent (a cache
+	// hit spends none); UsageByModel splits it by the model that answered,
+	// for a call that used two (TwoStep's extractor, a fallback through
+	// another model).
+	Usage        openai.Usage
+	UsageByModel map[string]openai.Usage
 	// Calls is the number of LM requests sent, failed ones included (2
 	// after a fallback or a rejected response format).
 	Calls int
@@ -156,7 +160,7 @@ type Result struct {
 // with the resolved adapter, calls lm with the request template, and parses
 // every choice into typed values.
 //
-// The adapter is, in order: [UseAdapter], [WithAdapter] on ctx, [Default],
+// The adapter is, in order: [UseAdapter], [WithAdapter] on ctx, a module's default ([Defaults]),
 // then [DefaultAdapter](). Errors: an error before any LM call for a nil
 // context, LM or signature, and an *InputError for inputs that do not fit
 // the signature; an *LMError (wrapping go-openai's error or the context's)

@@ -260,9 +260,9 @@ func TestAdapterResolution(t *testing.T) {
 	}
 	ctx := adapter.WithAdapter(context.Background(), namedChat{"ctx"})
 	assert.Equal(t, "chat", run(context.Background()))
-	assert.Equal(t, "module", run(context.Background(), adapter.Default(namedChat{"module"})))
-	assert.Equal(t, "ctx", run(ctx, adapter.Default(namedChat{"module"})))
-	assert.Equal(t, "call", run(ctx, adapter.UseAdapter(namedChat{"call"}), adapter.Default(namedChat{"module"})))
+	assert.Equal(t, "module", run(context.Background(), adapter.Defaults(adapter.UseAdapter(namedChat{"module"}))))
+	assert.Equal(t, "ctx", run(ctx, adapter.Defaults(adapter.UseAdapter(namedChat{"module"}))))
+	assert.Equal(t, "call", run(ctx, adapter.UseAdapter(namedChat{"call"}), adapter.Defaults(adapter.UseAdapter(namedChat{"module"}))))
 
 	// Concurrent calls with different adapters do not interfere.
 	var wg sync.WaitGroup
@@ -307,7 +307,7 @@ func TestRetries(t *testing.T) {
 			lmtest.Text("[[ ## a ## ]]\nok"))
 		defer srv.Close()
 		var rec recorder
-		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry, adapter.Observe(rec.trace()))
+		res, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, fastRetry, adapter.UseTrace(rec.trace()))
 		require.NoError(t, err)
 		assert.Equal(t, "ok", res.Outputs[0]["a"])
 		assert.Equal(t, 2, res.Retries)
@@ -358,7 +358,7 @@ func TestMiddlewareAndCache(t *testing.T) {
 	}
 	cache := adapter.NewLRU(10)
 	lm := adapter.WithMiddleware(srv.Client(), tag("lm"), adapter.Cached(cache))
-	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"q": "x"}, adapter.Use(tag("call1"), tag("call2")))
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"q": "x"}, adapter.UseMiddleware(tag("call1"), tag("call2")))
 	require.NoError(t, err)
 	assert.Equal(t, "one", res.Outputs[0]["a"])
 	assert.Equal(t, []string{"call1", "call2", "lm"}, order, "call middleware outermost, first first")
@@ -413,7 +413,7 @@ func TestResultMetadata(t *testing.T) {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nok"))
 	defer srv.Close()
 	res, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"},
-		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-test"}), adapter.Timeout(time.Minute))
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-test"}), adapter.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	assert.Equal(t, "gpt-test", res.Model)
 	assert.Nil(t, res.Logprobs)

@@ -225,6 +225,28 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // section per input present in vals, and on the main request the reminder
 // of the output fields; joined by blank lines and stripped.
 func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+	r := noReminder
+	if main {
+		r = chatReminder
+	}
+	return userMessage(sig, vals, prefix, r)
+}
+
+// reminder names the output reminder a main request's user message ends
+// with.
+type reminder uint8
+
+const (
+	noReminder   reminder = iota // not the main request
+	chatReminder                 // writeChatReminder
+	jsonReminder                 // writeJSONReminder
+)
+
+// userMessage is format_user_message_content with the adapter's reminder.
+// The message is stripped once, at the end, so an empty last input keeps
+// its blank line before the reminder.
+func userMessage(sig *signature.Signature, vals Values, prefix string, r reminder) (string, error) {
+	main := r != noReminder
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, false, vals)
 	if err != nil {
@@ -245,9 +267,13 @@ func chatUser(sig *signature.Signature, vals Values, prefix string, main bool) (
 		writeHeader(&b, sig.Input(i).Name)
 		b.WriteString(f.text)
 	}
-	if main {
+	switch r {
+	case chatReminder:
 		b.WriteString("\n\n")
 		writeChatReminder(&b, sig)
+	case jsonReminder:
+		b.WriteString("\n\n")
+		writeJSONReminder(&b, sig)
 	}
 	return strings.TrimSpace(b.String()), nil
 }

@@ -9,7 +9,7 @@
 // template given by [WithRequest], and parses every choice into [Values]
 // whose Go types are exactly the fields' types. The adapter is chosen per
 // call: [UseAdapter] beats [WithAdapter] on the context, which beats a
-// module's [Default], which beats the process-wide [DefaultAdapter] (Chat,
+// module's default ([Defaults]), which beats the process-wide [DefaultAdapter] (Chat,
 // unless [SetDefaultAdapter] changed it).
 //
 // # Adapters
@@ -31,9 +31,9 @@
 // deltas, tool calls, and a last chunk carrying the [Result]. Call and
 // Stream run the same stages (plan, format, send, check, parse, fill,
 // validate); only the sender differs, so a reply gives the same Result
-// either way. Middlewares ([Use], [WithMiddleware]), retries ([Retry]) and
+// either way. Middlewares ([UseMiddleware], [WithMiddleware]), retries ([Retry]) and
 // caches ([Cached]) see stream requests too. A [Trace] (on the context
-// with [WithTrace], or for one call with [Observe]) sees every format, LM
+// with [WithTrace], or for one call with [UseTrace]) sees every format, LM
 // call and parse, fallbacks included.
 //
 // go-openai decodes replies into its own types, which drop what some

@@ -242,6 +242,7 @@ func TestCallStreamEquivalence(t *testing.T) {
 				assert.Equal(t, w.Adapter, g.Adapter, "chunk size %d: adapter", size)
 				assert.Equal(t, w.Calls, g.Calls, "chunk size %d: calls", size)
 				assert.Equal(t, w.Usage, g.Usage, "chunk size %d: usage", size)
+				assert.Equal(t, w.UsageByModel, g.UsageByModel, "chunk size %d: usage by model", size)
 				assert.Equal(t, w.Mode, g.Mode, "chunk size %d: mode", size)
 				assert.Equal(t, w.Model, g.Model, "chunk size %d: model", size)
 				assert.Equal(t, w.SystemFingerprint, g.SystemFingerprint, "chunk size %d: fingerprint", size)

@@ -114,7 +114,7 @@ func TestHTTPHygiene(t *testing.T) {
 		defer srv.Close()
 		var rec httpRecorder
 		start := time.Now()
-		_, err := adapter.Call(context.Background(), rec.client(srv), sig, nil, in, adapter.Timeout(time.Minute))
+		_, err := adapter.Call(context.Background(), rec.client(srv), sig, nil, in, adapter.WithTimeout(time.Minute))
 		require.NoError(t, err)
 		rec.check(t, 1, time.Now().Add(time.Minute))
 		assert.True(t, rec.deadlines[0].After(start), "the deadline comes from Timeout")
@@ -204,7 +204,7 @@ func TestHTTPHygiene(t *testing.T) {
 		srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nok"))
 		defer srv.Close()
 		var rec httpRecorder
-		for _, err := range adapter.Stream(context.Background(), rec.client(srv), sig, nil, in, adapter.Timeout(time.Minute)) {
+		for _, err := range adapter.Stream(context.Background(), rec.client(srv), sig, nil, in, adapter.WithTimeout(time.Minute)) {
 			require.NoError(t, err)
 		}
 		rec.check(t, 1, time.Now().Add(time.Minute))

@@ -98,17 +98,10 @@ func jsonSystem(sig *signature.Signature) (string, error) {
 
 // jsonUser is Chat's user message with the JSON reminder.
 func jsonUser(sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	s, err := chatUser(sig, vals, prefix, false)
-	if err != nil || !main {
-		return s, err
+	if !main {
+		return chatUser(sig, vals, prefix, false)
 	}
-	var b strings.Builder
-	b.WriteString(s)
-	if s != "" {
-		b.WriteString("\n\n")
-	}
-	writeJSONReminder(&b, sig)
-	return b.String(), nil
+	return userMessage(sig, vals, prefix, jsonReminder)
 }
 
 // writeJSONReminder writes DSPy's JSONAdapter.user_message_output_requirements.

@@ -23,7 +23,7 @@ import (
 type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error)
 
 // Middleware wraps an Invoker: logging, retries, caching, rate limits.
-// The order of a call, outermost first: the call's middlewares ([Use]),
+// The order of a call, outermost first: the call's middlewares ([UseMiddleware]),
 // then retries (on by default, see [Retry]), then the [Trace] (which so
 // sees every attempt, retries included), then the LM's own middlewares
 // ([WithMiddleware]), then the LM.
@@ -33,11 +33,6 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // caller as deltas; a failed stream is retried only while nothing has
 // reached the caller.
 type Middleware func(next Invoker) Invoker
-
-// Use adds middlewares to this call; the first is outermost.
-func Use(mw ...Middleware) CallOption {
-	return func(c *callConfig) { c.middleware = append(c.middleware, mw...) }
-}
 
 // WithMiddleware returns an LM whose calls go through mw, the first
 // outermost. The pipeline runs the middlewares for [Call] and [Stream]
@@ -140,17 +135,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// WithRetry sets this call's retry policy. Retries are on by default, as
-// in DSPy; MaxRetries < 0 turns them off (so does [NoRetry]).
-func WithRetry(p RetryPolicy) CallOption {
-	return func(c *callConfig) { c.retry, c.noRetry = p, p.MaxRetries < 0 }
-}
-
-// NoRetry turns retries off for this call.
-func NoRetry() CallOption {
-	return func(c *callConfig) { c.noRetry = true }
-}
-
 // Retry is the retry middleware: on a 429, a 5xx or a transport error it
 // waits (exponential backoff with full jitter, or the server's
 // Retry-After when the [HTTPDoer] wrapper saw one) and tries again, within
@@ -224,6 +208,8 @@ type retryAfterKey struct{}
 //
 //   - a 429 or 503 response's Retry-After header, which the retry
 //     middleware then waits for instead of its own backoff;
+//   - content parts go-openai's types cannot express (audio, files,
+//     documents: see [RawPart]), which it puts into the request body;
 //   - the raw body of a (non-streamed) reply, from which the pipeline reads
 //     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
 //     thinking parts of content sent as an array (Mistral), usage sent only
@@ -235,8 +221,9 @@ type retryAfterKey struct{}
 //	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
 //	client := openai.NewClientWithConfig(cfg)
 //
-// The wrapper reads nothing from requests and keeps nothing after the
-// call; outside the pipeline it only passes requests through.
+// The wrapper keeps nothing after the call; it rewrites a request body
+// only when the pipeline marked it as holding raw parts, and outside the
+// pipeline it only passes requests through.
 func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
 	if next == nil {
 		next = http.DefaultClient
@@ -251,6 +238,13 @@ type wireDoer struct{ next openai.HTTPDoer }
 const maxCapturedBody = 32 << 20
 
 func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
+	if req.Context().Value(rawPartsKey{}) != nil {
+		r, err := withRawParts(req)
+		if err != nil {
+			return nil, err
+		}
+		req = r
+	}
 	resp, err := d.next.Do(req)
 	if resp == nil {
 		return resp, err

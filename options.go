@@ -2,54 +2,156 @@ package adapter
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// CallOption configures one [Call] or [Stream].
-type CallOption func(*callConfig)
+// CallOption configures one [Call] or [Stream]. Given to a module's
+// constructor (package predict), the same options configure every call of
+// the module, as defaults below the call's own (see [Defaults]).
+//
+// The options are one vocabulary: Use… chooses a component (UseAdapter,
+// UseMiddleware, UseTrace), With… sets a setting (WithRequest, WithRetry,
+// WithTimeout), No… turns a default off (NoFallback, NoRetry). The context
+// counterparts are [WithAdapter] and [WithTrace].
+type CallOption interface {
+	applyCall(*callConfig)
+}
+
+// EmptyCallOption changes nothing in the pipeline. Embed it in a type of
+// your own to define options that code above the pipeline (a module) reads
+// back from the option list by type assertion, as package predict does for
+// its demos; the pipeline ignores them.
+type EmptyCallOption struct{}
+
+func (EmptyCallOption) applyCall(*callConfig) {}
+
+// optionFunc is a CallOption made of a function.
+type optionFunc func(*callConfig)
+
+func (f optionFunc) applyCall(c *callConfig) { f(c) }
 
 type callConfig struct {
-	req        openai.ChatCompletionRequest
-	adapter    Adapter // UseAdapter: beats the context
-	fallback   Adapter // Default: below the context
-	noFallback bool
-	trace      *Trace
-	middleware []Middleware
-	retry      RetryPolicy
-	noRetry    bool
-	timeout    time.Duration
+	req            openai.ChatCompletionRequest
+	reqSet         bool
+	adapter        Adapter // UseAdapter: beats the context
+	defaultAdapter Adapter // UseAdapter under Defaults: below the context
+	noFallback     bool
+	trace          *Trace
+	middleware     []Middleware
+	retry          RetryPolicy
+	noRetry        bool
+	timeout        time.Duration
+	asDefault      bool   // applying Defaults
+	id             uint64 // the call's identity in Trace events (callID)
 }
+
+// newCallConfig applies opts: the [Defaults] first, then the others in
+// order, so that a call's options beat its module's whatever their order.
+func newCallConfig(opts []CallOption) callConfig {
+	var c callConfig
+	for _, o := range opts {
+		if d, ok := o.(defaults); ok {
+			d.applyCall(&c)
+		}
+	}
+	for _, o := range opts {
+		if _, ok := o.(defaults); !ok && o != nil {
+			o.applyCall(&c)
+		}
+	}
+	return c
+}
+
+type defaults []CallOption
+
+func (d defaults) applyCall(c *callConfig) {
+	c.asDefault = true
+	for _, o := range d {
+		if o != nil {
+			o.applyCall(c)
+		}
+	}
+	c.asDefault = false
+}
+
+// Defaults applies opts as defaults: they take effect before the call's
+// other options, which override them (a request's fields one by one), and
+// an adapter they name with [UseAdapter] ranks below the context's
+// ([WithAdapter]). Modules pass their configuration this way (DSPy's
+// module defaults, which dspy.context overrides).
+func Defaults(opts ...CallOption) CallOption { return defaults(opts) }
 
 // WithRequest sets the request template: model, temperature, n, max tokens
-// and every other LM option (DSPy's lm_kwargs). Messages in it are ignored;
-// the adapter writes them. go-openai never sends a zero temperature; use
+// and every other LM option (DSPy's lm_kwargs). Given more than once (a
+// module's template, then a call's), the later one's non-zero fields
+// override the earlier's: setting only Temperature on a call keeps the
+// module's model and max tokens. Messages in it are ignored; the adapter
+// writes them. go-openai never sends a zero temperature; use
 // [ZeroTemperature] to ask for (effectively) 0.
 func WithRequest(req openai.ChatCompletionRequest) CallOption {
-	return func(c *callConfig) { c.req = req }
+	return optionFunc(func(c *callConfig) {
+		if !c.reqSet {
+			c.req, c.reqSet = req, true
+			return
+		}
+		mergeRequest(&c.req, req)
+	})
 }
 
-// UseAdapter makes the call use a, whatever the context says.
+// mergeRequest copies the non-zero fields of src into dst.
+func mergeRequest(dst *openai.ChatCompletionRequest, src openai.ChatCompletionRequest) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := range s.NumField() {
+		if f := s.Field(i); !f.IsZero() && d.Field(i).CanSet() {
+			d.Field(i).Set(f)
+		}
+	}
+}
+
+// UseAdapter makes the call use a, whatever the context says; under
+// [Defaults], a is used when the context names none.
 func UseAdapter(a Adapter) CallOption {
-	return func(c *callConfig) { c.adapter = a }
+	return optionFunc(func(c *callConfig) {
+		if c.asDefault {
+			c.defaultAdapter = a
+		} else {
+			c.adapter = a
+		}
+	})
 }
 
-// Default sets the adapter used when the context names none; modules such
-// as predict pass their configured adapter this way, so that
-// [WithAdapter] still overrides it.
-func Default(a Adapter) CallOption {
-	return func(c *callConfig) { c.fallback = a }
+// UseMiddleware adds middlewares to this call; the first is outermost.
+func UseMiddleware(mw ...Middleware) CallOption {
+	return optionFunc(func(c *callConfig) { c.middleware = append(c.middleware, mw...) })
 }
 
-// Timeout bounds this call or stream, fallback and retries included.
-func Timeout(d time.Duration) CallOption {
-	return func(c *callConfig) { c.timeout = d }
+// UseTrace reports this call to t, after any trace on the context.
+func UseTrace(t *Trace) CallOption {
+	return optionFunc(func(c *callConfig) { c.trace = composeTrace(c.trace, t) })
+}
+
+// WithRetry sets this call's retry policy. Retries are on by default, as
+// in DSPy; MaxRetries < 0 turns them off (so does [NoRetry]).
+func WithRetry(p RetryPolicy) CallOption {
+	return optionFunc(func(c *callConfig) { c.retry, c.noRetry = p, p.MaxRetries < 0 })
+}
+
+// WithTimeout bounds this call or stream, fallback and retries included.
+func WithTimeout(d time.Duration) CallOption {
+	return optionFunc(func(c *callConfig) { c.timeout = d })
 }
 
 // NoFallback turns off the adapter's fallback (Chat → JSON) for this call.
 func NoFallback() CallOption {
-	return func(c *callConfig) { c.noFallback = true }
+	return optionFunc(func(c *callConfig) { c.noFallback = true })
+}
+
+// NoRetry turns retries off for this call.
+func NoRetry() CallOption {
+	return optionFunc(func(c *callConfig) { c.noRetry = true })
 }
 
 func (c *callConfig) resolve(ctx context.Context) Adapter {
@@ -59,8 +161,8 @@ func (c *callConfig) resolve(ctx context.Context) Adapter {
 	if a, ok := AdapterFrom(ctx); ok {
 		return a
 	}
-	if c.fallback != nil {
-		return c.fallback
+	if c.defaultAdapter != nil {
+		return c.defaultAdapter
 	}
 	return DefaultAdapter()
 }

@@ -169,16 +169,11 @@ type nativeToolTurn interface {
 // does with native function calling: the assistant message holds the other
 // outputs present (or no content) and, when the results match the calls,
 // the calls themselves, followed by one tool message per result. It
-// reports false for turns without tool calls.
+// reports false for turns without tool calls. The calls are looked for
+// among the outputs and, since native mode leaves the tool-calls output out
+// of the signature it formats, among the turn's other values.
 func appendNativeToolTurn(msgs []openai.ChatCompletionMessage, sig *signature.Signature, turn Values, assistant assistantFunc) ([]openai.ChatCompletionMessage, bool, error) {
-	var name string
-	var nt nativeToolTurn
-	for i := range sig.NumOutputs() {
-		if v, ok := turn[sig.Output(i).Name].(nativeToolTurn); ok {
-			name, nt = sig.Output(i).Name, v
-			break
-		}
-	}
+	name, nt := turnToolCalls(sig, turn)
 	if nt == nil {
 		return msgs, false, nil
 	}
@@ -209,6 +204,28 @@ func appendNativeToolTurn(msgs []openai.ChatCompletionMessage, sig *signature.Si
 		msgs = append(msgs, results...)
 	}
 	return msgs, true, nil
+}
+
+// turnToolCalls finds a turn's tool calls: an output's value first, then
+// the value of a key that names no field of sig (the output native mode
+// left out), the first such key in sorted order.
+func turnToolCalls(sig *signature.Signature, turn Values) (string, nativeToolTurn) {
+	for i := range sig.NumOutputs() {
+		if v, ok := turn[sig.Output(i).Name].(nativeToolTurn); ok {
+			return sig.Output(i).Name, v
+		}
+	}
+	var name string
+	var nt nativeToolTurn
+	for k, v := range turn {
+		if _, _, isField := sig.Field(k); isField || (nt != nil && k > name) {
+			continue
+		}
+		if t, ok := v.(nativeToolTurn); ok {
+			name, nt = k, t
+		}
+	}
+	return name, nt
 }
 
 func asConversation(v any) (Conversation, bool) {

@@ -47,6 +47,7 @@ type callState struct {
 	idKnown  bool
 	mu       sync.Mutex
 	usage    openai.Usage
+	byModel  map[string]openai.Usage
 	accepted []func()
 }
 
@@ -57,9 +58,14 @@ func stateFrom(ctx context.Context) *callState {
 	return s
 }
 
-func (s *callState) addUsage(u openai.Usage) {
+// addUsage counts the usage of one LM reply, under its model.
+func (s *callState) addUsage(model string, u openai.Usage) {
 	s.mu.Lock()
 	s.usage = addUsage(s.usage, u)
+	if s.byModel == nil {
+		s.byModel = map[string]openai.Usage{}
+	}
+	s.byModel[model] = addUsage(s.byModel[model], u)
 	s.mu.Unlock()
 }
 
@@ -100,6 +106,7 @@ type run struct {
 	demos   []Values
 	inputs  Values
 	state   *callState
+	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
 	res     Result
 }
@@ -115,18 +122,14 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	case sig == nil:
 		return nil, nil, nil, errors.New("adapter: nil signature")
 	}
-	r := &run{sig: sig, demos: demos}
-	for _, o := range opts {
-		if o != nil {
-			o(&r.cfg)
-		}
-	}
+	r := &run{sig: sig, demos: demos, cfg: newCallConfig(opts)}
 	in, err := prepareInputs(sig, inputs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	r.inputs = in
 	r.adapter = r.cfg.resolve(ctx)
+	r.parent = parentFrom(ctx)
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
@@ -150,10 +153,21 @@ func isNilLM(lm LM) bool {
 
 // do runs the adapter and, after a parse failure it could not recover,
 // its fallback once. The error after a failed fallback wraps both.
-func (r *run) do(ctx context.Context) error {
-	defer r.finish()
+func (r *run) do(ctx context.Context) (err error) {
+	t, id := r.cfg.trace, r.cfg.callID()
+	if t != nil && t.CallStart != nil {
+		t.CallStart(CallStartInfo{CallID: id, ParentID: r.parent, Adapter: r.adapter.Name(), Signature: r.sig,
+			Inputs: r.inputs, Stream: r.sink != nil, Context: ctx})
+	}
+	start := time.Now()
+	defer func() {
+		r.finish()
+		if t != nil && t.CallDone != nil {
+			t.CallDone(CallDoneInfo{CallID: id, ParentID: r.parent, Result: &r.res, Err: err, Duration: time.Since(start)})
+		}
+	}()
 	a := r.adapter
-	err := r.attempt(ctx, a, 1)
+	err = r.attempt(ctx, a, 1, nil)
 	if err == nil || r.stopped() || r.cfg.noFallback || !fallsBack(err) {
 		return err
 	}
@@ -165,7 +179,7 @@ func (r *run) do(ctx context.Context) error {
 	if next == nil {
 		return err
 	}
-	if ferr := r.attempt(ctx, next, 2); ferr != nil {
+	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {
 			return ferr
 		}
@@ -189,15 +203,17 @@ func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
 func (r *run) finish() {
 	s := r.state
 	s.mu.Lock()
-	r.res.Usage = s.usage
+	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
 	s.mu.Unlock()
 	r.res.Retries, r.res.CacheHits = int(s.retries.Load()), int(s.cacheHits.Load())
 	r.res.RetryWait = time.Duration(s.waited.Load())
 }
 
-// attempt runs the stages once with adapter a, the n-th adapter tried.
-func (r *run) attempt(ctx context.Context, a Adapter, n int) error {
-	tr := tracer{r.cfg.trace, a.Name(), n}
+// attempt runs the stages once with adapter a, the n-th adapter tried
+// (after cause, for the fallback).
+func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error {
+	tr := tracer{r.cfg.trace, a.Name(), n, r.cfg.callID()}
+	tr.formatStart(cause)
 	parse, err := r.parserFor(ctx, a)
 	if err != nil {
 		return err
@@ -210,6 +226,12 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int) error {
 	if err != nil {
 		return err
 	}
+	if typ, ok := rawParts(msgs); ok {
+		if !carriesRawParts(r.lm) {
+			return r.unsupportedPart(typ)
+		}
+		ctx = context.WithValue(ctx, rawPartsKey{}, true)
+	}
 	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
 	if err == nil {
 		err = r.read(a, tr, parse, fsig, dropped, resp)
@@ -219,6 +241,45 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int) error {
 		r.sink.complete(r.res.Outputs[0])
 	}
 	return err
+}
+
+// unsupportedPart is the error for raw parts the LM cannot send, naming
+// the input that holds them when it is found.
+func (r *run) unsupportedPart(typ string) error {
+	err := fmt.Errorf("%w (a %s part)", ErrUnsupportedPart, typ)
+	for i := range r.sig.NumInputs() {
+		name := r.sig.Input(i).Name
+		if holdsRawPart(r.inputs[name]) {
+			return &InputError{Field: name, Err: err}
+		}
+	}
+	return fmt.Errorf("adapter: %w", err)
+}
+
+// holdsRawPart reports a Formatter value (or a slice of them) that
+// formats as a raw part.
+func holdsRawPart(v any) bool {
+	if f, ok := v.(Formatter); ok {
+		parts, err := f.FormatParts()
+		if err != nil {
+			return false
+		}
+		for _, p := range parts {
+			if p.Type == rawPartType {
+				return true
+			}
+		}
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Slice {
+		for i := range rv.Len() {
+			if holdsRawPart(rv.Index(i).Interface()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // send shapes the request, sends it through the invoker chain, and moves
@@ -362,6 +423,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
+		tr.parseStart(text)
 		start := time.Now()
 		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && len(dropped) > 0 {
@@ -400,6 +462,7 @@ func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Si
 	if _, calls := a.(CallingParser); calls || strings.TrimSpace(text) == "" {
 		return pe
 	}
+	tr.parseStart(text)
 	start := time.Now()
 	vals, err := parse(sig, text)
 	tr.parse(text, vals, time.Since(start), err)
@@ -443,7 +506,9 @@ func (r *run) parserFor(ctx context.Context, a Adapter) (parseFunc, error) {
 			vals, res, err := cp.ParseCall(ctx, sig, text)
 			if res != nil {
 				r.res.Calls += res.Calls
-				r.state.addUsage(res.Usage)
+				for model, u := range res.UsageByModel {
+					r.state.addUsage(model, u)
+				}
 			}
 			return vals, err
 		}), nil

@@ -100,7 +100,7 @@ func TestRetryAfterPolicy(t *testing.T) {
 	}{
 		{"beyond MaxDelay", "86400", nil, "retry after 24h0m0s, more than the retry policy's MaxDelay 20s"},
 		{"overflowing", "18446744074", nil, "more than the retry policy's MaxDelay"},
-		{"past the deadline", "10", []adapter.CallOption{adapter.Timeout(2 * time.Second),
+		{"past the deadline", "10", []adapter.CallOption{adapter.WithTimeout(2 * time.Second),
 			adapter.WithRetry(adapter.RetryPolicy{MaxDelay: time.Minute})}, "more than the"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestStreamThroughMiddleware(t *testing.T) {
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	in := adapter.Values{"q": "x"}
 
-	fields, res, err := drain(adapter.Stream(t.Context(), lm.(adapter.StreamingLM), sig, nil, in, adapter.Use(spy)))
+	fields, res, err := drain(adapter.Stream(t.Context(), lm.(adapter.StreamingLM), sig, nil, in, adapter.UseMiddleware(spy)))
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true}, seen, "the call's middleware sees the stream request")
 	assert.Equal(t, "Paris is the capital.", fields["answer"])
@@ -254,7 +254,7 @@ func TestCacheIdentifier(t *testing.T) {
 	shared := adapter.NewLRU(10)
 	x1, x2, y := &identified{id: "x"}, &identified{id: "x"}, &identified{id: "y"}
 	call := func(lm adapter.LM) any {
-		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "?"}, adapter.Use(adapter.Cached(shared)))
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "?"}, adapter.UseMiddleware(adapter.Cached(shared)))
 		require.NoError(t, err)
 		return res.Outputs[0]["a"]
 	}
@@ -352,7 +352,7 @@ func TestStreamStopReportsLMCallDone(t *testing.T) {
 		LMCallDone:  func(adapter.LMCallDoneInfo) { dones++ },
 	}
 	n := 0
-	for range adapter.Stream(t.Context(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}, adapter.Observe(tr)) {
+	for range adapter.Stream(t.Context(), srv.Client(), mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}, adapter.UseTrace(tr)) {
 		if n++; n == 3 {
 			break
 		}
@@ -494,4 +494,21 @@ func TestModelCapabilities(t *testing.T) {
 	} {
 		assert.Equal(t, want, adapter.ModelCapabilities(model), model)
 	}
+}
+
+// TestUsageByModel: a call that used two models (TwoStep's main LM and
+// its extractor) reports usage per model beside the sum.
+func TestUsageByModel(t *testing.T) {
+	main := lmtest.NewServer(lmtest.Text("The answer is Paris.").WithUsage(100, 10))
+	defer main.Close()
+	ext := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nParis").WithUsage(30, 5))
+	defer ext.Close()
+	res, err := adapter.Call(t.Context(), main.Client(), mustParse(t, "q -> answer"), nil, adapter.Values{"q": "x"},
+		adapter.UseAdapter(adapter.TwoStep{Extractor: ext.Client(), ExtractorRequest: openai.ChatCompletionRequest{Model: "small"}}),
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "big"}))
+	require.NoError(t, err)
+	assert.Equal(t, 145, res.Usage.TotalTokens)
+	require.Len(t, res.UsageByModel, 2)
+	assert.Equal(t, 110, res.UsageByModel["big"].TotalTokens)
+	assert.Equal(t, 35, res.UsageByModel["small"].TotalTokens)
 }

@@ -64,7 +64,7 @@ func blockingSender(lm LM) Invoker {
 			normalize(&resp, nil)
 		}
 		if s := stateFrom(ctx); s != nil {
-			s.addUsage(resp.Usage)
+			s.addUsage(modelOf(resp, req), resp.Usage)
 		}
 		return resp, nil
 	}
@@ -148,6 +148,14 @@ func (s *thinkStream) Close(dst []FieldDelta) []FieldDelta {
 	return s.inner.Close(dst)
 }
 
+// modelOf names the model that answered: the reply's, else the request's.
+func modelOf(resp openai.ChatCompletionResponse, req openai.ChatCompletionRequest) string {
+	if resp.Model != "" {
+		return resp.Model
+	}
+	return req.Model
+}
+
 // errStopped ends a stream whose consumer broke out of the loop.
 var errStopped = errors.New("adapter: the stream's consumer stopped")
 
@@ -229,7 +237,7 @@ func (s *streamSink) sender(lm StreamingLM) Invoker {
 		}
 		s.live = true
 		if st := stateFrom(ctx); st != nil {
-			st.addUsage(resp.Usage)
+			st.addUsage(modelOf(resp, req), resp.Usage)
 		}
 		return resp, nil
 	}

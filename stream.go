@@ -24,6 +24,12 @@ type Chunk struct {
 	// ToolCalls holds the tool calls accumulated so far, by index, when
 	// this chunk changed them.
 	ToolCalls []openai.ToolCall
+	// Status is a progress message from a module that makes several calls
+	// and runs tools between them (predict.ReAct's Stream: "Calling tool
+	// search...", then "Tool calling finished! ..."), as DSPy's streamify
+	// status messages; such a chunk carries nothing else. Stream itself
+	// never sets it.
+	Status string
 	// Adapter names the adapter whose stream this is; after a fallback the
 	// fallback's name.
 	Adapter string

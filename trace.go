@@ -2,9 +2,13 @@ package adapter
 
 import (
 	"context"
+	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/signature"
 )
 
 // Trace observes the pipeline, in the manner of net/http/httptrace: set
@@ -14,15 +18,99 @@ import (
 // the calling goroutine and must not modify what they are given. Requests
 // never carry the API key (it lives in the client), so a Trace cannot leak
 // it.
+//
+// Every step has a start and an end event, enough to open and close a
+// span (see examples/otel for OpenTelemetry): a module run (predict's
+// modules, through [StartModule]), a Call or Stream, each format, each LM
+// request, each parse, each tool run. Every event of one Call or Stream
+// carries the same CallID, assigned once per call and unique in the
+// process, so hooks that see concurrent calls can tell them apart; a call
+// made inside a module run names that run as its ParentID, and a module
+// run inside another names the outer one. Tool runs (ToolStart, ToolDone)
+// are reported by the code that runs tools — predict.ReAct,
+// types.ToolCalls.Execute — through [Trace.RunTool].
 type Trace struct {
+	ModuleStart func(ModuleStartInfo)
+	ModuleDone  func(ModuleDoneInfo)
+	CallStart   func(CallStartInfo)
+	CallDone    func(CallDoneInfo)
+	FormatStart func(FormatStartInfo)
 	FormatDone  func(FormatInfo)
 	LMCallStart func(LMCallStartInfo)
 	LMCallDone  func(LMCallDoneInfo)
+	ParseStart  func(ParseStartInfo)
 	ParseDone   func(ParseInfo)
+	ToolStart   func(ToolStartInfo)
+	ToolDone    func(ToolDoneInfo)
+}
+
+// ModuleStartInfo reports a module run starting (a predict module's Call
+// or Stream).
+type ModuleStartInfo struct {
+	// ID identifies the run; ParentID the module run it is part of (0 for
+	// none).
+	ID, ParentID uint64
+	// Module is the module's kind: Predict, ChainOfThought, ReAct.
+	Module string
+	Inputs Values
+	// Context is the run's context, for hooks that open spans under the
+	// caller's.
+	Context context.Context
+}
+
+// ModuleDoneInfo reports a module run's end.
+type ModuleDoneInfo struct {
+	ID, ParentID uint64
+	Module       string
+	Result       *Result
+	Err          error
+	Duration     time.Duration
+}
+
+// CallStartInfo reports a Call or Stream starting, its inputs checked.
+type CallStartInfo struct {
+	CallID   uint64
+	ParentID uint64 // the module run the call is part of (0 for none)
+	// Adapter is the adapter the call uses first.
+	Adapter   string
+	Signature *signature.Signature
+	Inputs    Values
+	Stream    bool
+	// Context is the call's context, for hooks that open spans under the
+	// caller's.
+	Context context.Context
+}
+
+// CallDoneInfo reports a Call's or Stream's end: its Result (usage, calls,
+// outputs) and error, as Call returns them.
+type CallDoneInfo struct {
+	CallID, ParentID uint64
+	Result           *Result
+	Err              error
+	Duration         time.Duration
+}
+
+// FormatStartInfo reports an adapter about to format. For the fallback
+// adapter (Attempt 2), FallbackCause is the first adapter's error: why the
+// fallback runs.
+type FormatStartInfo struct {
+	CallID        uint64
+	Adapter       string
+	Attempt       int
+	FallbackCause error
+}
+
+// ParseStartInfo reports a choice's completion about to be parsed.
+type ParseStartInfo struct {
+	CallID     uint64
+	Adapter    string
+	Attempt    int
+	Completion string
 }
 
 // FormatInfo reports the messages an adapter produced.
 type FormatInfo struct {
+	CallID   uint64 // the Call or Stream this event belongs to
 	Adapter  string
 	Attempt  int // 1, or 2 for the fallback adapter
 	Messages []openai.ChatCompletionMessage
@@ -32,6 +120,7 @@ type FormatInfo struct {
 
 // LMCallStartInfo reports a request about to be sent.
 type LMCallStartInfo struct {
+	CallID  uint64
 	Adapter string
 	Attempt int
 	Request openai.ChatCompletionRequest
@@ -42,6 +131,7 @@ type LMCallStartInfo struct {
 // empty and Completions holds the text received, Duration spans the whole
 // stream.
 type LMCallDoneInfo struct {
+	CallID      uint64
 	Adapter     string
 	Attempt     int
 	Request     openai.ChatCompletionRequest
@@ -55,6 +145,7 @@ type LMCallDoneInfo struct {
 
 // ParseInfo reports the parse of one choice's completion.
 type ParseInfo struct {
+	CallID     uint64
 	Adapter    string
 	Attempt    int
 	Completion string
@@ -63,17 +154,103 @@ type ParseInfo struct {
 	Err        error
 }
 
+// ToolStartInfo reports a tool about to run.
+type ToolStartInfo struct {
+	// CallID is the call whose reply asked for the tool (0 when unknown,
+	// such as tool calls built by hand); ParentID the module run the tool
+	// runs in (0 for none).
+	CallID, ParentID uint64
+	// Tool is the tool's name; ToolCallID the model's id for the call
+	// ("" in text mode, where calls have none).
+	Tool, ToolCallID string
+	// Args are the arguments as JSON.
+	Args json.RawMessage
+}
+
+// ToolDoneInfo reports a tool's outcome: its result, or the error it
+// returned (an unknown tool or arguments it could not take included).
+type ToolDoneInfo struct {
+	ToolStartInfo
+	Result   any
+	Err      error
+	Duration time.Duration
+}
+
+// RunTool runs a tool for a call, reporting it to t: ToolStart before,
+// ToolDone after with run's result or error and the time it took. Code that
+// runs tools for a model (predict.ReAct, types.ToolCalls.Execute) runs each
+// one through it, so that every tool run can be traced; t may be nil. A
+// panic in run is not recovered.
+func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
+	if info.ParentID == 0 {
+		info.ParentID = parentFrom(ctx)
+	}
+	if t != nil && t.ToolStart != nil {
+		t.ToolStart(info)
+	}
+	start := time.Now()
+	res, err := run(ctx)
+	if t != nil && t.ToolDone != nil {
+		t.ToolDone(ToolDoneInfo{ToolStartInfo: info, Result: res, Err: err, Duration: time.Since(start)})
+	}
+	return res, err
+}
+
+// CallTrace returns the hooks a call with ctx and opts reports to: the
+// trace set on ctx with [WithTrace], then those of [UseTrace] options in
+// order; nil when there are none. Code that works for a call outside the
+// pipeline, such as running the tools a reply asked for, reports through
+// it.
+func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
+	c := newCallConfig(opts)
+	return composeTrace(traceFrom(ctx), c.trace)
+}
+
+var lastCallID atomic.Uint64
+
+type parentKey struct{}
+
+// parentFrom returns the module run a context belongs to (0 for none).
+func parentFrom(ctx context.Context) uint64 {
+	id, _ := ctx.Value(parentKey{}).(uint64)
+	return id
+}
+
+// StartModule reports a module run to the trace of ctx and opts
+// (ModuleStart) and returns the context for the calls it makes, whose
+// events then name the run as their parent, and a function to call with
+// the run's outcome when it ends (ModuleDone). Modules (package predict)
+// call it around each run; name is the module's kind (Predict,
+// ChainOfThought, ReAct).
+func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOption) (context.Context, func(*Result, error)) {
+	id, parent := lastCallID.Add(1), parentFrom(ctx)
+	ctx = context.WithValue(ctx, parentKey{}, id)
+	t := CallTrace(ctx, opts...)
+	if t != nil && t.ModuleStart != nil {
+		t.ModuleStart(ModuleStartInfo{ID: id, ParentID: parent, Module: name, Inputs: inputs, Context: ctx})
+	}
+	start := time.Now()
+	return ctx, func(res *Result, err error) {
+		if t != nil && t.ModuleDone != nil {
+			t.ModuleDone(ModuleDoneInfo{ID: id, ParentID: parent, Module: name, Result: res, Err: err, Duration: time.Since(start)})
+		}
+	}
+}
+
+// callID returns the call's identity, assigning it on first use.
+func (c *callConfig) callID() uint64 {
+	if c.id == 0 {
+		c.id = lastCallID.Add(1)
+	}
+	return c.id
+}
+
 type traceKey struct{}
 
 // WithTrace returns a context whose calls report to t, after any trace
 // already on ctx.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, composeTrace(traceFrom(ctx), t))
-}
-
-// Observe reports this call to t, after any trace on the context.
-func Observe(t *Trace) CallOption {
-	return func(c *callConfig) { c.trace = composeTrace(c.trace, t) }
 }
 
 func traceFrom(ctx context.Context) *Trace {
@@ -89,10 +266,18 @@ func composeTrace(a, b *Trace) *Trace {
 		return a
 	}
 	return &Trace{
+		ModuleStart: chain(a.ModuleStart, b.ModuleStart),
+		ModuleDone:  chain(a.ModuleDone, b.ModuleDone),
+		CallStart:   chain(a.CallStart, b.CallStart),
+		CallDone:    chain(a.CallDone, b.CallDone),
+		FormatStart: chain(a.FormatStart, b.FormatStart),
+		ParseStart:  chain(a.ParseStart, b.ParseStart),
 		FormatDone:  chain(a.FormatDone, b.FormatDone),
 		LMCallStart: chain(a.LMCallStart, b.LMCallStart),
 		LMCallDone:  chain(a.LMCallDone, b.LMCallDone),
 		ParseDone:   chain(a.ParseDone, b.ParseDone),
+		ToolStart:   chain(a.ToolStart, b.ToolStart),
+		ToolDone:    chain(a.ToolDone, b.ToolDone),
 	}
 }
 
@@ -111,29 +296,42 @@ type tracer struct {
 	t       *Trace
 	adapter string
 	attempt int
+	call    uint64
+}
+
+func (r tracer) formatStart(cause error) {
+	if r.t != nil && r.t.FormatStart != nil {
+		r.t.FormatStart(FormatStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, FallbackCause: cause})
+	}
+}
+
+func (r tracer) parseStart(completion string) {
+	if r.t != nil && r.t.ParseStart != nil {
+		r.t.ParseStart(ParseStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Completion: completion})
+	}
 }
 
 func (r tracer) format(msgs []openai.ChatCompletionMessage, d time.Duration, err error) {
 	if r.t != nil && r.t.FormatDone != nil {
-		r.t.FormatDone(FormatInfo{r.adapter, r.attempt, msgs, d, err})
+		r.t.FormatDone(FormatInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Messages: msgs, Duration: d, Err: err})
 	}
 }
 
 func (r tracer) lmStart(req openai.ChatCompletionRequest, stream bool) {
 	if r.t != nil && r.t.LMCallStart != nil {
-		r.t.LMCallStart(LMCallStartInfo{r.adapter, r.attempt, req, stream})
+		r.t.LMCallStart(LMCallStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Request: req, Stream: stream})
 	}
 }
 
 func (r tracer) lmDone(info LMCallDoneInfo) {
 	if r.t != nil && r.t.LMCallDone != nil {
-		info.Adapter, info.Attempt = r.adapter, r.attempt
+		info.CallID, info.Adapter, info.Attempt = r.call, r.adapter, r.attempt
 		r.t.LMCallDone(info)
 	}
 }
 
 func (r tracer) parse(completion string, vals Values, d time.Duration, err error) {
 	if r.t != nil && r.t.ParseDone != nil {
-		r.t.ParseDone(ParseInfo{r.adapter, r.attempt, completion, vals, d, err})
+		r.t.ParseDone(ParseInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Completion: completion, Outputs: vals, Duration: d, Err: err})
 	}
 }

@@ -57,7 +57,7 @@ func TestTraceSeesEveryAttempt(t *testing.T) {
 	var ctxRec, callRec recorder
 	ctx := adapter.WithTrace(context.Background(), ctxRec.trace())
 	res, err := adapter.Call(ctx, srv.Client(), sig, nil, adapter.Values{"question": "q"},
-		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"}), adapter.Observe(callRec.trace()))
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"}), adapter.UseTrace(callRec.trace()))
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Calls)
 	want := []string{
@@ -83,7 +83,7 @@ func TestTraceStream(t *testing.T) {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\n7").ChunkSize(4))
 	defer srv.Close()
 	var rec recorder
-	for _, err := range adapter.Stream(context.Background(), srv.Client(), mustParse(t, "q -> answer: int"), nil, adapter.Values{"q": "x"}, adapter.Observe(rec.trace())) {
+	for _, err := range adapter.Stream(context.Background(), srv.Client(), mustParse(t, "q -> answer: int"), nil, adapter.Values{"q": "x"}, adapter.UseTrace(rec.trace())) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, []string{

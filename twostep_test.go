@@ -66,7 +66,7 @@ func TestTwoStepFlow(t *testing.T) {
 		defer extractor.Close()
 		var rec recorder
 		res, err := adapter.Call(context.Background(), main.Client(), sig, nil, adapter.Values{"question": "6 × 7?"},
-			adapter.UseAdapter(adapter.TwoStep{Extractor: extractor.Client()}), adapter.Observe(rec.trace()))
+			adapter.UseAdapter(adapter.TwoStep{Extractor: extractor.Client()}), adapter.UseTrace(rec.trace()))
 		require.NoError(t, err)
 		assert.Equal(t, 42, res.Outputs[0]["answer"])
 		assert.Equal(t, 2, res.Calls)

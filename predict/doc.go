@@ -1,13 +1,26 @@
 // Package predict holds DSPy's modules for Go: Predict and ChainOfThought,
-// typed over Go structs, plus an untyped Module over a signature and
-// adapter.Values. A module keeps its defaults (demos, adapter, LM options);
-// a call may override them, and an adapter set on the context with
-// adapter.WithAdapter still wins over the module's, as in DSPy.
+// typed over Go structs, an untyped Module over a signature and
+// adapter.Values, and ReAct, DSPy's tool-using agent. Every module call
+// can also stream (Stream): typed modules give their Out on the Done chunk.
+//
+// Modules and calls share one option vocabulary, adapter.CallOption: given
+// to a constructor, an option is a default of every call of the module
+// (adapter.UseAdapter, adapter.WithRequest, adapter.UseTrace, this
+// package's WithDemos, WithInstructions, MaxIters); given to a call, it
+// overrides the default for that call (a request field by field). An
+// adapter set on the context with adapter.WithAdapter beats the module's,
+// as in DSPy, and a call's adapter.UseAdapter beats both.
 //
 // A program optimised with DSPy in Python runs here with the same prompts:
 // LoadProgram reads the JSON that program.save("x.json") writes, and
 // Load applies one predictor's instructions, field texts and demos to a
-// module, refusing a saved predictor whose fields do not line up.
+// module as DSPy's load_state does, refusing a saved predictor whose fields
+// do not line up and listing what it ignored (Module.Ignored). A ReAct
+// loads its two predictors, "react" and "extract.predict", at once.
+//
+// A ReAct runs Go functions (types.NewTool) as tools; every tool run is
+// reported to the call's adapter.Trace (ToolStart, ToolDone), and the
+// result holds the trajectory, which marshals to DSPy's.
 //
 //	type QA struct{ Question string `json:"question"` }
 //	type Answer struct{ Answer string `json:"answer"` }

@@ -2,6 +2,7 @@ package predict_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/predict"
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 func ExampleNewChainOfThought() {
@@ -37,7 +39,7 @@ func ExampleNewModule() {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## sentiment ## ]]\npositive"))
 	defer srv.Close()
 	sig, _ := signature.Parse("text -> sentiment: Literal['positive', 'negative']")
-	m := predict.NewModule(sig, predict.WithAdapter(adapter.Chat{}))
+	m := predict.NewModule(sig, adapter.UseAdapter(adapter.Chat{}))
 	res, err := m.Call(context.Background(), srv.Client(), adapter.Values{"text": "I love it"})
 	fmt.Println(res.Outputs[0]["sentiment"], err)
 	// Output: positive <nil>
@@ -54,10 +56,30 @@ func ExampleRecorder() {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## total ## ]]\n3"))
 	defer srv.Close()
 	rec := predict.NewRecorder(3)
-	p, _ := predict.New[Sum, Total](predict.WithCallOptions(adapter.Observe(rec.Trace())))
+	p, _ := predict.New[Sum, Total](adapter.UseTrace(rec.Trace()))
 	_, _, _ = p.Call(context.Background(), srv.Client(), Sum{A: 1, B: 2})
 	fmt.Println(len(rec.Last(10)), rec.Last(1)[0].Completion)
 	_ = rec.Inspect(os.Stdout, 0)
 	// Output: 1 [[ ## total ## ]]
 	// 3
+}
+
+func ExampleNewReAct() {
+	srv := lmtest.NewServer(
+		lmtest.Text("[[ ## next_thought ## ]]\nCheck the weather.\n\n[[ ## next_tool_name ## ]]\nweather\n\n[[ ## next_tool_args ## ]]\n{\"city\": \"Bergen\"}"),
+		lmtest.Text("[[ ## next_thought ## ]]\nDone.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{}"),
+		lmtest.Text("[[ ## reasoning ## ]]\nIt rains.\n\n[[ ## answer ## ]]\nYes, take an umbrella."))
+	defer srv.Close()
+	weather, _ := types.NewTool("weather", "Today's weather in a city.", func(_ context.Context, a cityArgs) (string, error) {
+		return "rain in " + a.City, nil
+	})
+	sig, _ := signature.Parse("question -> answer")
+	agent, _ := predict.NewReAct(sig, []types.Tool{weather})
+	res, err := agent.Call(context.Background(), srv.Client(), adapter.Values{"question": "Umbrella in Bergen?"})
+	fmt.Println(res.Outputs[0]["answer"], err)
+	traj, _ := json.Marshal(res.Outputs[0]["trajectory"])
+	fmt.Println(string(traj))
+	// Output:
+	// Yes, take an umbrella. <nil>
+	// {"thought_0":"Check the weather.","tool_name_0":"weather","tool_args_0":{"city":"Bergen"},"observation_0":"rain in Bergen","thought_1":"Done.","tool_name_1":"finish","tool_args_1":{},"observation_1":"Completed."}
 }

@@ -16,9 +16,11 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// Logger returns a Trace that logs every LM call and parse to l: the
-// adapter, attempt, model, duration, token usage and error; parse failures
-// at Warn. Requests never carry the API key, so neither do the logs.
+// Logger returns a Trace that logs every LM call, parse and tool run to l:
+// the call's id, the adapter, attempt, model, duration, token usage and
+// error; parse failures at Warn; each tool run with its name, arguments,
+// duration and error. Requests never carry the API key, so neither do the
+// logs.
 func Logger(l *slog.Logger) *adapter.Trace {
 	return &adapter.Trace{
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
@@ -26,7 +28,7 @@ func Logger(l *slog.Logger) *adapter.Trace {
 			if i.Err != nil {
 				level = slog.LevelError
 			}
-			l.LogAttrs(context.Background(), level, "lm call",
+			l.LogAttrs(context.Background(), level, "lm call", slog.Uint64("call", i.CallID),
 				slog.String("adapter", i.Adapter), slog.Int("attempt", i.Attempt), slog.String("model", i.Request.Model),
 				slog.Bool("stream", i.Stream), slog.Duration("duration", i.Duration),
 				slog.Int("prompt_tokens", i.Usage.PromptTokens), slog.Int("completion_tokens", i.Usage.CompletionTokens),
@@ -34,15 +36,26 @@ func Logger(l *slog.Logger) *adapter.Trace {
 		},
 		ParseDone: func(i adapter.ParseInfo) {
 			if i.Err != nil {
-				l.LogAttrs(context.Background(), slog.LevelWarn, "parse failed",
+				l.LogAttrs(context.Background(), slog.LevelWarn, "parse failed", slog.Uint64("call", i.CallID),
 					slog.String("adapter", i.Adapter), slog.Int("attempt", i.Attempt), slog.Any("error", i.Err))
 			}
+		},
+		ToolDone: func(i adapter.ToolDoneInfo) {
+			level := slog.LevelInfo
+			if i.Err != nil {
+				level = slog.LevelWarn
+			}
+			l.LogAttrs(context.Background(), level, "tool", slog.Uint64("call", i.CallID), slog.String("tool", i.Tool),
+				slog.String("id", i.ToolCallID), slog.String("args", string(i.Args)), slog.Duration("duration", i.Duration), slog.Any("error", i.Err))
 		},
 	}
 }
 
 // Record is one LM call as the Recorder saw it.
 type Record struct {
+	// CallID is the adapter.Call or Stream the LM call belongs to (see
+	// adapter.Trace); the parse that follows is matched to it by this id.
+	CallID     uint64
 	Time       time.Time
 	Adapter    string
 	Attempt    int
@@ -75,7 +88,7 @@ func NewRecorder(n int) *Recorder {
 func (r *Recorder) Trace() *adapter.Trace {
 	return &adapter.Trace{
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
-			rec := Record{Time: time.Now(), Adapter: i.Adapter, Attempt: i.Attempt, Model: i.Request.Model,
+			rec := Record{CallID: i.CallID, Time: time.Now(), Adapter: i.Adapter, Attempt: i.Attempt, Model: i.Request.Model,
 				Messages: i.Request.Messages, Usage: i.Usage, Err: i.Err}
 			if len(i.Response.Choices) > 0 {
 				rec.Completion = i.Response.Choices[0].Message.Content
@@ -93,7 +106,7 @@ func (r *Recorder) Trace() *adapter.Trace {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			for j := len(r.records) - 1; j >= 0; j-- {
-				if rec := &r.records[j]; rec.Adapter == i.Adapter && rec.Outputs == nil && rec.Err == nil {
+				if rec := &r.records[j]; rec.CallID == i.CallID && rec.Attempt == i.Attempt && rec.Outputs == nil && rec.Err == nil {
 					rec.Outputs, rec.Err = i.Outputs, i.Err
 					break
 				}
@@ -117,7 +130,11 @@ func (r *Recorder) Inspect(w io.Writer, n int) error {
 	for _, rec := range r.Last(n) {
 		fmt.Fprintf(&b, "\n[%s] %s attempt %d, model %q, %d+%d tokens\n\n", rec.Time.Format(time.RFC3339), rec.Adapter, rec.Attempt, rec.Model, rec.Usage.PromptTokens, rec.Usage.CompletionTokens)
 		for _, m := range rec.Messages {
-			fmt.Fprintf(&b, "%s message:\n\n", strings.ToUpper(m.Role[:1])+m.Role[1:])
+			role := m.Role
+			if role == "" {
+				role = "(no role)"
+			}
+			fmt.Fprintf(&b, "%s message:\n\n", strings.ToUpper(role[:1])+role[1:])
 			if m.Content != "" {
 				b.WriteString(m.Content)
 			}

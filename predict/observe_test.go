@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,9 +27,9 @@ func TestLoggerAndRecorder(t *testing.T) {
 	defer srv.Close()
 	var logs bytes.Buffer
 	rec := predict.NewRecorder(5)
-	p, err := predict.New[Sum, Total](predict.WithCallOptions(
-		adapter.Observe(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
-		adapter.Observe(rec.Trace())))
+	p, err := predict.New[Sum, Total](
+		adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
+		adapter.UseTrace(rec.Trace()))
 	require.NoError(t, err)
 	out, res, err := p.Call(context.Background(), srv.Client(), Sum{1, 2})
 	require.NoError(t, err)
@@ -65,4 +70,56 @@ func TestFinetuneLine(t *testing.T) {
 	assert.Equal(t, "[[ ## answer ## ]]\n4\n\n[[ ## completed ## ]]\n", doc.Messages[2].Content)
 	_, err = predict.FinetuneLine(adapter.JSON{}, sig, nil, adapter.Values{"question": "q"}, adapter.Values{"answer": "a"})
 	assert.ErrorContains(t, err, "json adapter does not support fine-tuning")
+}
+
+// TestRecorderConcurrentCalls: calls that run at once each get their own
+// outputs in the record of their LM call (regression: outputs went to the
+// newest record of the same adapter, another call's).
+func TestRecorderConcurrentCalls(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		msgs := r.Chat.Messages
+		q := strings.TrimPrefix(strings.SplitN(msgs[len(msgs)-1].Content, "\n\n", 2)[0], "[[ ## question ## ]]\n")
+		return lmtest.Text("[[ ## answer ## ]]\n" + q + "\n\n[[ ## completed ## ]]")
+	})
+	const n = 64
+	rec := predict.NewRecorder(n)
+	ctx := adapter.WithTrace(context.Background(), rec.Trace())
+	// A companion hook that takes a moment, as a logger writing a file does.
+	ctx = adapter.WithTrace(ctx, &adapter.Trace{LMCallDone: func(adapter.LMCallDoneInfo) { time.Sleep(time.Millisecond) }})
+	sig, err := signature.Parse("question -> answer")
+	require.NoError(t, err)
+	m := predict.NewModule(sig)
+	client := srv.Client()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := m.Call(ctx, client, adapter.Values{"question": fmt.Sprintf("tenant-%d", i)})
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	recs := rec.Last(n)
+	require.Len(t, recs, n)
+	ids := map[uint64]bool{}
+	for _, r := range recs {
+		q := r.Messages[len(r.Messages)-1].Content
+		require.NotNil(t, r.Outputs, "record %d has its outputs", r.CallID)
+		assert.Contains(t, q, "[[ ## question ## ]]\n"+r.Outputs["answer"].(string)+"\n", "the record of call %d holds its own outputs", r.CallID)
+		assert.NotZero(t, r.CallID)
+		ids[r.CallID] = true
+	}
+	assert.Len(t, ids, n, "every call has its own id")
+}
+
+func TestRecorderInspectEmptyRole(t *testing.T) {
+	rec := predict.NewRecorder(1)
+	rec.Trace().LMCallDone(adapter.LMCallDoneInfo{CallID: 1, Adapter: "custom", Request: openai.ChatCompletionRequest{
+		Messages: []openai.ChatCompletionMessage{{Role: "", Content: "hello"}}}})
+	var b bytes.Buffer
+	require.NotPanics(t, func() { require.NoError(t, rec.Inspect(&b, 1)) }, "a message without a role (a custom adapter's) is shown, not a panic")
+	assert.Contains(t, b.String(), "(no role) message:\n\nhello")
 }

@@ -2,88 +2,171 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"fmt"
-
-	openai "github.com/sashabaranov/go-openai"
+	"iter"
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/signature"
 )
 
-// Option sets a module default.
-type Option func(*config)
+// Option configures a module. It is an adapter.CallOption: a module takes
+// the pipeline's options (adapter.UseAdapter, adapter.WithRequest,
+// adapter.UseTrace, …) as the defaults of every call it makes, ranked
+// below the call's own options and the context's adapter, and this
+// package's (WithDemos, WithInstructions, MaxIters), which a call may give
+// too, for that call.
+type Option = adapter.CallOption
+
+// moduleOption is an Option only modules read; the pipeline ignores it.
+type moduleOption interface {
+	adapter.CallOption
+	applyModule(*config)
+}
 
 type config struct {
-	sigOpts []signature.Option
-	adapter adapter.Adapter
-	req     *openai.ChatCompletionRequest
-	demos   []adapter.Values
-	opts    []adapter.CallOption
+	instructions *string
+	demos        []adapter.Values
+	demosSet     bool
+	maxIters     *int // ReAct's step limit (MaxIters); nil means the default
 }
 
-// WithInstructions sets the signature's instructions (typed modules).
-func WithInstructions(text string) Option {
-	return func(c *config) { c.sigOpts = append(c.sigOpts, signature.WithInstructions(text)) }
+type instructionsOption struct {
+	adapter.EmptyCallOption
+	text string
 }
 
-// WithAdapter sets the module's adapter; WithAdapter on the context and
-// adapter.UseAdapter on a call still win.
-func WithAdapter(a adapter.Adapter) Option { return func(c *config) { c.adapter = a } }
+func (o instructionsOption) applyModule(c *config) { c.instructions = &o.text }
 
-// WithRequest sets the module's LM options (model, temperature, n, …); a
-// call's adapter.WithRequest replaces them.
-func WithRequest(req openai.ChatCompletionRequest) Option {
-	return func(c *config) { c.req = &req }
+// WithInstructions sets the signature's instructions, for a module or, on
+// a call, for that call.
+func WithInstructions(text string) Option { return instructionsOption{text: text} }
+
+type demosOption struct {
+	adapter.EmptyCallOption
+	demos []adapter.Values
 }
 
-// WithDemos sets the module's demos as Values.
+func (o demosOption) applyModule(c *config) { c.demos, c.demosSet = o.demos, true }
+
+// WithDemos sets the demos as Values, for a module or, on a call, for that
+// call. Typed modules also take typed demos (Predict.WithDemos).
 func WithDemos(demos ...adapter.Values) Option {
-	return func(c *config) { c.demos = append([]adapter.Values(nil), demos...) }
+	return demosOption{demos: append([]adapter.Values(nil), demos...)}
 }
 
-// WithCallOptions adds call options to every call (retries, hooks, …).
-func WithCallOptions(opts ...adapter.CallOption) Option {
-	return func(c *config) { c.opts = append(c.opts, opts...) }
+// split separates the module options from the pipeline's.
+func split(opts []adapter.CallOption) (config, []adapter.CallOption) {
+	var c config
+	var rest []adapter.CallOption
+	for _, o := range opts {
+		if m, ok := o.(moduleOption); ok {
+			m.applyModule(&c)
+		} else if o != nil {
+			rest = append(rest, o)
+		}
+	}
+	return c, rest
 }
 
 // Module is the untyped Predict: a signature, its demos and defaults.
 // It is safe for concurrent use; Load and the With methods return new
 // modules.
 type Module struct {
-	sig *signature.Signature
-	cfg config
+	kind     string // Predict or ChainOfThought, in trace events
+	sig      *signature.Signature
+	demos    []adapter.Values
+	defaults adapter.CallOption // adapter.Defaults(the constructor's pipeline options)
+	ignored  []string           // what Load left out
 }
 
-// NewModule returns a module for sig.
+// NewModule returns a module for sig: DSPy's Predict with a signature
+// string (signature.Parse), or any signature.
 func NewModule(sig *signature.Signature, opts ...Option) *Module {
-	m := &Module{sig: sig}
-	for _, o := range opts {
-		o(&m.cfg)
+	c, rest := split(opts)
+	if c.instructions != nil && sig != nil {
+		sig = sig.WithInstructions(*c.instructions)
 	}
-	return m
+	return &Module{kind: "Predict", sig: sig, demos: c.demos, defaults: adapter.Defaults(rest...)}
+}
+
+// NewChainOfThoughtModule returns an untyped ChainOfThought for sig: sig
+// with a reasoning output (str, no description) before its outputs, as
+// dspy.ChainOfThought("question -> answer") builds it.
+func NewChainOfThoughtModule(sig *signature.Signature, opts ...Option) (*Module, error) {
+	if sig == nil {
+		return nil, errors.New("predict: nil signature")
+	}
+	cot, err := withReasoning(sig)
+	if err != nil {
+		return nil, err
+	}
+	m := NewModule(cot, opts...)
+	m.kind = "ChainOfThought"
+	return m, nil
+}
+
+// withReasoning prepends ChainOfThought's reasoning output.
+func withReasoning(sig *signature.Signature) (*signature.Signature, error) {
+	return sig.Prepend(signature.Output, signature.Field{Name: "reasoning"})
 }
 
 // Signature returns the module's signature.
 func (m *Module) Signature() *signature.Signature { return m.sig }
 
 // Demos returns the module's demos.
-func (m *Module) Demos() []adapter.Values { return append([]adapter.Values(nil), m.cfg.demos...) }
+func (m *Module) Demos() []adapter.Values { return append([]adapter.Values(nil), m.demos...) }
 
-// Call runs the module: its demos and defaults, then opts.
+// Call runs the module: its demos and defaults, then opts (which may set
+// this call's demos and instructions).
+//
+// Each run is reported to the call's trace as a module run
+// (adapter.StartModule), its LM call as part of it.
 func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
-	return adapter.Call(ctx, lm, m.sig, m.cfg.demos, inputs, m.callOptions(opts)...)
+	sig, demos, all := m.forCall(opts)
+	ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
+	res, err := adapter.Call(ctx, lm, sig, demos, inputs, all...)
+	done(res, err)
+	return res, err
 }
 
+// Stream runs the module as adapter.Stream does: field deltas, then a Done
+// chunk with the Result.
+func (m *Module) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
+	sig, demos, all := m.forCall(opts)
+	return func(yield func(adapter.Chunk, error) bool) {
+		ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
+		var res *adapter.Result
+		var err error
+		defer func() { done(res, err) }()
+		for ch, e := range adapter.Stream(ctx, lm, sig, demos, inputs, all...) {
+			if ch.Done {
+				res = ch.Result
+			}
+			if err = e; !yield(ch, e) || e != nil {
+				return
+			}
+		}
+	}
+}
+
+// forCall returns a call's signature, demos and pipeline options: the
+// module's, overridden by the call's.
+func (m *Module) forCall(opts []adapter.CallOption) (*signature.Signature, []adapter.Values, []adapter.CallOption) {
+	c, rest := split(opts)
+	sig, demos := m.sig, m.demos
+	if c.instructions != nil && sig != nil {
+		sig = sig.WithInstructions(*c.instructions)
+	}
+	if c.demosSet {
+		demos = c.demos
+	}
+	return sig, demos, m.callOptions(rest)
+}
+
+// callOptions puts the module's defaults before a call's options.
 func (m *Module) callOptions(extra []adapter.CallOption) []adapter.CallOption {
-	var opts []adapter.CallOption
-	if m.cfg.adapter != nil {
-		opts = append(opts, adapter.Default(m.cfg.adapter))
-	}
-	if m.cfg.req != nil {
-		opts = append(opts, adapter.WithRequest(*m.cfg.req))
-	}
-	opts = append(opts, m.cfg.opts...)
-	return append(opts, extra...)
+	return append([]adapter.CallOption{m.defaults}, extra...)
 }
 
 // Predict is DSPy's Predict over Go structs: In's fields are the inputs,
@@ -95,15 +178,11 @@ type Predict[In, Out any] struct {
 
 // New returns a Predict for In and Out.
 func New[In, Out any](opts ...Option) (*Predict[In, Out], error) {
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
-	sig, err := signature.FromStructs[In, Out](c.sigOpts...)
+	sig, err := signature.FromStructs[In, Out]()
 	if err != nil {
 		return nil, err
 	}
-	return &Predict[In, Out]{m: &Module{sig: sig, cfg: c}}, nil
+	return &Predict[In, Out]{m: NewModule(sig, opts...)}, nil
 }
 
 // Module returns the untyped module underneath.
@@ -136,7 +215,7 @@ func (p *Predict[In, Out]) WithDemos(demos ...Demo[In, Out]) (*Predict[In, Out],
 		vals[i] = in
 	}
 	c := *p.m
-	c.cfg.demos = vals
+	c.demos = vals
 	return &Predict[In, Out]{m: &c}, nil
 }
 
@@ -170,6 +249,38 @@ func (p *Predict[In, Out]) CallAll(ctx context.Context, lm adapter.LM, in In, op
 	return outs, res, nil
 }
 
+// Chunk is a typed module's stream event: the adapter's chunk (a field
+// delta, reasoning, tool calls, or the Done chunk with the Result) and, on
+// the Done chunk, the first choice's outputs as Out.
+type Chunk[Out any] struct {
+	adapter.Chunk
+	// Out is the first choice's outputs, on the Done chunk.
+	Out Out
+}
+
+// Stream runs the module on in as a stream: field deltas as they arrive,
+// then a Done chunk carrying the Result and Out.
+func (p *Predict[In, Out]) Stream(ctx context.Context, lm adapter.StreamingLM, in In, opts ...adapter.CallOption) iter.Seq2[Chunk[Out], error] {
+	return func(yield func(Chunk[Out], error) bool) {
+		vals, err := adapter.ValuesOf(in)
+		if err != nil {
+			yield(Chunk[Out]{}, err)
+			return
+		}
+		for ch, err := range p.m.Stream(ctx, lm, vals, opts...) {
+			c := Chunk[Out]{Chunk: ch}
+			if err == nil && ch.Done {
+				if c.Out, err = adapter.Decode[Out](ch.Result.Outputs[0]); err != nil {
+					err = fmt.Errorf("predict: %w", err)
+				}
+			}
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // ChainOfThought is DSPy's ChainOfThought: Predict with a reasoning output
 // (str, no description) placed before Out's fields.
 type ChainOfThought[In, Out any] struct {
@@ -182,11 +293,11 @@ func NewChainOfThought[In, Out any](opts ...Option) (*ChainOfThought[In, Out], e
 	if err != nil {
 		return nil, err
 	}
-	sig, err := p.m.sig.Prepend(signature.Output, signature.Field{Name: "reasoning"})
+	sig, err := withReasoning(p.m.sig)
 	if err != nil {
 		return nil, err
 	}
-	p.m.sig = sig
+	p.m.sig, p.m.kind = sig, "ChainOfThought"
 	return &ChainOfThought[In, Out]{p: p}, nil
 }
 
@@ -195,6 +306,13 @@ func (c *ChainOfThought[In, Out]) Module() *Module { return c.p.m }
 
 // Signature returns the signature, reasoning included.
 func (c *ChainOfThought[In, Out]) Signature() *signature.Signature { return c.p.m.sig }
+
+// Stream runs the module as a stream: the reasoning's deltas (Field
+// "reasoning"), Out's fields' deltas, then a Done chunk carrying the
+// Result (the reasoning is Result.Outputs[0]["reasoning"]) and Out.
+func (c *ChainOfThought[In, Out]) Stream(ctx context.Context, lm adapter.StreamingLM, in In, opts ...adapter.CallOption) iter.Seq2[Chunk[Out], error] {
+	return c.p.Stream(ctx, lm, in, opts...)
+}
 
 // Call runs the module and returns Out and the reasoning.
 func (c *ChainOfThought[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (Out, string, *adapter.Result, error) {

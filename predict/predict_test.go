@@ -14,6 +14,7 @@ import (
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/predict"
+	"github.com/sigwire/adapter/signature"
 )
 
 type Question struct {
@@ -55,8 +56,8 @@ func TestChainOfThoughtAndProgram(t *testing.T) {
 	prog, err := predict.ReadProgram("testdata/program.json")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"generate_answer.predict"}, prog.Names())
-	assert.NotContains(t, prog["generate_answer.predict"].LM, "api_base", "unsafe LM keys are dropped")
-	assert.NotContains(t, prog["generate_answer.predict"].LM, "base_url")
+	assert.NotContains(t, prog.Predictors["generate_answer.predict"].LM, "api_base", "unsafe LM keys are dropped")
+	assert.NotContains(t, prog.Predictors["generate_answer.predict"].LM, "base_url")
 
 	cot, err := predict.NewChainOfThought[Question, Answer]()
 	require.NoError(t, err)
@@ -104,16 +105,34 @@ func ExampleNew() {
 }
 
 // FuzzLoadProgram: a saved program file is untrusted input. LoadProgram and
-// Load never panic, and a loaded module keeps its field names.
+// Load never panic, a loaded module keeps its field names, and its demos
+// format (or fail with an error) without a panic; the same for a ReAct.
 func FuzzLoadProgram(f *testing.F) {
-	saved, err := os.ReadFile("testdata/program.json")
+	// Small seeds: the fuzzer minimises what it finds, which is slow on
+	// large inputs. The shapes of the big real files are in the inline ones.
+	for _, path := range []string{"testdata/program.json", "testdata/realworld/01-dspy-saved_program.json",
+		"testdata/realworld/35-dspy-demo-MIPROv2_program.json"} {
+		saved, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(saved)
+	}
+	f.Add([]byte(`{"p": {"demos": [{"question": 1, "answer": null, "augmented": true}], "signature": {"instructions": "x", "fields": [{"prefix": "Q:", "description": "d"}, {"prefix": "R:"}, {"prefix": "A:"}]}}}`))
+	f.Add([]byte(`{"p": {"demos": [{"nope": "x"}], "signature": {"fields": []}}, "metadata": {}}`))
+	f.Add([]byte(`{"react": {"demos": [{"next_tool_args": {"b": [1.5e3, {"a": null}]}, "question": ["x"]}], "signature": {"instructions": "", "fields": [{}, {}, {}, {}, {}]}, "lm": {"temperature": 1e400}}}`))
+	f.Add([]byte(`{"classify.predict": {"traces": [], "train": [], "demos": [], "signature": {"instructions": "i", "fields": [{"prefix": "Q:", "description": "${question}"}, {"prefix": "A:", "description": "${answer}"}]}, "lm": null}, "module_src": "class X: pass", "retrieve": {"k": 3}, "metadata": {"dependency_versions": {"dspy": "3.3.0"}}}`))
+	f.Add([]byte(`{"generate_answer": {"lm": null, "traces": [], "train": [], "demos": [{"augmented": true, "question": "q", "answer": "a", "dspy_uuid": "u"}]}}`))
+	f.Add([]byte(`{"react.predict": {"demos": [{"question": "q", "trajectory": [{"reasoning": "r", "args": {"z": 1, "a": 2}}], "answer": 3.0}], "signature": {"instructions": "i", "fields": [{"prefix": "Q:", "description": "${question}"}, {"prefix": "R:", "description": "${reasoning}"}, {"prefix": "A:", "description": "${answer}"}]}, "extended_signature": {"instructions": "x", "fields": []}}}`))
+	cot, err := predict.NewChainOfThought[Question, Answer]()
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(saved)
-	f.Add([]byte(`{"p": {"demos": [{"question": 1, "answer": null, "augmented": true}], "signature": {"instructions": "x", "fields": [{"prefix": "Q:", "description": "d"}, {"prefix": "R:"}, {"prefix": "A:"}]}}}`))
-	f.Add([]byte(`{"p": {"demos": [{"nope": "x"}], "signature": {"fields": []}}, "metadata": {}}`))
-	cot, err := predict.NewChainOfThought[Question, Answer]()
+	sig, err := signature.Parse("question -> answer")
+	if err != nil {
+		f.Fatal(err)
+	}
+	agent, err := predict.NewReAct(sig, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -123,6 +142,7 @@ func FuzzLoadProgram(f *testing.F) {
 			return
 		}
 		for _, name := range prog.Names() {
+			_ = prog.Predictors[name].Request()
 			c, err := cot.Load(prog, name)
 			if err != nil {
 				continue
@@ -130,6 +150,11 @@ func FuzzLoadProgram(f *testing.F) {
 			if got := c.Signature().Output(1).Name; got != "answer" {
 				t.Fatalf("loaded module renamed a field: %q", got)
 			}
+			_, _ = adapter.Chat{}.Format(c.Signature(), c.Module().Demos(), adapter.Values{"question": "q"})
+		}
+		if r, err := agent.Load(prog); err == nil {
+			_, _ = adapter.Chat{}.Format(r.React().Signature(), r.React().Demos(), adapter.Values{"question": "q", "trajectory": ""})
+			_, _ = adapter.JSON{}.Format(r.Extract().Signature(), r.Extract().Demos(), adapter.Values{"question": "q", "trajectory": ""})
 		}
 	})
 }

@@ -5,52 +5,124 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
-// Program is a program DSPy saved with program.save("x.json"): its
-// predictors by path ("predict", "generate_answer.predict", …).
-type Program map[string]SavedPredictor
+// Program is a program DSPy saved with program.save("x.json"): the saved
+// state of each predictor, by path ("predict", "generate_answer.predict",
+// "react", "extract.predict", …).
+type Program struct {
+	// Predictors holds each predictor's saved state by path.
+	Predictors map[string]SavedPredictor
+	// Skipped names the top-level members that are not predictor states,
+	// which loading leaves alone as DSPy does: "metadata", a retriever's
+	// {"k": 3}, dspy.Flex's "module_src".
+	Skipped []string
+	// DSPyVersion is the DSPy version metadata.dependency_versions names
+	// ("" in files saved before DSPy 2.6, which have no metadata).
+	DSPyVersion string
+}
 
 // SavedPredictor is one predictor's saved state.
 type SavedPredictor struct {
-	Demos     []map[string]json.RawMessage `json:"demos"`
-	Signature signature.State              `json:"signature"`
+	// Demos are the demos as saved: field name → JSON value, plus DSPy's
+	// "augmented" flag and whatever else the training examples carried.
+	Demos []map[string]json.RawMessage `json:"demos"`
+	// Signature is the saved instructions and field texts.
+	Signature signature.State `json:"signature"`
+	// ExtendedSignature is the state DSPy 2.5 saved for a ChainOfThought
+	// (its reasoning field included), where MIPROv2 wrote the optimised
+	// instructions. Load refuses a predictor that has one, as DSPy 2.6+
+	// does: loading Signature alone would lose the optimisation.
+	ExtendedSignature *signature.State `json:"extended_signature,omitempty"`
 	// LM is the saved LM configuration, without the endpoint keys DSPy
-	// itself drops from untrusted files (api_base, base_url, model_list).
+	// drops from untrusted files (api_base, base_url, model_list) and
+	// without api_key. Load does not apply it; see Request.
 	LM map[string]any `json:"lm"`
+
+	noSignature bool // saved before DSPy 2.5: no signature state
 }
 
-// unsafeLMKeys are the LM keys DSPy drops unless the file is trusted.
-var unsafeLMKeys = []string{"api_base", "base_url", "model_list"}
+// unsafeLMKeys are the LM keys DSPy drops unless the file is trusted, and
+// the credential a saved file should never carry.
+var unsafeLMKeys = []string{"api_base", "base_url", "model_list", "api_key"}
 
-// LoadProgram reads a saved program. The "metadata" member is skipped;
-// the LM endpoint keys DSPy treats as unsafe are dropped.
+// UnmarshalJSON reads a predictor's state, noting a state saved before
+// DSPy 2.5 (no "signature" member) and dropping the unsafe LM keys.
+func (sp *SavedPredictor) UnmarshalJSON(b []byte) error {
+	type plain SavedPredictor
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	_, has := keys["signature"]
+	p.noSignature = !has
+	for _, u := range unsafeLMKeys {
+		delete(p.LM, u)
+	}
+	*sp = SavedPredictor(p)
+	return nil
+}
+
+// isPredictorState reports whether a top-level member is a predictor's
+// state: an object with demos or a signature (DSPy writes both since 2.5,
+// demos alone before).
+func isPredictorState(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, demos := m["demos"]
+	_, sig := m["signature"]
+	return demos || sig
+}
+
+// LoadProgram reads a saved program. Top-level members that are not
+// predictor states are listed in Skipped; the LM endpoint keys DSPy treats
+// as unsafe are dropped. A malformed predictor state is an error naming it.
 func LoadProgram(r io.Reader) (Program, error) {
 	var raw map[string]json.RawMessage
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("predict: saved program: %w", err)
+		return Program{}, fmt.Errorf("predict: saved program: %w", err)
 	}
-	prog := Program{}
+	prog := Program{Predictors: map[string]SavedPredictor{}}
 	for k, v := range raw {
-		if k == "metadata" {
+		if k == "metadata" || !isPredictorState(v) {
+			prog.Skipped = append(prog.Skipped, k)
+			if k == "metadata" {
+				var md struct {
+					Versions struct {
+						DSPy string `json:"dspy"`
+					} `json:"dependency_versions"`
+				}
+				if json.Unmarshal(v, &md) == nil {
+					prog.DSPyVersion = md.Versions.DSPy
+				}
+			}
 			continue
 		}
 		var sp SavedPredictor
 		if err := json.Unmarshal(v, &sp); err != nil {
-			return nil, fmt.Errorf("predict: saved program: predictor %q: %w", k, err)
+			return Program{}, fmt.Errorf("predict: saved program: predictor %q: %w", k, err)
 		}
-		for _, u := range unsafeLMKeys {
-			delete(sp.LM, u)
-		}
-		prog[k] = sp
+		prog.Predictors[k] = sp
 	}
+	slices.Sort(prog.Skipped)
 	return prog, nil
 }
 
@@ -58,7 +130,7 @@ func LoadProgram(r io.Reader) (Program, error) {
 func ReadProgram(path string) (Program, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("predict: %w", err)
+		return Program{}, fmt.Errorf("predict: %w", err)
 	}
 	defer f.Close()
 	return LoadProgram(f)
@@ -66,60 +138,186 @@ func ReadProgram(path string) (Program, error) {
 
 // Names lists the program's predictor paths, sorted.
 func (p Program) Names() []string {
-	names := make([]string, 0, len(p))
-	for k := range p {
+	names := make([]string, 0, len(p.Predictors))
+	for k := range p.Predictors {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	return names
 }
 
+// Request returns the generation options of the saved LM as a request
+// template for WithRequest: temperature (0 as adapter.ZeroTemperature),
+// max_tokens, top_p, n, stop, seed and the penalties. The model is left
+// out: DSPy saves LiteLLM's provider-prefixed name ("openai/gpt-4o-mini"),
+// which an OpenAI-compatible endpoint does not know; LM["model"] has it.
+func (sp SavedPredictor) Request() openai.ChatCompletionRequest {
+	var req openai.ChatCompletionRequest
+	num := func(k string) (float64, bool) {
+		f, ok := sp.LM[k].(float64)
+		return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	if f, ok := num("temperature"); ok {
+		req.Temperature = float32(f)
+		if f == 0 {
+			req.Temperature = adapter.ZeroTemperature
+		}
+	}
+	if f, ok := num("top_p"); ok {
+		req.TopP = float32(f)
+	}
+	if f, ok := num("presence_penalty"); ok {
+		req.PresencePenalty = float32(f)
+	}
+	if f, ok := num("frequency_penalty"); ok {
+		req.FrequencyPenalty = float32(f)
+	}
+	if f, ok := num("max_tokens"); ok && f >= 1 && f <= math.MaxInt32 {
+		req.MaxTokens = int(f)
+	}
+	if f, ok := num("n"); ok && f >= 1 && f <= 128 {
+		req.N = int(f)
+	}
+	if f, ok := num("seed"); ok && f >= math.MinInt32 && f <= math.MaxInt32 {
+		s := int(f)
+		req.Seed = &s
+	}
+	switch s := sp.LM["stop"].(type) {
+	case string:
+		req.Stop = []string{s}
+	case []any:
+		for _, x := range s {
+			if t, ok := x.(string); ok {
+				req.Stop = append(req.Stop, t)
+			}
+		}
+	}
+	return req
+}
+
 // Load returns a copy of m with the saved predictor name's instructions,
-// field prefixes and descriptions, and demos (augmented ones included).
-// It refuses a predictor whose fields do not line up with m's signature:
-// a different number of fields, or demo keys that name no field.
+// field prefixes and descriptions, and demos (augmented ones included), as
+// DSPy's load_state does.
+//
+// As in DSPy, demo keys that name no field of m's signature (a training
+// example's dspy_uuid, gold labels, another predictor's fields) are left
+// out, and every demo value keeps its saved JSON: a list in a str field is
+// shown as DSPy shows it, objects keep their key order. Ignored lists what
+// was left out. Load refuses a predictor whose fields do not line up with
+// the signature (another number of fields), one saved before DSPy 2.5 (no
+// signature state), and one saved by DSPy 2.5 with an extended_signature,
+// whose optimised instructions DSPy 2.6+ cannot load either.
 func (m *Module) Load(prog Program, name string) (*Module, error) {
-	sp, ok := prog[name]
+	sp, ok := prog.Predictors[name]
 	if !ok {
 		return nil, fmt.Errorf("predict: saved program has no predictor %q (it has %s)", name, strings.Join(prog.Names(), ", "))
+	}
+	if sp.noSignature {
+		return nil, fmt.Errorf("predict: predictor %q was saved before DSPy 2.5 (no signature state): DSPy 2.6+ cannot load it either; re-save it with a current DSPy", name)
+	}
+	if sp.ExtendedSignature != nil {
+		return nil, fmt.Errorf("predict: predictor %q was saved by DSPy 2.5 with an extended_signature, which holds the instructions it ran (the optimised ones); DSPy 2.6+ refuses to load it too: re-save it with a current DSPy", name)
 	}
 	sig, err := m.sig.WithState(sp.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("predict: predictor %q: %w", name, err)
 	}
+	var ignored []string
 	demos := make([]adapter.Values, 0, len(sp.Demos))
 	for i, d := range sp.Demos {
 		vals := adapter.Values{}
+		var unknown []string
 		for k, raw := range d {
 			if k == "augmented" {
 				continue
 			}
 			f, _, ok := sig.Field(k)
 			if !ok {
-				return nil, fmt.Errorf("predict: predictor %q: demo %d: %q is not a field of %s", name, i+1, k, sig)
-			}
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.UseNumber()
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				return nil, fmt.Errorf("predict: predictor %q: demo %d: %s: %w", name, i+1, k, err)
-			}
-			if v == nil {
-				vals[k] = nil
+				unknown = append(unknown, k)
 				continue
 			}
-			gv, err := value.FromJSON(v, f.Spec)
+			v, err := demoValue(raw, f)
 			if err != nil {
 				return nil, fmt.Errorf("predict: predictor %q: demo %d: field %q: %w", name, i+1, k, err)
 			}
-			vals[k] = gv
+			vals[k] = v
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			ignored = append(ignored, fmt.Sprintf("demo %d: %s: not fields of the signature", i+1, strings.Join(quoteAll(unknown), ", ")))
 		}
 		demos = append(demos, vals)
 	}
+	if len(sp.LM) > 0 {
+		ignored = append(ignored, fmt.Sprintf("lm: the saved LM settings are not applied (model %s); pass SavedPredictor.Request() to WithRequest to use its options", pyjson.Repr(sp.LM["model"])))
+	}
 	c := *m
-	c.sig, c.cfg.demos = sig, demos
+	c.sig, c.demos, c.ignored = sig, demos, ignored
 	return &c, nil
 }
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+// demoValue reads a saved demo value as DSPy holds it: the JSON value
+// itself (objects in their saved key order, integers as int, other numbers
+// as float64), which formatting renders exactly as DSPy renders a demo's
+// raw value. Fields of struct or custom types (Image, a model) take their
+// Go value instead, since only that can format them: a type that decodes
+// JSON itself reads the saved text (its key order with it).
+func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
+	v, err := pyjson.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil || !needsGoValue(f.Spec, 0) {
+		return v, nil
+	}
+	if t := f.Spec.GoType(); t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		p := reflect.New(t)
+		if err := p.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err == nil {
+			return p.Elem().Interface(), nil
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var plain any
+	if err := dec.Decode(&plain); err != nil {
+		return nil, err
+	}
+	return value.FromJSON(plain, f.Spec)
+}
+
+var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// needsGoValue reports whether a type holds a struct or custom type.
+func needsGoValue(t *signature.TypeSpec, depth int) bool {
+	if t == nil || depth > 32 {
+		return false
+	}
+	switch t.Kind() {
+	case signature.KindStruct, signature.KindCustom:
+		return true
+	case signature.KindEnum:
+		return t.GoType().Kind() != reflect.String
+	}
+	for _, o := range t.Options() {
+		if needsGoValue(o, depth+1) {
+			return true
+		}
+	}
+	return needsGoValue(t.Elem(), depth+1) || needsGoValue(t.Key(), depth+1)
+}
+
+// Ignored lists what Load left out of the saved predictor, one line each:
+// demo keys that name no field (DSPy ignores them too) and the saved LM
+// settings. It is nil for a module that was not loaded.
+func (m *Module) Ignored() []string { return slices.Clone(m.ignored) }
 
 // Load is Module.Load for a typed Predict.
 func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], error) {

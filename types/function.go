@@ -9,6 +9,8 @@ import (
 	"reflect"
 
 	"github.com/invopop/jsonschema"
+
+	adapter "github.com/sigwire/adapter"
 )
 
 // Func is a Go function a Tool calls: typed arguments in, a result out.
@@ -49,6 +51,10 @@ func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	return Tool{Name: name, Desc: desc, Args: props, call: call}, nil
 }
 
+// Callable reports whether the tool has a function to call (NewTool made
+// it), as opposed to a Tool read from JSON to be shown in prompts.
+func (t Tool) Callable() bool { return t.call != nil }
+
 // Call runs the tool with JSON arguments. A Tool built without a function
 // (from JSON, for prompts) cannot be called.
 func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
@@ -65,34 +71,45 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 // results, errors included as results (IsError), in call order. A call
 // whose arguments could not be read (its Err is set) is not run: its
 // result is the error, for the model to see and correct. Once ctx is done,
-// the remaining calls are not run either.
+// the remaining calls are not run either. Every call is reported to the
+// trace on ctx (adapter.WithTrace): ToolStart with its arguments (for a
+// call whose arguments could not be read, their text as a JSON string),
+// ToolDone with its result or error (an unknown tool, unreadable arguments
+// and a call not run included).
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
 		byName[t.Name] = t
 	}
+	tr := adapter.CallTrace(ctx)
 	out := ToolCallResults{Results: make([]ToolCallResult, 0, len(tc.Calls))}
 	for _, c := range tc.Calls {
 		res := ToolCallResult{CallID: c.ID, Name: c.Name}
-		if c.Err != nil {
-			res.Value, res.IsError = fmt.Sprintf("the call to %q was not run: its arguments could not be read (%v); send them again as one JSON object", c.Name, c.Err), true
-			out.Results = append(out.Results, res)
-			continue
+		var args []byte
+		var err error
+		switch {
+		case c.Err != nil:
+			args, err = json.Marshal(c.RawArgs)
+		case c.Args == nil:
+			args = []byte("{}")
+		default:
+			args, err = json.Marshal(c.Args)
 		}
-		if err := ctx.Err(); err != nil {
-			res.Value, res.IsError = fmt.Sprintf("the call to %q was not run: %v", c.Name, err), true
-			out.Results = append(out.Results, res)
-			continue
-		}
-		t, ok := byName[c.Name]
-		if !ok {
-			res.Value, res.IsError = fmt.Sprintf("no tool named %q", c.Name), true
-			out.Results = append(out.Results, res)
-			continue
-		}
-		args, err := json.Marshal(c.Args)
 		if err == nil {
-			res.Value, err = t.Call(ctx, args)
+			info := adapter.ToolStartInfo{Tool: c.Name, ToolCallID: c.ID, Args: args}
+			res.Value, err = tr.RunTool(ctx, info, func(ctx context.Context) (any, error) {
+				if c.Err != nil {
+					return nil, fmt.Errorf("the call to %q was not run: its arguments could not be read (%w); send them again as one JSON object", c.Name, c.Err)
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("the call to %q was not run: %w", c.Name, err)
+				}
+				t, ok := byName[c.Name]
+				if !ok {
+					return nil, fmt.Errorf("no tool named %q", c.Name)
+				}
+				return t.Call(ctx, args)
+			})
 		}
 		if err != nil {
 			res.Value, res.IsError = err.Error(), true

@@ -42,7 +42,7 @@ func main() {
 		log.Fatal(err)
 	}
 	opts := []adapter.CallOption{
-		adapter.Timeout(10 * time.Second),
+		adapter.WithTimeout(10 * time.Second),
 		adapter.WithRetry(adapter.RetryPolicy{MaxRetries: 3, BaseDelay: 10 * time.Millisecond}),
 	}
 	inputs := []adapter.Values{{"city": "Paris"}, {"city": "Lima"}, {"city": "Oslo"}, {"city": "Quito"}}

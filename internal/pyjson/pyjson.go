@@ -177,6 +177,9 @@ func appendRepr(b []byte, v reflect.Value, depth int) ([]byte, error) {
 	if !v.IsValid() {
 		return append(b, "None"...), nil
 	}
+	if v.Type() == objectType {
+		return appendObjectRepr(b, v.Interface().(Object), depth)
+	}
 	if implementsMarshaler(v.Type()) {
 		j, err := marshal(v, depth)
 		if err != nil {
@@ -356,6 +359,9 @@ func (e encoder) appendJSON(b []byte, v reflect.Value, depth int) ([]byte, error
 		}
 	}
 	t := v.Type()
+	if t == objectType {
+		return e.appendObject(b, v.Interface().(Object), depth)
+	}
 	if t != numberType && (v.Kind() != reflect.Pointer || !v.IsNil()) && (v.Kind() != reflect.Interface) {
 		if t.Implements(marshalerType) {
 			j, err := v.Interface().(json.Marshaler).MarshalJSON()

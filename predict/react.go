@@ -1,0 +1,602 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
+)
+
+// DefaultMaxIters is the number of tool calls a ReAct run makes at most
+// unless MaxIters says otherwise: DSPy's default.
+const DefaultMaxIters = 20
+
+// MaxIters sets how many steps (tool calls) a ReAct run makes at most
+// before it extracts the outputs from what it has (default 20, as DSPy),
+// for a ReAct or, on a call, for that call.
+func MaxIters(n int) Option { return maxItersOption{n: n} }
+
+type maxItersOption struct {
+	adapter.EmptyCallOption
+	n int
+}
+
+func (o maxItersOption) applyModule(c *config) { c.maxIters = &o.n }
+
+// ReAct is DSPy's dspy.ReAct: an agent that, step by step, thinks, picks a
+// tool and its arguments, and reads the tool's result, until it calls the
+// finish tool or runs out of steps; then a ChainOfThought extracts the
+// signature's outputs from the trajectory. Its two predictors, "react" and
+// "extract.predict", send exactly the prompts DSPy 3.3.1 sends, so a
+// program optimised with DSPy loads with Load and runs here unchanged.
+//
+// A ReAct is safe for concurrent use; Load returns a new one.
+type ReAct struct {
+	sig      *signature.Signature
+	tools    []types.Tool // the caller's tools, then finish
+	byName   map[string]types.Tool
+	maxIters int
+	react    *Module
+	extract  *Module
+}
+
+// finishName is the tool that ends a run.
+const finishName = "finish"
+
+var strSpec = func() *signature.TypeSpec {
+	s, err := signature.SpecOf(reflect.TypeFor[string]())
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// NewReAct returns a ReAct for sig that may call tools, which must be
+// callable (built with types.NewTool) and have distinct names other than
+// "finish", which ReAct adds. Options: MaxIters, and adapter.CallOptions
+// (adapter.UseAdapter, adapter.WithRequest, …), which apply to both
+// predictors as their defaults; demos come from Load.
+func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*ReAct, error) {
+	if sig == nil {
+		return nil, errors.New("predict: ReAct: nil signature")
+	}
+	cfg, rest := split(opts)
+	if cfg.instructions != nil || cfg.demosSet {
+		return nil, errors.New("predict: ReAct: WithInstructions and WithDemos do not apply (give the signature its instructions; demos come from Load)")
+	}
+	maxIters := DefaultMaxIters
+	if cfg.maxIters != nil {
+		if maxIters = *cfg.maxIters; maxIters < 0 {
+			return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", maxIters)
+		}
+	}
+	r := &ReAct{sig: sig, maxIters: maxIters, byName: map[string]types.Tool{}}
+	for _, t := range tools {
+		switch {
+		case t.Name == "":
+			return nil, errors.New("predict: ReAct: a tool has no name")
+		case t.Name == finishName:
+			return nil, errors.New(`predict: ReAct: "finish" is the tool ReAct adds to end a run; name yours otherwise`)
+		case !t.Callable():
+			return nil, fmt.Errorf("predict: ReAct: tool %s has no function (build it with types.NewTool)", t.Name)
+		}
+		if _, dup := r.byName[t.Name]; dup {
+			return nil, fmt.Errorf("predict: ReAct: two tools are named %s", t.Name)
+		}
+		r.byName[t.Name] = t
+		r.tools = append(r.tools, t)
+	}
+	outputs := quotedNames(sig.Outputs())
+	finish, err := types.NewTool(finishName,
+		"Marks the task as complete. That is, signals that all information for producing the outputs, i.e. "+outputs+", are now available to be extracted.",
+		func(context.Context, struct{}) (string, error) { return "Completed.", nil })
+	if err != nil {
+		return nil, err
+	}
+	r.byName[finishName] = finish
+	r.tools = append(r.tools, finish)
+
+	reactSig, err := r.reactSignature()
+	if err != nil {
+		return nil, fmt.Errorf("predict: ReAct: %w", err)
+	}
+	extractSig, err := extractSignature(sig)
+	if err != nil {
+		return nil, fmt.Errorf("predict: ReAct: %w", err)
+	}
+	r.react = NewModule(reactSig, rest...)
+	r.extract = NewModule(extractSig, rest...)
+	r.extract.kind = "ChainOfThought"
+	return r, nil
+}
+
+func quotedNames(fs []signature.Field) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = "`" + f.Name + "`"
+	}
+	return strings.Join(names, ", ")
+}
+
+// reactSignature is DSPy's react signature: the task's inputs, then
+// trajectory; next_thought, next_tool_name (one of the tools' names) and
+// next_tool_args; the agent instructions listing the tools.
+func (r *ReAct) reactSignature() (*signature.Signature, error) {
+	sig := r.sig
+	var instr []string
+	if sig.Instructions() != "" {
+		instr = append(instr, sig.Instructions()+"\n")
+	}
+	inputs, outputs := quotedNames(sig.Inputs()), quotedNames(sig.Outputs())
+	instr = append(instr,
+		"You are an Agent. In each episode, you will be given the fields "+inputs+" as input. And you can see your past trajectory so far.",
+		"Your goal is to use one or more of the supplied tools to collect any necessary information for producing "+outputs+".\n",
+		"To do this, you will interleave next_thought, next_tool_name, and next_tool_args in each turn, and also when finishing the task.",
+		"After each tool call, you receive a resulting observation, which gets appended to your trajectory.\n",
+		"When writing next_thought, you may reason about the current situation and plan for future steps.",
+		"When selecting the next_tool_name and its next_tool_args, the tool must be one of:\n",
+	)
+	names := make([]any, len(r.tools))
+	for i, t := range r.tools {
+		instr = append(instr, "("+strconv.Itoa(i+1)+") "+t.String())
+		names[i] = t.Name
+	}
+	instr = append(instr, "When providing `next_tool_args`, the value inside the field must be in JSON format")
+	lit, err := signature.Literal(names...)
+	if err != nil {
+		return nil, err
+	}
+	react := sig
+	for _, f := range sig.Outputs() {
+		react = react.Delete(f.Name)
+	}
+	for _, f := range []struct {
+		role  signature.Role
+		field signature.Field
+	}{
+		{signature.Input, signature.Field{Name: "trajectory"}},
+		{signature.Output, signature.Field{Name: "next_thought"}},
+		{signature.Output, signature.Field{Name: "next_tool_name", Spec: lit}},
+		{signature.Output, signature.Field{Name: "next_tool_args", Type: reflect.TypeFor[ToolArgs]()}},
+	} {
+		if react, err = react.Append(f.role, f.field); err != nil {
+			return nil, err
+		}
+	}
+	return react.WithInstructions(strings.Join(instr, "\n")), nil
+}
+
+// extractSignature is DSPy's extract ChainOfThought: the task's inputs,
+// then trajectory; reasoning, then the task's outputs; its instructions.
+func extractSignature(sig *signature.Signature) (*signature.Signature, error) {
+	ex, err := sig.Append(signature.Input, signature.Field{Name: "trajectory"})
+	if err != nil {
+		return nil, err
+	}
+	if ex, err = ex.Prepend(signature.Output, signature.Field{Name: "reasoning"}); err != nil {
+		return nil, err
+	}
+	return ex.WithInstructions(sig.Instructions()), nil
+}
+
+// Signature returns the task signature.
+func (r *ReAct) Signature() *signature.Signature { return r.sig }
+
+// React returns the "react" predictor: the module that picks each step.
+func (r *ReAct) React() *Module { return r.react }
+
+// Extract returns the "extract.predict" predictor: the ChainOfThought that
+// reads the outputs from the trajectory.
+func (r *ReAct) Extract() *Module { return r.extract }
+
+// Tools returns the tools the agent may call, finish last.
+func (r *ReAct) Tools() []types.Tool { return slices.Clone(r.tools) }
+
+// Load returns a copy of r with the saved "react" and "extract.predict"
+// predictors of prog (instructions, field texts, demos) loaded as
+// Module.Load loads them. For a ReAct saved inside another module, load
+// prog.Sub("its.path").
+func (r *ReAct) Load(prog Program) (*ReAct, error) {
+	react, err := r.react.Load(prog, "react")
+	if err != nil {
+		return nil, err
+	}
+	extract, err := r.extract.Load(prog, "extract.predict")
+	if err != nil {
+		return nil, err
+	}
+	c := *r
+	c.react, c.extract = react, extract
+	return &c, nil
+}
+
+// Ignored lists what Load left out of the two saved predictors, each line
+// prefixed by the predictor's name.
+func (r *ReAct) Ignored() []string {
+	var out []string
+	for _, p := range []struct {
+		name string
+		m    *Module
+	}{{"react", r.react}, {"extract.predict", r.extract}} {
+		for _, s := range p.m.Ignored() {
+			out = append(out, p.name+": "+s)
+		}
+	}
+	return out
+}
+
+// Sub returns the predictors saved under path (a module holding the
+// program's module as an attribute), with "path." removed from their
+// names: prog.Sub("react") of a program whose predictors are
+// "react.react" and "react.extract.predict".
+func (p Program) Sub(path string) Program {
+	sub := Program{Predictors: map[string]SavedPredictor{}, DSPyVersion: p.DSPyVersion}
+	for k, v := range p.Predictors {
+		if rest, ok := strings.CutPrefix(k, path+"."); ok {
+			sub.Predictors[rest] = v
+		}
+	}
+	return sub
+}
+
+// Trajectory is what a ReAct run did, step by step. It marshals to DSPy's
+// trajectory object, in order: {"thought_0": …, "tool_name_0": …,
+// "tool_args_0": {…}, "observation_0": …, "thought_1": …}.
+type Trajectory []Step
+
+// Step is one step of a run: the model's thought, the tool it called with
+// which arguments, and what came back.
+type Step struct {
+	// Index numbers the step in the trajectory's keys (thought_<Index>).
+	// When the context window forced the oldest steps out, the remaining
+	// ones keep their numbers, as in DSPy.
+	Index   int
+	Thought string
+	Tool    string
+	Args    ToolArgs
+	// Observation is the tool's result or, when it failed, the text the
+	// model was shown: "Execution error in <tool>: <error>".
+	Observation any
+	// Err is the tool's error, nil when it succeeded.
+	Err error
+}
+
+// MarshalJSON writes DSPy's trajectory object.
+func (t Trajectory) MarshalJSON() ([]byte, error) {
+	var o pyjson.Object
+	for _, s := range t {
+		n := strconv.Itoa(s.Index)
+		o.Set("thought_"+n, s.Thought)
+		o.Set("tool_name_"+n, s.Tool)
+		o.Set("tool_args_"+n, s.Args)
+		o.Set("observation_"+n, s.Observation)
+	}
+	return o.MarshalJSON()
+}
+
+// text renders the trajectory as DSPy's adapters show it to the model:
+// one "[[ ## key ## ]]" block per key, values as a str field shows them.
+func (t Trajectory) text() (string, error) {
+	var b strings.Builder
+	for _, s := range t {
+		n := strconv.Itoa(s.Index)
+		for _, kv := range [...]struct {
+			key string
+			v   any
+		}{{"thought_" + n, s.Thought}, {"tool_name_" + n, s.Tool}, {"tool_args_" + n, s.Args}, {"observation_" + n, s.Observation}} {
+			text, err := adapter.FormatValue(kv.v, signature.Field{Name: kv.key, Spec: strSpec})
+			if err != nil {
+				return "", err
+			}
+			b.WriteString("\n\n[[ ## ")
+			b.WriteString(kv.key)
+			b.WriteString(" ## ]]\n")
+			b.WriteString(text)
+		}
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// run is one ReAct run's state.
+type run struct {
+	r      *ReAct
+	ctx    context.Context
+	lm     adapter.LM
+	inputs adapter.Values
+	opts   []adapter.CallOption
+	traj   Trajectory
+	total  *adapter.Result
+	// maxIters is this call's step limit.
+	maxIters int
+	// status reports a tool starting and ending (Stream); false stops.
+	status func(string) bool
+	// sent is set once a chunk of the extract stream reached the caller:
+	// from then on nothing is retried.
+	sent bool
+}
+
+// Call runs the agent on inputs: up to MaxIters steps, each an LM call
+// that picks a tool and a run of that tool, then the extract call. The
+// Result's Outputs[0] holds the extract's outputs (reasoning and the
+// signature's outputs) and "trajectory", a Trajectory; Calls and Usage
+// count every LM call. inputs may hold "max_iters" (an int) to override
+// MaxIters for this call, as in DSPy, unless the signature has such an
+// input.
+//
+// As in DSPy, a tool's error becomes the step's observation and the run
+// goes on; a reply naming no tool the agent has (after the adapter's
+// fallback) ends the steps and goes to the extract call; when the prompt
+// exceeds the context window (errors.Is(err, adapter.ErrContextWindow)),
+// the oldest step is dropped and the call tried again, up to three times.
+// Every tool run is reported to the call's Trace (ToolStart, ToolDone).
+func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
+	ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
+	res, err := r.call(ctx, lm, inputs, opts)
+	done(res, err)
+	return res, err
+}
+
+func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*adapter.Result, error) {
+	st, err := r.start(ctx, lm, inputs, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.steps(); err != nil {
+		return st.total, err
+	}
+	res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
+		return r.extract.Call(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...)
+	})
+	if err != nil {
+		return st.total, err
+	}
+	return st.finish(res), nil
+}
+
+func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
+	maxIters := r.maxIters
+	c, opts := split(opts)
+	switch {
+	case c.instructions != nil || c.demosSet:
+		return nil, errors.New("predict: ReAct: WithInstructions and WithDemos do not apply to a call (they would change both predictors)")
+	case c.maxIters != nil && *c.maxIters < 0:
+		return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", *c.maxIters)
+	case c.maxIters != nil:
+		maxIters = *c.maxIters
+	}
+	if v, ok := inputs["max_iters"]; ok {
+		if _, _, isField := r.sig.Field("max_iters"); !isField {
+			n, ok := wholeNumber(v)
+			if !ok || n < 0 {
+				return nil, fmt.Errorf("predict: ReAct: max_iters %v is not a number of steps", v)
+			}
+			maxIters = n
+			inputs = withoutInput(inputs, "max_iters")
+		}
+	}
+	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
+		status: func(string) bool { return true }}, nil
+}
+
+func wholeNumber(v any) (int, bool) {
+	rv := reflect.ValueOf(v)
+	switch {
+	case rv.CanInt():
+		return int(rv.Int()), rv.Int() <= math.MaxInt32
+	case rv.CanUint():
+		return int(rv.Uint()), rv.Uint() <= math.MaxInt32
+	case rv.CanFloat():
+		f := rv.Float()
+		return int(f), f == math.Trunc(f) && math.Abs(f) <= math.MaxInt32
+	}
+	return 0, false
+}
+
+func withInput(in adapter.Values, k string, v any) adapter.Values {
+	out := make(adapter.Values, len(in)+1)
+	for key, val := range in {
+		out[key] = val
+	}
+	out[k] = v
+	return out
+}
+
+func withoutInput(in adapter.Values, k string) adapter.Values {
+	out := make(adapter.Values, len(in))
+	for key, val := range in {
+		if key != k {
+			out[key] = val
+		}
+	}
+	return out
+}
+
+// errStopped ends a stream whose consumer stopped reading.
+var errStopped = errors.New("predict: stream stopped")
+
+// Status messages a streaming ReAct sends around each tool run: DSPy's
+// StatusMessageProvider defaults.
+func toolStartStatus(tool string) string { return "Calling tool " + tool + "..." }
+
+const toolEndStatus = "Tool calling finished! Querying the LLM with tool calling results..."
+
+// steps runs the react loop: a call that picks a tool, the tool's run,
+// until finish or maxIters.
+func (st *run) steps() error {
+	tr := adapter.CallTrace(st.ctx, st.r.react.callOptions(st.opts)...)
+	for idx := range st.maxIters {
+		var callID uint64
+		idHook := adapter.UseTrace(&adapter.Trace{FormatDone: func(i adapter.FormatInfo) { callID = i.CallID }})
+		res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
+			return st.r.react.Call(st.ctx, st.lm, withInput(st.inputs, "trajectory", text), append(slices.Clip(st.opts), idHook)...)
+		})
+		if err != nil {
+			if errors.Is(err, adapter.ErrContextWindow) || toolChoiceError(err) {
+				break // DSPy ends the steps and extracts from what it has
+			}
+			return err
+		}
+		pred := res.Outputs[0]
+		step := Step{Index: idx}
+		step.Thought, _ = pred["next_thought"].(string)
+		step.Tool, _ = pred["next_tool_name"].(string)
+		step.Args, _ = pred["next_tool_args"].(ToolArgs)
+		args, _ := step.Args.MarshalJSON()
+		if !st.status(toolStartStatus(step.Tool)) {
+			return errStopped
+		}
+		obs, err := tr.RunTool(st.ctx, adapter.ToolStartInfo{CallID: callID, Tool: step.Tool, Args: args}, func(ctx context.Context) (any, error) {
+			tool, ok := st.r.byName[step.Tool]
+			if !ok {
+				return nil, fmt.Errorf("no tool named %q", step.Tool)
+			}
+			return tool.Call(ctx, args)
+		})
+		if err == nil {
+			if _, ferr := adapter.FormatValue(obs, signature.Field{Name: "observation", Spec: strSpec}); ferr != nil {
+				err = fmt.Errorf("its result cannot be shown to the model: %w", ferr)
+			}
+		}
+		if err != nil {
+			step.Observation, step.Err = fmt.Sprintf("Execution error in %s: %v", step.Tool, err), err
+		} else {
+			step.Observation = obs
+		}
+		st.traj = append(st.traj, step)
+		if !st.status(toolEndStatus) {
+			return errStopped
+		}
+		if step.Tool == finishName {
+			break
+		}
+	}
+	return nil
+}
+
+// toolChoiceError reports a reply that has the react fields but one whose
+// value is not of its type — a tool the agent does not have, arguments
+// that are not an object — after the adapter's fallback: DSPy's ValueError,
+// on which ReAct stops stepping and extracts.
+func toolChoiceError(err error) bool {
+	var pe *adapter.ParseError
+	return errors.As(err, &pe) && pe.Field != "" &&
+		!errors.Is(err, adapter.ErrMissingField) && !errors.Is(err, adapter.ErrTruncated) &&
+		!errors.Is(err, adapter.ErrEmptyResponse) && !errors.Is(err, adapter.ErrParserPanic)
+}
+
+// withTruncation makes a call with the trajectory's text and, while the
+// prompt exceeds the context window, drops the oldest step and calls
+// again: three attempts, as DSPy's _call_with_potential_trajectory_truncation.
+// A trajectory of one step or none cannot be cut; both failures match
+// adapter.ErrContextWindow.
+func (st *run) withTruncation(call func(text string) (*adapter.Result, error)) (*adapter.Result, error) {
+	var last error
+	for range 3 {
+		text, err := st.traj.text()
+		if err != nil {
+			return nil, err
+		}
+		res, err := call(text)
+		st.count(res)
+		if err == nil || !errors.Is(err, adapter.ErrContextWindow) || st.sent {
+			return res, err
+		}
+		last = err
+		if len(st.traj) <= 1 {
+			return nil, fmt.Errorf("predict: ReAct: the prompt exceeds the context window and the trajectory (%d steps) cannot be truncated further: %w", len(st.traj), err)
+		}
+		st.traj = st.traj[1:]
+	}
+	return nil, fmt.Errorf("predict: ReAct: the context window was exceeded even after 3 attempts to truncate the trajectory: %w", last)
+}
+
+// count adds a call's counters to the run's.
+func (st *run) count(res *adapter.Result) {
+	if res == nil {
+		return
+	}
+	t := st.total
+	t.Calls += res.Calls
+	t.Usage.PromptTokens += res.Usage.PromptTokens
+	t.Usage.CompletionTokens += res.Usage.CompletionTokens
+	t.Usage.TotalTokens += res.Usage.TotalTokens
+	t.Retries += res.Retries
+	t.CacheHits += res.CacheHits
+	t.RetryWait += res.RetryWait
+}
+
+// finish is the run's Result: the counters of every call, the rest from
+// the extract call, and the trajectory beside each choice's outputs.
+func (st *run) finish(res *adapter.Result) *adapter.Result {
+	out := st.total
+	out.Adapter, out.FallbackCause, out.Mode = res.Adapter, res.FallbackCause, res.Mode
+	out.Completions, out.Logprobs = res.Completions, res.Logprobs
+	out.Model, out.SystemFingerprint = res.Model, res.SystemFingerprint
+	out.Outputs = make([]adapter.Values, len(res.Outputs))
+	for i, o := range res.Outputs {
+		out.Outputs[i] = withInput(o, "trajectory", st.traj)
+	}
+	return out
+}
+
+// Stream runs the agent like Call and streams it, as DSPy's streamify with
+// status messages: a Status chunk when each tool starts and when it ends,
+// then the extract call's chunks (the deltas of reasoning and the
+// outputs), and last a Done chunk whose Result is what Call returns, the
+// trajectory beside the outputs. The react steps are ordinary calls. An
+// error ends the sequence; breaking out of the loop stops the run (no
+// further tool runs or LM calls).
+func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
+	return func(yield func(adapter.Chunk, error) bool) {
+		ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
+		var res *adapter.Result
+		var err error
+		defer func() { done(res, err) }()
+		st, err := r.start(ctx, lm, inputs, opts)
+		if err != nil {
+			yield(adapter.Chunk{}, err)
+			return
+		}
+		st.status = func(s string) bool { return yield(adapter.Chunk{Status: s}, nil) }
+		if err = st.steps(); err != nil {
+			if !errors.Is(err, errStopped) {
+				yield(adapter.Chunk{}, err)
+			}
+			return
+		}
+		ex := r.extract
+		res, err = st.withTruncation(func(text string) (*adapter.Result, error) {
+			for ch, err := range ex.Stream(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...) {
+				switch {
+				case err != nil:
+					return nil, err
+				case ch.Done:
+					return ch.Result, nil
+				}
+				st.sent = true
+				if !yield(ch, nil) {
+					return nil, errStopped
+				}
+			}
+			return nil, errors.New("predict: ReAct: the extract stream ended without a result")
+		})
+		switch {
+		case errors.Is(err, errStopped):
+		case err != nil:
+			yield(adapter.Chunk{}, err)
+		default:
+			res = st.finish(res)
+			yield(adapter.Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)
+		}
+	}
+}
