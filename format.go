@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -14,9 +13,6 @@ import (
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
-
-// errNilSignature is returned by Format for a nil signature.
-var errNilSignature = errors.New("adapter: nil signature")
 
 // FormatValue renders a field value as DSPy's format_field_value does: a
 // str field's text as is (a list given to a str field as a numbered «list»),

@@ -2,22 +2,54 @@ package adapter
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/signature"
 )
 
-// ErrInputType: an input value does not fit its field's type and cannot
-// be converted to it without loss (a string for list[str], 42 for str,
-// 2.5 for int), or holds what no prompt can show (a channel, a function).
-// The *InputError names the field.
-var ErrInputType = errors.New("input value does not fit the field's type")
+// nearestInput returns the input field whose name is closest to name (at
+// most two edits apart, case ignored), or "".
+func nearestInput(sig *signature.Signature, name string) string {
+	best, bestD := "", 3
+	for i := range sig.NumInputs() {
+		f := sig.Input(i).Name
+		if d := editDistance(strings.ToLower(name), strings.ToLower(f), bestD); d < bestD {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or max when it is
+// at least max.
+func editDistance(a, b string, max int) int {
+	if d := len(a) - len(b); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], max)
+}
 
 // prepareInputs checks and converts a call's inputs before anything is
 // sent: every name is an input field, every required input is given (or
@@ -29,7 +61,11 @@ var ErrInputType = errors.New("input value does not fit the field's type")
 func prepareInputs(sig *signature.Signature, inputs Values) (Values, error) {
 	for name := range inputs {
 		if _, isOut, ok := sig.Field(name); !ok || isOut {
-			return nil, &InputError{Field: name, Err: ErrUnknownInput}
+			err := ErrUnknownInput
+			if near := nearestInput(sig, name); near != "" {
+				err = fmt.Errorf("%w (did you mean %q?)", ErrUnknownInput, near)
+			}
+			return nil, &InputError{Field: name, Err: err}
 		}
 	}
 	for i := range sig.NumInputs() {

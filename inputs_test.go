@@ -221,3 +221,20 @@ func FuzzInputs(f *testing.F) {
 		}
 	})
 }
+
+// TestUnknownInputSuggestsField: a misspelt input name says which field
+// was probably meant.
+func TestUnknownInputSuggestsField(t *testing.T) {
+	sig := mustParse(t, "question, context: list[str] -> answer")
+	_, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"question": "q", "context": []string{}})
+	require.NoError(t, err)
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"qustion": "q", "context": []string{}})
+	var ie *adapter.InputError
+	require.ErrorAs(t, err, &ie)
+	assert.ErrorIs(t, err, adapter.ErrUnknownInput)
+	assert.Equal(t, `adapter: input "qustion": unknown input field (did you mean "question"?)`, err.Error())
+	_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q", "context": []string{}, "zzz": 1})
+	assert.Equal(t, `adapter: input "zzz": unknown input field`, err.Error())
+}

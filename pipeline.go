@@ -120,7 +120,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	case isNilLM(lm):
 		return nil, nil, nil, errors.New("adapter: nil LM: pass an *openai.Client or another LM")
 	case sig == nil:
-		return nil, nil, nil, errors.New("adapter: nil signature")
+		return nil, nil, nil, errNilSignature
 	}
 	r := &run{sig: sig, demos: demos, cfg: newCallConfig(opts)}
 	in, err := prepareInputs(sig, inputs)
@@ -176,8 +176,8 @@ func (r *run) do(ctx context.Context) (err error) {
 		return err
 	}
 	next := fb.Fallback()
-	if next == nil {
-		return err
+	if next == nil || ctx.Err() != nil {
+		return err // no fallback, or no time left for one
 	}
 	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {

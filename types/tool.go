@@ -322,20 +322,16 @@ func (r *argReader) decode(s string) (any, error) {
 		return nil, fmt.Errorf("not JSON (%v), and the reply's %d-byte repair budget is spent", err, maxArgRepair)
 	}
 	r.repairLeft -= len(s)
-	fixed, info, rerr := jsonx.Repair(s)
+	fixed, err := jsonx.Exact(s)
 	switch {
-	case rerr != nil:
-		return nil, rerr
-	case info.Truncated:
-		return nil, fmt.Errorf("%w: the text ends inside a value", adapter.ErrTruncated)
-	case info.EndsInNumber:
-		return nil, fmt.Errorf("%w: the text ends right after a number, which may have been cut", adapter.ErrTruncated)
-	}
-	v, err = jsonx.Decode(fixed)
-	if errors.As(err, &dk) {
+	case errors.Is(err, jsonx.ErrCut):
+		return nil, fmt.Errorf("%w: %w", adapter.ErrTruncated, err)
+	case errors.As(err, &dk):
 		return nil, fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
+	case err != nil:
+		return nil, err
 	}
-	return v, err
+	return jsonx.Decode(fixed)
 }
 
 func toolCallsFrom(v any, r *argReader) ([]ToolCall, error) {
@@ -590,15 +586,21 @@ func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletion
 		if c.ID == "" || r.CallID != c.ID {
 			return nil, nil, false
 		}
-		args := c.Args
-		if args == nil {
-			args = map[string]any{}
+		var arguments string
+		if c.Err != nil {
+			arguments = c.RawArgs // what the model wrote: the turn replays it as it was
+		} else {
+			args := c.Args
+			if args == nil {
+				args = map[string]any{}
+			}
+			a, err := pyjson.Marshal(args)
+			if err != nil {
+				return nil, nil, false
+			}
+			arguments = string(a)
 		}
-		a, err := pyjson.Marshal(args)
-		if err != nil {
-			return nil, nil, false
-		}
-		calls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.Name, Arguments: string(a)}}
+		calls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.Name, Arguments: arguments}}
 		content, ok := r.Value.(string)
 		if !ok {
 			b, err := pyjson.Marshal(r.Value)

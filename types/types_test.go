@@ -599,5 +599,5 @@ func ExampleToolCalls_Execute() {
 	}
 	// Output:
 	// call_1 error=false: 14 °C in Bergen
-	// call_2 error=true: the call to "weather" was not run: its arguments could not be read (tool call arguments are not one readable JSON object: reply truncated: the text ends inside a value); send them again as one JSON object
+	// call_2 error=true: the call to "weather" was not run: its arguments could not be read (tool call arguments are not one readable JSON object: reply truncated: the text ends inside a value, which may have been cut); send them again as one JSON object
 }
