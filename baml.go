@@ -43,6 +43,9 @@ func (BAML) Name() string { return "baml" }
 // Format renders the system message with BAML type notation, the demos
 // (assistant turns as JSON) and the user message with the JSON reminder.
 func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	var b strings.Builder
 	b.WriteString("Your input fields are:\n")
@@ -89,7 +92,7 @@ func bamlUser(a *arena, sig *signature.Signature, vals Values, prefix string, ma
 			s = string(enc)
 		} else {
 			var err error
-			if s, err = FormatValue(v, f); err != nil {
+			if s, err = formatValue(v, f); err != nil {
 				return "", err
 			}
 		}
@@ -114,7 +117,7 @@ func isStructValue(v any) bool {
 	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv = rv.Elem()
 	}
-	return rv.Kind() == reflect.Struct && !implementsAnyMarshaler(rv.Type())
+	return rv.Kind() == reflect.Struct && !implementsAnyMarshaler(rv.Type()) && !rv.Type().Implements(formatterType)
 }
 
 // Parse reads the output fields as the JSON adapter does.

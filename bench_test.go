@@ -257,12 +257,18 @@ func BenchmarkAdversarial(b *testing.B) {
 		{"unclosed-tags", "<answer>"},
 		{"brackets", "{["},
 		{"list-items", "- item\n"},
+		{"missing-commas", "1 "},
 	}
 	for _, p := range patterns {
 		for _, n := range []int{1 << 15, 1 << 16} {
 			text := strings.Repeat(p.unit, n)
-			if p.name == "list-items" {
+			switch p.name {
+			case "list-items":
 				text = "[[ ## answer ## ]]\nx\n[[ ## items ## ]]\n" + text
+			case "missing-commas":
+				// JSON repair's quadratic pattern: 16 and 32 KiB, over the
+				// repair cap (under the former 64 KiB one: 0.1 and 0.4 s).
+				text = `{"answer": "x", "items": [` + text[:n/2] + `1]}`
 			}
 			for _, a := range []adapter.Parser{adapter.Chat{}, adapter.JSON{}, adapter.XML{}} {
 				b.Run(fmt.Sprintf("%s/%T/n=%d", p.name, a, n), func(b *testing.B) {
@@ -273,5 +279,30 @@ func BenchmarkAdversarial(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkRepairWorstCase measures JSON repair's worst case, the
+// missing-comma pattern ([1 1 1 …], which kaptinlin/jsonrepair repairs by
+// copying its whole output once per comma, O(n²)), at sizes up to and over
+// the repair cap: in a list[int] field of four (each field's text is
+// repaired on its own) for the Chat parser, and in native tool-call
+// arguments.
+func BenchmarkRepairWorstCase(b *testing.B) {
+	sig := must(signature.Parse("question -> a: list[int], b: list[int], c: list[int], d: list[int]"))
+	for _, size := range []int{8 << 10, 16 << 10, 64 << 10} {
+		item := "[" + strings.Repeat("1 ", (size-4)/2) + "1]" // size-1 bytes
+		var reply strings.Builder
+		for _, f := range []string{"a", "b", "c", "d"} {
+			reply.WriteString("[[ ## " + f + " ## ]]\n" + item + "\n\n")
+		}
+		reply.WriteString("[[ ## completed ## ]]")
+		text := reply.String()
+		b.Run(fmt.Sprintf("chat-4-fields/span=%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				_, _ = adapter.Chat{}.Parse(sig, text)
+			}
+		})
 	}
 }

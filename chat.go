@@ -8,6 +8,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/reply"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -248,10 +249,10 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 			dst = append(dst, formatted{})
 			continue
 		}
-		s, isStr := v.(string) // a string is its own text (FormatValue's fast path)
+		s, isStr := v.(string) // a string is its own text (value.Format's fast path)
 		if !isStr {
 			var err error
-			if s, err = FormatValue(v, field(sig, outputs, i)); err != nil {
+			if s, err = formatValue(v, field(sig, outputs, i)); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -417,5 +418,5 @@ func (c Chat) FormatFinetune(sig *signature.Signature, demos []Values, inputs, o
 	if err != nil {
 		return nil, err
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a}), nil
+	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: value.StripKey(a)}), nil
 }

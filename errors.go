@@ -30,6 +30,11 @@ var (
 	ErrUnknownInput = errors.New("unknown input field")
 	// ErrMissingInput: a required input field has no value.
 	ErrMissingInput = errors.New("missing input field")
+	// ErrInputType: an input value does not fit its field's type and
+	// cannot be converted to it without loss (a string for list[str], 42
+	// for str, 2.5 for int), or holds what no prompt can show (a channel,
+	// a function). The *InputError names the field.
+	ErrInputType = errors.New("input value does not fit the field's type")
 	// ErrContextWindow: the prompt does not fit the model's context window.
 	// It is matched by errors.Is on an *LMError and never triggers a
 	// fallback.
@@ -39,6 +44,10 @@ var (
 	// keeps the reply, so that one odd reply cannot take down the host.
 	ErrParserPanic = errors.New("the parser panicked (a bug: please report it with the reply)")
 )
+
+// errNilSignature is returned for a nil signature by Call, Stream and
+// every adapter's Format and Parse.
+var errNilSignature = errors.New("adapter: nil signature")
 
 // ParseError reports a reply the adapter could not turn into the output
 // fields. It keeps the raw completion and the values it did read.

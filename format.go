@@ -18,7 +18,17 @@ import (
 // str field's text as is (a list given to a str field as a numbered «list»),
 // numbers, bools and None as Python prints them (3.0, True, None), and
 // lists, dicts and structs as JSON with Python's separators.
+//
+// A value whose type formats itself as content parts ([Formatter]) renders
+// as DSPy's marker text around the parts' JSON.
 func FormatValue(v any, f signature.Field) (string, error) {
+	s, err := formatValue(v, f)
+	return value.StripKey(s), err
+}
+
+// formatValue is FormatValue for messages being built: a Formatter's
+// marker keeps the key that lets expandParts tell it from text.
+func formatValue(v any, f signature.Field) (string, error) {
 	s, err := value.Format(v, f.Spec)
 	if err != nil {
 		return "", fmt.Errorf("adapter: field %q: %w", f.Name, err)

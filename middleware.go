@@ -208,6 +208,8 @@ type retryAfterKey struct{}
 //
 //   - a 429 or 503 response's Retry-After header, which the retry
 //     middleware then waits for instead of its own backoff;
+//   - content parts go-openai's types cannot express (audio, files,
+//     documents: see [RawPart]), which it puts into the request body;
 //   - the raw body of a (non-streamed) reply, from which the pipeline reads
 //     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
 //     thinking parts of content sent as an array (Mistral), usage sent only
@@ -219,8 +221,9 @@ type retryAfterKey struct{}
 //	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
 //	client := openai.NewClientWithConfig(cfg)
 //
-// The wrapper reads nothing from requests and keeps nothing after the
-// call; outside the pipeline it only passes requests through.
+// The wrapper keeps nothing after the call; it rewrites a request body
+// only when the pipeline marked it as holding raw parts, and outside the
+// pipeline it only passes requests through.
 func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
 	if next == nil {
 		next = http.DefaultClient
@@ -235,6 +238,13 @@ type wireDoer struct{ next openai.HTTPDoer }
 const maxCapturedBody = 32 << 20
 
 func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
+	if req.Context().Value(rawPartsKey{}) != nil {
+		r, err := withRawParts(req)
+		if err != nil {
+			return nil, err
+		}
+		req = r
+	}
 	resp, err := d.next.Do(req)
 	if resp == nil {
 		return resp, err

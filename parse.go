@@ -59,9 +59,6 @@ func unquoteText(s string, f signature.Field) string {
 	return s
 }
 
-// errNilSignature: Parse was given no signature.
-var errNilSignature = errors.New("nil signature")
-
 // parseReply is the parser of every text adapter: the reply reader finds
 // each output's content in the reply (in the shape the adapter prefers
 // first, then any other), and each is converted to the field's Go type.

@@ -31,7 +31,10 @@ type Conversation interface {
 	Turns() []Values
 }
 
-var conversationType = reflect.TypeFor[Conversation]()
+var (
+	conversationType = reflect.TypeFor[Conversation]()
+	formatterType    = reflect.TypeFor[Formatter]()
+)
 
 // historyField returns the index of the first input whose type is a
 // Conversation, or -1.
@@ -45,12 +48,17 @@ func historyField(sig *signature.Signature) int {
 }
 
 // formatTurns appends what follows the system message, as DSPy's
-// Adapter.format does: the demos, the conversation history, the request;
-// then splits user messages at content-part markers.
+// Adapter.format does: the demos, the conversation history, the request
+// (its inputs converted to their fields' types, see convertInputs); then
+// splits user messages at content-part markers.
 func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+	inputs, err := convertInputs(sig, inputs)
+	if err != nil {
+		return nil, err
+	}
 	ar := &arena{}
 	ar.grow(sig, demos, inputs)
-	msgs, err := formatDemos(ar, msgs, sig, demos, user, assistant)
+	msgs, err = formatDemos(ar, msgs, sig, demos, user, assistant)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +120,9 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 	}
 	for i := range msgs {
 		if msgs[i].Role == openai.ChatMessageRoleUser {
-			if err := expandParts(&msgs[i]); err != nil {
-				return nil, err
-			}
+			expandParts(&msgs[i])
+		} else {
+			msgs[i].Content = value.StripKey(msgs[i].Content)
 		}
 	}
 	return msgs, nil
@@ -238,35 +246,37 @@ func asConversation(v any) (Conversation, bool) {
 
 // expandParts splits a user message whose text holds content-part markers
 // into text parts (unstripped, empty ones left out) and the parts the
-// markers carry.
-func expandParts(m *openai.ChatCompletionMessage) error {
+// markers carry. Only markers rendered from a Formatter value count (they
+// carry value.PartsKey): marker text that came in plain text, an input
+// string or a History turn, stays text, as written.
+func expandParts(m *openai.ChatCompletionMessage) {
 	content := m.Content
-	if !strings.Contains(content, value.PartsStart) {
-		return nil
+	if !strings.Contains(content, value.PartsOpen) {
+		m.Content = value.StripKey(content)
+		return
 	}
 	var parts []openai.ChatMessagePart
 	text := func(s string) {
 		if s != "" {
-			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: s})
+			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: value.StripKey(s)})
 		}
 	}
 	for {
-		i := strings.Index(content, value.PartsStart)
+		i := strings.Index(content, value.PartsOpen)
 		if i < 0 {
 			break
 		}
-		j := strings.Index(content[i+len(value.PartsStart):], value.PartsEnd)
+		j := strings.Index(content[i+len(value.PartsOpen):], value.PartsEnd)
 		if j < 0 {
 			break
 		}
 		text(content[:i])
-		payload := strings.TrimSpace(content[i+len(value.PartsStart) : i+len(value.PartsStart)+j])
+		payload := strings.TrimSpace(content[i+len(value.PartsOpen) : i+len(value.PartsOpen)+j])
 		parts = append(parts, decodeParts(payload)...)
-		content = content[i+len(value.PartsStart)+j+len(value.PartsEnd):]
+		content = content[i+len(value.PartsOpen)+j+len(value.PartsEnd):]
 	}
 	text(content)
 	m.Content, m.MultiContent = "", parts
-	return nil
 }
 
 // decodeParts reads a marker's payload: a JSON list of parts, or one

@@ -120,13 +120,14 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	case isNilLM(lm):
 		return nil, nil, nil, errors.New("adapter: nil LM: pass an *openai.Client or another LM")
 	case sig == nil:
-		return nil, nil, nil, errors.New("adapter: nil signature")
+		return nil, nil, nil, errNilSignature
 	}
 	r := &run{sig: sig, demos: demos, cfg: newCallConfig(opts)}
-	if err := checkInputs(sig, inputs); err != nil {
+	in, err := prepareInputs(sig, inputs)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	r.inputs = withDefaults(sig, inputs)
+	r.inputs = in
 	r.adapter = r.cfg.resolve(ctx)
 	r.parent = parentFrom(ctx)
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
@@ -175,8 +176,8 @@ func (r *run) do(ctx context.Context) (err error) {
 		return err
 	}
 	next := fb.Fallback()
-	if next == nil {
-		return err
+	if next == nil || ctx.Err() != nil {
+		return err // no fallback, or no time left for one
 	}
 	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {
@@ -228,6 +229,12 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	if err != nil {
 		return err
 	}
+	if typ, ok := rawParts(msgs); ok {
+		if !carriesRawParts(r.lm) {
+			return r.unsupportedPart(typ)
+		}
+		ctx = context.WithValue(ctx, rawPartsKey{}, true)
+	}
 	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
 	if err == nil {
 		err = r.read(a, tr, parse, fsig, dropped, resp)
@@ -237,6 +244,45 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 		r.sink.complete(r.res.Outputs[0])
 	}
 	return err
+}
+
+// unsupportedPart is the error for raw parts the LM cannot send, naming
+// the input that holds them when it is found.
+func (r *run) unsupportedPart(typ string) error {
+	err := fmt.Errorf("%w (a %s part)", ErrUnsupportedPart, typ)
+	for i := range r.sig.NumInputs() {
+		name := r.sig.Input(i).Name
+		if holdsRawPart(r.inputs[name]) {
+			return &InputError{Field: name, Err: err}
+		}
+	}
+	return fmt.Errorf("adapter: %w", err)
+}
+
+// holdsRawPart reports a Formatter value (or a slice of them) that
+// formats as a raw part.
+func holdsRawPart(v any) bool {
+	if f, ok := v.(Formatter); ok {
+		parts, err := f.FormatParts()
+		if err != nil {
+			return false
+		}
+		for _, p := range parts {
+			if p.Type == rawPartType {
+				return true
+			}
+		}
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Slice {
+		for i := range rv.Len() {
+			if holdsRawPart(rv.Index(i).Interface()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // send shapes the request, sends it through the invoker chain, and moves

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -37,7 +38,7 @@ func TestStreamReplaysCases(t *testing.T) {
 		want, wantErr := a.Parse(sig, c.Completion)
 		in := adapter.Values{}
 		for i := range sig.NumInputs() {
-			in[sig.Input(i).Name] = nil
+			in[sig.Input(i).Name] = reflect.Zero(sig.Input(i).Type).Interface()
 		}
 		n++
 		for _, size := range []int{1, 3, 7, 64, 1 + rng.IntN(40)} {

@@ -45,6 +45,9 @@ func (TwoStep) Name() string { return "twostep" }
 // Format renders DSPy's TwoStep prompt: a system message describing the
 // task in prose, the demos as "name: value" turns, and the inputs.
 func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
 	if t.Extractor == nil {
 		return nil, ErrNoExtractor
 	}
@@ -60,9 +63,13 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 		b.WriteString(in)
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
+	inputs, err := convertInputs(sig, inputs)
+	if err != nil {
+		return nil, err
+	}
 	ar := &arena{}
 	ar.grow(sig, demos, inputs)
-	msgs, err := formatDemos(ar, msgs, sig, demos, twoStepUser, twoStepAssistant)
+	msgs, err = formatDemos(ar, msgs, sig, demos, twoStepUser, twoStepAssistant)
 	if err != nil {
 		return nil, err
 	}

@@ -189,7 +189,7 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 			}
 			continue
 		}
-		s, err := FormatValue(v, f)
+		s, err := formatValue(v, f)
 		if err != nil {
 			return err
 		}

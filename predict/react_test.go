@@ -260,6 +260,7 @@ func TestToolArgsParseField(t *testing.T) {
 	}
 	var a predict.ToolArgs
 	assert.ErrorIs(t, a.ParseField(`{"q": "cut`), adapter.ErrTruncated, "a value cut off is never completed by a guess")
+	assert.ErrorIs(t, a.ParseField(`{"amount": 10`), adapter.ErrTruncated, "a number at the very end may have been cut: 10 may have been 100")
 	assert.ErrorIs(t, a.ParseField(`{"a": 1, "a": 2}`), adapter.ErrAmbiguous)
 	assert.ErrorIs(t, a.ParseField(`{"q": "a"} or maybe {"q": "b"}`), adapter.ErrAmbiguous, "two different sets of arguments: never pick one")
 	require.NoError(t, a.ParseField(`{"q": "a"} that is, {"q": "a"}`), "the same object twice is that object")

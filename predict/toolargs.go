@@ -65,19 +65,18 @@ func (a *ToolArgs) ParseField(raw string) error {
 	if !ok {
 		return fmt.Errorf("predict: tool arguments %s are not a JSON object", clipText(s))
 	}
-	args, err := toolArgsOf(span)
-	if err == nil {
-		*a = args
-		return nil
-	}
-	fixed, info, rerr := jsonx.Repair(span)
+	fixed, err := jsonx.Exact(span)
+	var dup *jsonx.DuplicateKeyError
 	switch {
-	case info.Truncated:
-		return fmt.Errorf("predict: tool arguments %s: %w", clipText(s), adapter.ErrTruncated)
-	case rerr != nil:
+	case errors.Is(err, jsonx.ErrCut):
+		return fmt.Errorf("predict: tool arguments %s: %w: %w", clipText(s), adapter.ErrTruncated, err)
+	case errors.As(err, &dup):
+		return fmt.Errorf("predict: tool arguments %s: %w: %w", clipText(s), adapter.ErrAmbiguous, err)
+	case err != nil:
 		return fmt.Errorf("predict: tool arguments %s: %w", clipText(s), err)
 	}
-	if args, err = toolArgsOf(fixed); err != nil {
+	args, err := toolArgsOf(fixed)
+	if err != nil {
 		return err
 	}
 	*a = args

@@ -68,9 +68,14 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 }
 
 // Execute runs each call with the tool of its name and returns the
-// results, errors included as results (IsError), in call order. Every call
-// is reported to the trace on ctx (adapter.WithTrace): ToolStart with its
-// arguments, ToolDone with its result or error (an unknown tool included).
+// results, errors included as results (IsError), in call order. A call
+// whose arguments could not be read (its Err is set) is not run: its
+// result is the error, for the model to see and correct. Once ctx is done,
+// the remaining calls are not run either. Every call is reported to the
+// trace on ctx (adapter.WithTrace): ToolStart with its arguments (for a
+// call whose arguments could not be read, their text as a JSON string),
+// ToolDone with its result or error (an unknown tool, unreadable arguments
+// and a call not run included).
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
@@ -80,13 +85,25 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	out := ToolCallResults{Results: make([]ToolCallResult, 0, len(tc.Calls))}
 	for _, c := range tc.Calls {
 		res := ToolCallResult{CallID: c.ID, Name: c.Name}
-		if c.Args == nil {
-			c.Args = map[string]any{}
+		var args []byte
+		var err error
+		switch {
+		case c.Err != nil:
+			args, err = json.Marshal(c.RawArgs)
+		case c.Args == nil:
+			args = []byte("{}")
+		default:
+			args, err = json.Marshal(c.Args)
 		}
-		args, err := json.Marshal(c.Args)
 		if err == nil {
 			info := adapter.ToolStartInfo{Tool: c.Name, ToolCallID: c.ID, Args: args}
 			res.Value, err = tr.RunTool(ctx, info, func(ctx context.Context) (any, error) {
+				if c.Err != nil {
+					return nil, fmt.Errorf("the call to %q was not run: its arguments could not be read (%w); send them again as one JSON object", c.Name, c.Err)
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("the call to %q was not run: %w", c.Name, err)
+				}
 				t, ok := byName[c.Name]
 				if !ok {
 					return nil, fmt.Errorf("no tool named %q", c.Name)

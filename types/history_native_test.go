@@ -47,3 +47,17 @@ func TestHistoryNativeToolTurnThroughCall(t *testing.T) {
 	assert.Contains(t, msgs[4].Content, "[[ ## question ## ]]\nAnd now?")
 	require.Len(t, srv.Requests()[0].Chat.Tools, 1, "the tools go in the request")
 }
+
+// TestNativeToolTurnKeepsUnreadableArguments: a turn's call whose
+// arguments could not be read replays what the model wrote, never "{}"
+// (the model would see itself asking for the wrong thing).
+func TestNativeToolTurnKeepsUnreadableArguments(t *testing.T) {
+	var tc types.ToolCalls
+	require.NoError(t, json.Unmarshal([]byte(`{"tool_calls": [{"id": "c1", "name": "pay", "arguments": "{\"amount\": 10"}],
+		"tool_call_results": [{"call_id": "c1", "name": "pay", "value": "not run", "is_error": true}]}`), &tc))
+	require.Error(t, tc.Calls[0].Err)
+	calls, msgs, ok := tc.NativeToolTurn()
+	require.True(t, ok)
+	assert.Equal(t, `{"amount": 10`, calls[0].Function.Arguments)
+	assert.Equal(t, "not run", msgs[0].Content)
+}

@@ -9,11 +9,11 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/kaptinlin/jsonrepair"
 	openai "github.com/sashabaranov/go-openai"
 
 	adapter "github.com/sigwire/adapter"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/signature"
 )
@@ -115,11 +115,31 @@ func reprValue(dec *json.Decoder, b *strings.Builder, depth int) error {
 }
 
 // ToolCall is one call the model asks for.
+//
+// Args holds the arguments as decoded JSON: numbers are int when they are
+// integers that fit, float64 when written with a fraction or exponent, and
+// json.Number (exact) beyond that. When the model's arguments cannot be
+// read as one JSON object without guessing (malformed, cut off, given
+// twice, not an object) Args is nil, Err says why and RawArgs keeps the
+// text: Execute then reports the error to the model as the call's result
+// and does not run the tool.
 type ToolCall struct {
 	ID   string         `json:"id,omitempty"`
 	Name string         `json:"name"`
 	Args map[string]any `json:"args"`
+	// Err is set when the arguments could not be read; see ErrToolArguments.
+	Err error `json:"-"`
+	// RawArgs is the arguments' text as the model wrote it, kept when Err
+	// is set.
+	RawArgs string `json:"-"`
 }
+
+// ErrToolArguments is matched (errors.Is) by a ToolCall's Err: its
+// arguments are not one JSON object that could be read without guessing.
+// The error also matches adapter.ErrTruncated for arguments cut off
+// (inside a string, or right after a number: {"amount": 10 may have been
+// 100) and adapter.ErrAmbiguous for an argument given twice.
+var ErrToolArguments = errors.New("tool call arguments are not one readable JSON object")
 
 // ToolCalls is DSPy's dspy.ToolCalls as an output: the calls the model
 // wants made. Parsing accepts what models write: {"tool_calls": [...]}, a
@@ -182,15 +202,22 @@ func (ToolCalls) PromptSchema() map[string]any {
 
 // MarshalJSON writes {"tool_calls": [{"name": …, "args": {…}}]}, ids left
 // out, as DSPy formats ToolCalls.
+//
+// A call whose arguments could not be read shows them as the text the
+// model wrote (a JSON string), never as an empty object, so that a History
+// turn replays what was asked; reading it back gives the same error.
 func (tc ToolCalls) MarshalJSON() ([]byte, error) {
 	type call struct {
-		Name string         `json:"name"`
-		Args map[string]any `json:"args"`
+		Name string `json:"name"`
+		Args any    `json:"args"`
 	}
 	calls := make([]call, len(tc.Calls))
 	for i, c := range tc.Calls {
-		args := c.Args
-		if args == nil {
+		var args any = c.Args
+		switch {
+		case c.Args == nil && c.Err != nil:
+			args = c.RawArgs
+		case c.Args == nil:
 			args = map[string]any{}
 		}
 		calls[i] = call{c.Name, args}
@@ -200,15 +227,19 @@ func (tc ToolCalls) MarshalJSON() ([]byte, error) {
 	}{calls})
 }
 
-// UnmarshalJSON reads any of the shapes ParseField reads.
+// UnmarshalJSON reads any of the shapes ParseField reads. A key given
+// twice with different values is an error (adapter.ErrAmbiguous); a call
+// whose stringified arguments cannot be read is kept with its Err set.
 func (tc *ToolCalls) UnmarshalJSON(b []byte) error {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("types: ToolCalls: %w", err)
+	v, err := jsonx.Decode(string(b))
+	if err != nil {
+		return toolCallsError(err)
 	}
-	calls, err := toolCallsFrom(v)
+	return tc.fromDecoded(v, newArgReader())
+}
+
+func (tc *ToolCalls) fromDecoded(v any, r *argReader) error {
+	calls, err := toolCallsFrom(v, r)
 	if err != nil {
 		return err
 	}
@@ -235,26 +266,81 @@ func (tc *ToolCalls) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ParseField reads tool calls from a field's text: JSON, or a Python
-// literal (single quotes, None), repaired if need be.
-func (tc *ToolCalls) ParseField(raw string) error {
-	s := strings.TrimSpace(raw)
-	if json.Valid([]byte(s)) {
-		return tc.UnmarshalJSON([]byte(s))
+// toolCallsError wraps a decoding error, keeping an ambiguity matchable.
+func toolCallsError(err error) error {
+	var dk *jsonx.DuplicateKeyError
+	if errors.As(err, &dk) {
+		return fmt.Errorf("types: ToolCalls: %w: %w", adapter.ErrAmbiguous, err)
 	}
-	fixed, err := jsonrepair.Repair(s)
-	if err != nil || !json.Valid([]byte(fixed)) {
-		return fmt.Errorf("types: ToolCalls: %q is not a list of calls", clip(s))
-	}
-	return tc.UnmarshalJSON([]byte(fixed))
+	return fmt.Errorf("types: ToolCalls: %w", err)
 }
 
-func toolCallsFrom(v any) ([]ToolCall, error) {
+// ParseField reads tool calls from a field's text: JSON, or JSON with the
+// slips jsonx repairs without changing a value (a Python literal's quotes
+// and None, trailing commas, closing braces missing after a complete
+// string). Text cut off inside a value, or right after a number, is an
+// error matching adapter.ErrTruncated, never a call.
+func (tc *ToolCalls) ParseField(raw string) error {
+	s := strings.TrimSpace(raw)
+	r := newArgReader()
+	v, err := r.decode(s)
+	if err != nil {
+		if errors.Is(err, adapter.ErrTruncated) || errors.Is(err, adapter.ErrAmbiguous) {
+			return fmt.Errorf("types: ToolCalls: %w", err)
+		}
+		return fmt.Errorf("types: ToolCalls: %q is not a list of calls: %w", clip(s), err)
+	}
+	return tc.fromDecoded(v, r)
+}
+
+// maxArgRepair bounds the bytes JSON repair may read while one reply's
+// tool calls are parsed (repair is quadratic in its worst case, and the
+// number of calls in a reply is the model's choice); arguments past it
+// must be strict JSON.
+const maxArgRepair = 4 * jsonx.MaxRepair
+
+// argReader decodes JSON from one reply, strictly or through jsonx's
+// guarded repair, within a repair budget.
+type argReader struct{ repairLeft int }
+
+func newArgReader() *argReader { return &argReader{repairLeft: maxArgRepair} }
+
+// decode reads s as strict JSON, else repaired by jsonx (size and depth
+// caps, no invented numbers, re-validated); a repair that would complete a
+// cut value, a number at the end included, is adapter.ErrTruncated.
+func (r *argReader) decode(s string) (any, error) {
+	v, err := jsonx.Decode(s)
+	var dk *jsonx.DuplicateKeyError
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.As(err, &dk):
+		return nil, fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
+	case len(s) > r.repairLeft:
+		if len(s) > jsonx.MaxRepair {
+			return nil, fmt.Errorf("not JSON (%v), and %w", err, jsonx.ErrTooLarge)
+		}
+		return nil, fmt.Errorf("not JSON (%v), and the reply's %d-byte repair budget is spent", err, maxArgRepair)
+	}
+	r.repairLeft -= len(s)
+	fixed, err := jsonx.Exact(s)
+	switch {
+	case errors.Is(err, jsonx.ErrCut):
+		return nil, fmt.Errorf("%w: %w", adapter.ErrTruncated, err)
+	case errors.As(err, &dk):
+		return nil, fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
+	case err != nil:
+		return nil, err
+	}
+	return jsonx.Decode(fixed)
+}
+
+func toolCallsFrom(v any, r *argReader) ([]ToolCall, error) {
 	switch x := v.(type) {
 	case []any:
 		out := make([]ToolCall, 0, len(x))
 		for _, c := range x {
-			call, err := toolCallFrom(c)
+			call, err := toolCallFrom(c, r)
 			if err != nil {
 				return nil, err
 			}
@@ -263,9 +349,9 @@ func toolCallsFrom(v any) ([]ToolCall, error) {
 		return out, nil
 	case map[string]any:
 		if list, ok := x["tool_calls"]; ok {
-			return toolCallsFrom(list)
+			return toolCallsFrom(list, r)
 		}
-		call, err := toolCallFrom(x)
+		call, err := toolCallFrom(x, r)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +360,7 @@ func toolCallsFrom(v any) ([]ToolCall, error) {
 	return nil, fmt.Errorf("types: ToolCalls: %T is not a list of calls", v)
 }
 
-func toolCallFrom(v any) (ToolCall, error) {
+func toolCallFrom(v any, r *argReader) (ToolCall, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return ToolCall{}, fmt.Errorf("types: ToolCalls: a call is %T, not an object", v)
@@ -290,7 +376,7 @@ func toolCallFrom(v any) (ToolCall, error) {
 	if name == "" {
 		return ToolCall{}, errors.New("types: ToolCalls: a call has no name")
 	}
-	call := ToolCall{Name: name, Args: map[string]any{}}
+	call := ToolCall{Name: name}
 	if id, ok := m["id"].(string); ok {
 		call.ID = id
 	} else if id, ok := m["call_id"].(string); ok {
@@ -300,29 +386,68 @@ func toolCallFrom(v any) (ToolCall, error) {
 	if !ok {
 		args = m["arguments"]
 	}
-	if s, isStr := args.(string); isStr {
-		fixed, err := jsonrepair.Repair(s)
-		if err == nil {
-			dec := json.NewDecoder(strings.NewReader(fixed))
-			dec.UseNumber()
-			_ = dec.Decode(&args)
-		}
-	}
-	if am, ok := args.(map[string]any); ok {
-		call.Args = plainNumbers(am).(map[string]any)
-	}
+	call.Args, call.RawArgs, call.Err = r.args(args)
 	return call, nil
 }
 
-// plainNumbers turns json.Number into int or float64.
+// args reads a call's arguments: an object, or a string holding one. No
+// arguments (absent, null, an empty string) are an empty object. Anything
+// else is an error matching ErrToolArguments, with the text kept.
+func (r *argReader) args(v any) (map[string]any, string, error) {
+	var raw string
+	if s, isStr := v.(string); isStr {
+		if strings.TrimSpace(s) == "" {
+			return map[string]any{}, "", nil
+		}
+		d, err := r.decode(strings.TrimSpace(s))
+		if err != nil {
+			return nil, s, fmt.Errorf("%w: %w", ErrToolArguments, err)
+		}
+		v, raw = d, s
+	}
+	switch x := v.(type) {
+	case nil:
+		return map[string]any{}, "", nil
+	case map[string]any:
+		return plainNumbers(x).(map[string]any), "", nil
+	}
+	if raw == "" {
+		b, _ := json.Marshal(v)
+		raw = string(b)
+	}
+	return nil, raw, fmt.Errorf("%w: a %s, not an object", ErrToolArguments, jsonKind(v))
+}
+
+// jsonKind names a decoded JSON value's kind.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case json.Number:
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// plainNumbers turns json.Number into int (an integer that fits) or
+// float64 (written with a fraction or exponent); an integer beyond int's
+// range, or a number float64 cannot hold, stays a json.Number, exact.
 func plainNumbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:
-		if i, err := x.Int64(); err == nil {
+		if i, err := x.Int64(); err == nil && int64(int(i)) == i {
 			return int(i)
 		}
-		f, _ := x.Float64()
-		return f
+		if strings.ContainsAny(x.String(), ".eE") {
+			if f, err := x.Float64(); err == nil {
+				return f
+			}
+		}
+		return x
 	case map[string]any:
 		for k, e := range x {
 			x[k] = plainNumbers(e)
@@ -453,16 +578,20 @@ func hasToolInput(sig *signature.Signature) bool {
 	return false
 }
 
-// NativeValue reads the reply's native tool calls.
+// NativeValue reads the reply's native tool calls. Every call is kept, so
+// that each id gets an answer: one whose arguments cannot be read, or
+// that has no name, carries its Err (see [ToolCall]).
 func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 	if len(choice.Message.ToolCalls) == 0 {
 		return nil, false
 	}
 	var tc ToolCalls
+	r := newArgReader()
 	for _, c := range choice.Message.ToolCalls {
-		call, err := toolCallFrom(map[string]any{"id": c.ID, "name": c.Function.Name, "arguments": c.Function.Arguments})
-		if err != nil {
-			continue
+		call := ToolCall{ID: c.ID, Name: c.Function.Name}
+		call.Args, call.RawArgs, call.Err = r.args(c.Function.Arguments)
+		if call.Name == "" && call.Err == nil {
+			call.Args, call.RawArgs, call.Err = nil, c.Function.Arguments, errors.New("the call names no tool")
 		}
 		tc.Calls = append(tc.Calls, call)
 	}
@@ -483,15 +612,21 @@ func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletion
 		if c.ID == "" || r.CallID != c.ID {
 			return nil, nil, false
 		}
-		args := c.Args
-		if args == nil {
-			args = map[string]any{}
+		var arguments string
+		if c.Err != nil {
+			arguments = c.RawArgs // what the model wrote: the turn replays it as it was
+		} else {
+			args := c.Args
+			if args == nil {
+				args = map[string]any{}
+			}
+			a, err := pyjson.Marshal(args)
+			if err != nil {
+				return nil, nil, false
+			}
+			arguments = string(a)
 		}
-		a, err := pyjson.Marshal(args)
-		if err != nil {
-			return nil, nil, false
-		}
-		calls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.Name, Arguments: string(a)}}
+		calls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.Name, Arguments: arguments}}
 		content, ok := r.Value.(string)
 		if !ok {
 			b, err := pyjson.Marshal(r.Value)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,7 +37,8 @@ func TestImage(t *testing.T) {
 		_, err := types.NewImage(bad)
 		assert.Error(t, err, bad)
 	}
-	img := types.ImageFromBytes([]byte("\x89PNG\r\n\x1a\n...."), "")
+	img, err := types.ImageFromBytes([]byte("\x89PNG\r\n\x1a\n...."), "")
+	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(img.URL, "data:image/png;base64,"), img.URL)
 	assert.Contains(t, img.String(), "<IMAGE_BASE_64_ENCODED(")
 }
@@ -99,7 +101,7 @@ func TestToolCallsShapes(t *testing.T) {
 		`{"tool_calls": [{"name": "search", "args": {"q": "go", "k": 3}}]}`,
 		`[{'name': 'search', 'args': {'q': 'go', 'k': 3}}]`,
 		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`,
-		`[{"type": "function", "function": {"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3"}}]`,
+		`[{"type": "function", "function": {"name": "search", "arguments": "{\"k\": 3, \"q\": \"go\""}}]`,
 	} {
 		var tc types.ToolCalls
 		require.NoError(t, tc.ParseField(raw), raw)
@@ -107,6 +109,147 @@ func TestToolCallsShapes(t *testing.T) {
 	}
 	var tc types.ToolCalls
 	assert.Error(t, tc.ParseField(`[{"args": {}}]`), "a call without a name")
+}
+
+type transferArgs struct {
+	Account string  `json:"account"`
+	Amount  float64 `json:"amount"`
+}
+
+// transferTool counts its runs.
+func transferTool(t *testing.T, runs *int) types.Tool {
+	tool, err := types.NewTool("transfer", "send money", func(_ context.Context, a transferArgs) (string, error) {
+		*runs++
+		return fmt.Sprintf("EXECUTED transfer(account=%q, amount=%v)", a.Account, a.Amount), nil
+	})
+	require.NoError(t, err)
+	return tool
+}
+
+// TestToolArgumentsNeverGuessed: arguments that are not one JSON object
+// readable without guessing never run the tool (security review #1): the
+// call keeps the text and an error, which Execute reports to the model.
+func TestToolArgumentsNeverGuessed(t *testing.T) {
+	for _, tt := range []struct {
+		args string
+		is   error
+	}{
+		{`{"account": "DE89 3704 0044 0532 01`, adapter.ErrTruncated},
+		{`{"account": "DE89370400440532013000", "amount": 1e`, adapter.ErrTruncated},
+		{`{"account": "DE89370400440532013000", "amount": -`, adapter.ErrTruncated},
+		{`{"account": "DE89370400440532013000", "amount": 100`, adapter.ErrTruncated},
+		{`{"account": "A", "amount": 2e+, "memo": "x"}`, types.ErrToolArguments},
+		{`transfer everything`, types.ErrToolArguments},
+		{`{"account":"A","amount":5}{"account":"B","amount":500}`, types.ErrToolArguments},
+		{`{"account": "A", "amount": 5, "amount": 500}`, adapter.ErrAmbiguous},
+		{`["A", 5]`, types.ErrToolArguments},
+		{`[0 .`, types.ErrToolArguments},
+		{`{"x": ` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `,}`, types.ErrToolArguments},
+		{`{"account": "` + strings.Repeat("x", 20<<10) + `", "amount": 1,}`, types.ErrToolArguments},
+	} {
+		runs := 0
+		tool := transferTool(t, &runs)
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "transfer", Arguments: tt.args}}}}}
+		v, ok := types.ToolCalls{}.NativeValue(choice)
+		require.True(t, ok)
+		calls := v.(types.ToolCalls)
+		require.Len(t, calls.Calls, 1)
+		c := calls.Calls[0]
+		assert.ErrorIs(t, c.Err, types.ErrToolArguments, clipped(tt.args))
+		assert.ErrorIs(t, c.Err, tt.is, clipped(tt.args))
+		assert.Nil(t, c.Args, clipped(tt.args))
+		assert.Equal(t, tt.args, c.RawArgs)
+		res := calls.Execute(context.Background(), []types.Tool{tool})
+		require.Len(t, res.Results, 1)
+		assert.True(t, res.Results[0].IsError, clipped(tt.args))
+		assert.Equal(t, "call_1", res.Results[0].CallID)
+		assert.Contains(t, res.Results[0].Value, "was not run")
+		assert.Zero(t, runs, "the tool ran with %q", clipped(tt.args))
+	}
+
+	// What needs no guess is read: closing braces after a complete
+	// string, Python quotes, a trailing comma.
+	for _, args := range []string{`{"account": "A", "amount": 5}`, `{"amount": 5, "account": "A"`, `{'account': 'A', 'amount': 5,}`, "  {\"account\": \"A\", \"amount\": 5.0}\n"} {
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "transfer", Arguments: args}}}}}
+		v, _ := types.ToolCalls{}.NativeValue(choice)
+		c := v.(types.ToolCalls).Calls[0]
+		require.NoError(t, c.Err, args)
+		runs := 0
+		res := v.(types.ToolCalls).Execute(context.Background(), []types.Tool{transferTool(t, &runs)})
+		assert.Equal(t, `EXECUTED transfer(account="A", amount=5)`, res.Results[0].Value, args)
+		assert.Equal(t, 1, runs)
+	}
+
+	// No arguments at all are an empty object (a tool without parameters).
+	v, _ := types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "now"}}}}})
+	assert.Equal(t, []types.ToolCall{{ID: "c", Name: "now", Args: map[string]any{}}}, v.(types.ToolCalls).Calls)
+
+	// The text path: a call cut inside its arguments fails the field
+	// (truncated); stringified arguments that cannot be read fail the call.
+	var tc types.ToolCalls
+	err := tc.ParseField(`{"tool_calls": [{"name": "transfer", "args": {"account": "DE89 3704 0044 0532 01`)
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+	err = tc.ParseField(`{"name": "transfer", "args": {"account": "A", "amount": 10`)
+	assert.ErrorIs(t, err, adapter.ErrTruncated, "a number at the end may have been cut")
+	require.NoError(t, tc.ParseField(`[{"name": "transfer", "arguments": "{\"account\": \"A\", \"amount\": 1e"}]`))
+	assert.ErrorIs(t, tc.Calls[0].Err, adapter.ErrTruncated)
+	sig := parse(t, "question -> calls: ToolCalls")
+	_, err = adapter.Chat{}.Parse(sig, "[[ ## calls ## ]]\n{\"tool_calls\": [{\"name\": \"transfer\", \"args\": {\"account\": \"DE89 3704 0044 0532 01\n\n[[ ## completed ## ]]")
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+
+	// Written back (a History turn), a call keeps the text it could not
+	// read, and reading that back gives the same error.
+	v, _ = types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "transfer", Arguments: `{"amount": 1e`}}}}})
+	b, err := json.Marshal(v.(types.ToolCalls))
+	require.NoError(t, err)
+	assert.Equal(t, `{"tool_calls":[{"name":"transfer","args":"{\"amount\": 1e"}]}`, string(b))
+	var back types.ToolCalls
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.ErrorIs(t, back.Calls[0].Err, adapter.ErrTruncated)
+
+	// Integers beyond int64 are kept exactly, and reach the tool exactly.
+	v, _ = types.ToolCalls{}.NativeValue(openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "f", Arguments: `{"n": 123456789012345678901234567890, "i": 7, "f": 0.5}`}}}}})
+	assert.Equal(t, map[string]any{"n": json.Number("123456789012345678901234567890"), "i": 7, "f": 0.5}, v.(types.ToolCalls).Calls[0].Args)
+}
+
+// TestToolArgumentsEndToEnd is the review's reproducer: through Call, the
+// JSON adapter and native tools, arguments cut inside a number never run
+// the transfer.
+func TestToolArgumentsEndToEnd(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text("").WithFinish("tool_calls").WithToolCalls(openai.ToolCall{ID: "call_1", Type: "function",
+		Function: openai.FunctionCall{Name: "transfer", Arguments: `{"account": "DE89370400440532013000", "amount": 1e`}}))
+	defer srv.Close()
+	runs := 0
+	tool := transferTool(t, &runs)
+	sig := parse(t, "question, tools: list[Tool] -> calls: ToolCalls")
+	lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true, JSONMode: true})
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": "pay", "tools": []types.Tool{tool}},
+		adapter.UseAdapter(adapter.JSON{}), adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"}))
+	require.NoError(t, err)
+	calls := res.Outputs[0]["calls"].(types.ToolCalls)
+	out := calls.Execute(context.Background(), []types.Tool{tool})
+	assert.True(t, out.Results[0].IsError)
+	assert.Zero(t, runs)
+}
+
+// TestExecuteStopsWhenCancelled: once the context is done no further tool
+// runs.
+func TestExecuteStopsWhenCancelled(t *testing.T) {
+	runs := 0
+	tool := transferTool(t, &runs)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := types.ToolCalls{Calls: []types.ToolCall{{ID: "1", Name: "transfer", Args: map[string]any{"account": "A", "amount": 1}}}}.Execute(ctx, []types.Tool{tool})
+	assert.True(t, res.Results[0].IsError)
+	assert.Contains(t, res.Results[0].Value, "context canceled")
+	assert.Zero(t, runs)
+}
+
+func clipped(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
 }
 
 func TestHistoryTurns(t *testing.T) {
@@ -224,7 +367,8 @@ func TestNewToolAndExecute(t *testing.T) {
 // FuzzToolCalls: parsing tool calls never panics; what it accepts has
 // named calls.
 func FuzzToolCalls(f *testing.F) {
-	for _, s := range []string{`{"tool_calls": [{"name": "a", "args": {}}]}`, `[{'name': 'a', 'arguments': '{"x": 1'}]`, `{"function": {"name": "f", "arguments": "{}"}}`, `[1, 2]`, `{"tool_calls": "x"}`} {
+	for _, s := range []string{`{"tool_calls": [{"name": "a", "args": {}}]}`, `[{'name': 'a', 'arguments': '{"x": 1'}]`, `{"function": {"name": "f", "arguments": "{}"}}`, `[1, 2]`, `{"tool_calls": "x"}`,
+		`[{"name": "t", "arguments": "{\"amount\": 1e"}, {"name": "t", "arguments": "{\"amount\": 5}"}]`, `{"name": "t", "args": {"account": "DE89`, `{"name": "t", "args": {"n": 10`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -236,7 +380,109 @@ func FuzzToolCalls(f *testing.F) {
 			if c.Name == "" {
 				t.Fatalf("call without a name from %q", raw)
 			}
+			checkCall(t, c, raw)
 		}
+		checkExecute(t, tc)
+	})
+}
+
+// checkCall: a call has arguments or an error, never both; no number in
+// its arguments is missing from the text it came from.
+func checkCall(t *testing.T, c types.ToolCall, raw string) {
+	t.Helper()
+	if (c.Err == nil) == (c.Args == nil) {
+		t.Fatalf("call %+v from %q: arguments and error", c, raw)
+	}
+	if c.Err != nil && !errors.Is(c.Err, types.ErrToolArguments) && c.Name != "" {
+		t.Fatalf("call error %v is not ErrToolArguments", c.Err)
+	}
+	if strings.ContainsAny(raw, "eE") {
+		return // 1e3 is 1000
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case int:
+			if !strings.Contains(raw, strconv.Itoa(max(x, -x))) {
+				t.Fatalf("number %d is not in %q", x, raw)
+			}
+		case json.Number:
+			if !strings.Contains(raw, strings.TrimLeft(x.String(), "-")) {
+				t.Fatalf("number %s is not in %q", x, raw)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(c.Args)
+}
+
+// checkExecute: a call whose arguments could not be read never runs.
+func checkExecute(t *testing.T, tc types.ToolCalls) {
+	t.Helper()
+	ran := map[string]int{}
+	var tools []types.Tool
+	for _, c := range tc.Calls {
+		name := c.Name
+		tool, err := types.NewTool(name, "", func(_ context.Context, _ struct{}) (string, error) {
+			ran[name]++
+			return "ran", nil
+		})
+		if err == nil {
+			tools = append(tools, tool)
+		}
+	}
+	res := tc.Execute(context.Background(), tools)
+	for i, c := range tc.Calls {
+		if c.Err != nil && !res.Results[i].IsError {
+			t.Fatalf("call %d with unreadable arguments was not an error: %+v", i, res.Results[i])
+		}
+	}
+	for _, c := range tc.Calls {
+		if c.Err != nil && ran[c.Name] > 0 {
+			ok := false // another call of the same name may have run
+			for _, d := range tc.Calls {
+				ok = ok || d.Name == c.Name && d.Err == nil
+			}
+			if !ok {
+				t.Fatalf("tool %q ran for a call whose arguments could not be read", c.Name)
+			}
+		}
+	}
+}
+
+// FuzzNativeToolArgs: whatever arguments a provider sends for a native
+// tool call, reading them never panics, strict JSON objects are read, and
+// what cannot be read never runs the tool.
+func FuzzNativeToolArgs(f *testing.F) {
+	for _, s := range []string{`{"account": "A", "amount": 5}`, `{"account": "DE89 3704`, `{"amount": 1e`, `{"amount": -`, `{"amount": 100`, `transfer everything`,
+		`{"a":5}{"a":500}`, `{"a": 1, "a": 2}`, `["A", 5]`, `[0 .`, `{'a': 'b', 'c': None,}`, `{"a": "x"`, "", "null", `{"n": 123456789012345678901234567890}`,
+		`{"x": [1 1 1 1]}`, `{"s": "Projekt „Phoenix" läuft"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{ID: "c1", Function: openai.FunctionCall{Name: "f", Arguments: args}}}}}
+		v, ok := types.ToolCalls{}.NativeValue(choice)
+		if !ok {
+			t.Fatal("no calls")
+		}
+		tc := v.(types.ToolCalls)
+		c := tc.Calls[0]
+		checkCall(t, c, args)
+		var obj map[string]any
+		if json.Unmarshal([]byte(args), &obj) == nil && obj != nil && c.Err != nil && !strings.Contains(c.Err.Error(), "ambiguous") {
+			t.Fatalf("the JSON object %q was refused: %v", args, c.Err)
+		}
+		if c.Err != nil && c.RawArgs != args {
+			t.Fatalf("raw arguments %q, want %q", c.RawArgs, args)
+		}
+		checkExecute(t, tc)
 	})
 }
 
@@ -312,4 +558,46 @@ func TestHistoryOverTheWire(t *testing.T) {
 	}
 	assert.Equal(t, []string{"system", "user", "assistant", "user", "assistant", "user"}, roles)
 	assert.Equal(t, []string{"1+1?", "[[ ## answer ## ]]", "2+2?", "[[ ## answer ## ]]", "3+3?"}, firstLines[1:])
+}
+
+// BenchmarkToolArgsWorstCase: native tool-call arguments holding the
+// missing-comma pattern, which JSON repair handles in O(n²), four (and
+// 32) calls in one reply.
+func BenchmarkToolArgsWorstCase(b *testing.B) {
+	for _, c := range []struct{ calls, size int }{{4, 8 << 10}, {4, 16 << 10}, {4, 64 << 10}, {32, 16 << 10}} {
+		args := `{"x": [` + strings.Repeat("1 ", (c.size-11)/2) + `1]}` // under size bytes
+		var calls []openai.ToolCall
+		for i := range c.calls {
+			calls = append(calls, openai.ToolCall{ID: fmt.Sprint(i), Function: openai.FunctionCall{Name: "f", Arguments: args}})
+		}
+		choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: calls}}
+		b.Run(fmt.Sprintf("native-%d-calls/args=%dKiB", c.calls, c.size>>10), func(b *testing.B) {
+			b.SetBytes(int64(c.calls * len(args)))
+			for b.Loop() {
+				_, _ = types.ToolCalls{}.NativeValue(choice)
+			}
+		})
+	}
+}
+
+// A call whose arguments cannot be read without guessing is not run: its
+// result is the error, for the model to see and correct.
+func ExampleToolCalls_Execute() {
+	type args struct {
+		City string `json:"city"`
+	}
+	weather, _ := types.NewTool("weather", "Current weather.", func(_ context.Context, a args) (string, error) {
+		return "14 °C in " + a.City, nil
+	})
+	choice := openai.ChatCompletionChoice{Message: openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{
+		{ID: "call_1", Function: openai.FunctionCall{Name: "weather", Arguments: `{"city": "Bergen"}`}},
+		{ID: "call_2", Function: openai.FunctionCall{Name: "weather", Arguments: `{"city": "Ber`}},
+	}}}
+	v, _ := types.ToolCalls{}.NativeValue(choice)
+	for _, r := range v.(types.ToolCalls).Execute(context.Background(), []types.Tool{weather}).Results {
+		fmt.Printf("%s error=%v: %v\n", r.CallID, r.IsError, r.Value)
+	}
+	// Output:
+	// call_1 error=false: 14 °C in Bergen
+	// call_2 error=true: the call to "weather" was not run: its arguments could not be read (tool call arguments are not one readable JSON object: reply truncated: the text ends inside a value, which may have been cut); send them again as one JSON object
 }

@@ -10,8 +10,12 @@ import (
 	"github.com/kaptinlin/jsonrepair"
 )
 
-// MaxRepair is the largest span Repair accepts (64 KiB).
-const MaxRepair = 64 << 10
+// MaxRepair is the largest span Repair accepts (16 KiB). The repairer
+// (kaptinlin/jsonrepair) copies its whole output for each fix it makes, so
+// its worst case is quadratic in the span: a span of this size full of
+// missing commas costs tens of milliseconds; at 64 KiB it cost over a
+// second. Real replies that need repair are far smaller.
+const MaxRepair = 16 << 10
 
 // MaxDepth is the deepest nesting Repair accepts.
 const MaxDepth = 512
@@ -35,6 +39,12 @@ type RepairInfo struct {
 	// supplied; a number at the very end counts as complete (whether the
 	// token limit cut it is for the caller to judge from finish_reason).
 	Truncated bool
+	// EndsInNumber: the span ends in a number with only closing braces
+	// missing after it ({"n": 12). Repair reads it as complete; whether
+	// the text was cut inside the number ({"n": 120}) only the caller can
+	// judge (finish_reason). Callers that act on the value, such as tool
+	// arguments, treat it as truncated.
+	EndsInNumber bool
 }
 
 // Extract returns the JSON object or array in text: the body of the first
@@ -194,7 +204,7 @@ func Repair(span string) (string, RepairInfo, error) {
 	if fixed, changed := escapeInnerQuotes(span); changed && json.Valid([]byte(fixed)) {
 		return fixed, RepairInfo{}, nil
 	}
-	trunc, depth, badNumber := scan(span)
+	trunc, depth, badNumber, endsInNumber := scan(span)
 	if depth > MaxDepth {
 		return "", RepairInfo{}, ErrTooDeep
 	}
@@ -215,7 +225,7 @@ func Repair(span string) (string, RepairInfo, error) {
 	if n, ok := inventedNumber(span, fixed); ok {
 		return "", RepairInfo{}, fmt.Errorf("%w: the repair reads a number %s the text does not hold", ErrInvalid, n)
 	}
-	return fixed, RepairInfo{}, nil
+	return fixed, RepairInfo{EndsInNumber: endsInNumber}, nil
 }
 
 // inventedNumber returns a number of the repaired text that span does not
@@ -303,9 +313,10 @@ func repair(span string) (out string, err error) {
 }
 
 // scan reports whether span ends while a value is still being written,
-// the deepest nesting seen, and a number that is not one ("-", "1.",
-// "1.5e") before the end.
-func scan(span string) (truncated bool, maxDepth int, badNumber string) {
+// the deepest nesting seen, a number that is not one ("-", "1.", "1.5e")
+// before the end, and whether the span ends in a number inside an object
+// left open.
+func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNumber bool) {
 	var stack []byte
 	var quote byte
 	last := byte(0) // last significant byte outside strings
@@ -349,7 +360,7 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string) {
 				}
 				if tok := span[j:end]; !completeNumber(tok) || strings.HasSuffix(tok, ".") {
 					if strings.TrimSpace(span[end:]) == "" {
-						return true, maxDepth, "" // cut inside the number
+						return true, maxDepth, "", false // cut inside the number
 					}
 					if badNumber == "" && !completeNumber(tok) {
 						badNumber = tok
@@ -365,7 +376,7 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string) {
 					end++
 				}
 				if strings.TrimSpace(span[end:]) == "" && !literals[span[j:end]] {
-					return true, maxDepth, "" // cut inside a word ("tru")
+					return true, maxDepth, "", false // cut inside a word ("tru")
 				}
 				j = end - 1
 				c = 'w'
@@ -374,20 +385,20 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string) {
 		last = c
 	}
 	if quote != 0 || len(stack) == 0 {
-		return quote != 0, maxDepth, badNumber
+		return quote != 0, maxDepth, badNumber, false
 	}
 	for _, open := range stack {
 		if open == '[' {
-			return true, maxDepth, badNumber
+			return true, maxDepth, badNumber, false
 		}
 	}
 	switch {
 	case last == ':' || last == ',':
-		return true, maxDepth, badNumber // a value or member was to follow
+		return true, maxDepth, badNumber, false // a value or member was to follow
 	case last == 's' && endsWithKey(span):
-		return true, maxDepth, badNumber
+		return true, maxDepth, badNumber, false
 	}
-	return false, maxDepth, badNumber
+	return false, maxDepth, badNumber, last == '0'
 }
 
 // literals are the complete bare words a value can be.

@@ -75,8 +75,36 @@ func TestRepairNeverInventsNumbers(t *testing.T) {
 	}
 }
 
+// TestRepairEndsInNumber: a span cut right after a number, with only
+// closing braces missing, is read but flagged, so that callers acting on
+// the value can refuse it ({"amount": 10 may have been 100).
+func TestRepairEndsInNumber(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		ends bool
+	}{
+		{`{"amount": 10`, true},
+		{`{"a": {"b": -2.5e3`, true},
+		{`{"amount": 10}`, false},
+		{`{"a": "x", "b": "10"`, false},
+		{`{"a": [1, 2]`, false},
+		{`{"a": true`, false},
+		{`{'a': 1, 'b': None`, false},
+	} {
+		_, info, err := Repair(tt.in)
+		require.NoError(t, err, tt.in)
+		assert.False(t, info.Truncated, tt.in)
+		assert.Equal(t, tt.ends, info.EndsInNumber, tt.in)
+	}
+}
+
 func TestRepairBounds(t *testing.T) {
-	_, _, err := Repair("{\"a\": \"" + strings.Repeat("x", MaxRepair) + "\"}")
+	// The missing-comma pattern costs O(n²) in the repairer: 64 KiB of it
+	// took 1.4 s, so the cap is 16 KiB.
+	_, _, err := Repair("[" + strings.Repeat("1 ", 8<<10) + "1]")
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.LessOrEqual(t, MaxRepair, 16<<10)
+	_, _, err = Repair("{\"a\": \"" + strings.Repeat("x", MaxRepair) + "\"}")
 	assert.ErrorIs(t, err, ErrTooLarge)
 	_, _, err = Repair(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))
 	assert.ErrorIs(t, err, ErrTooDeep)

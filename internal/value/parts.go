@@ -1,8 +1,11 @@
 package value
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/sigwire/adapter/internal/pyjson"
 )
@@ -13,6 +16,33 @@ const (
 	PartsStart = "<<CUSTOM-TYPE-START-IDENTIFIER>>"
 	PartsEnd   = "<<CUSTOM-TYPE-END-IDENTIFIER>>"
 )
+
+// PartsKey is a random token, drawn once per process, that a marker
+// rendered from a Formatter value carries right after PartsStart. Only
+// markers with the key become content parts: the same marker text inside
+// plain text (an input string, a list item, a demo, a History turn) cannot
+// carry it, so it stays text. The key never leaves the process: the
+// adapter removes it from every message (StripKey) and splits user
+// messages only at PartsOpen.
+var PartsKey = newPartsKey()
+
+// PartsOpen is where a marker rendered from a Formatter value starts.
+var PartsOpen = PartsStart + PartsKey
+
+func newPartsKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
+	return "#" + hex.EncodeToString(b[:]) + "#"
+}
+
+// StripKey removes PartsKey from s, leaving DSPy's marker text; s itself
+// when it holds no key.
+func StripKey(s string) string {
+	if !strings.Contains(s, PartsKey) {
+		return s
+	}
+	return strings.ReplaceAll(s, PartsKey, "")
+}
 
 var errorType = reflect.TypeFor[error]()
 
@@ -47,5 +77,8 @@ func partsMarker(v reflect.Value) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("content parts: %w", err)
 	}
-	return PartsStart + string(b) + PartsEnd, true, nil
+	// The payload is JSON: escaping < keeps PartsEnd out of it (a URL may
+	// hold any text) without changing what it decodes to.
+	payload := strings.ReplaceAll(string(b), "<", `\u003c`)
+	return PartsOpen + payload + PartsEnd, true, nil
 }
