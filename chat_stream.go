@@ -203,9 +203,13 @@ func holdStart(full string, pos int) int {
 }
 
 // lineStartNumber reports a line so far that may still become a numbered
-// marker: blanks, up to three digits, then "." or ")" and blanks.
+// marker: blanks, up to three digits, then "." or ")" and blanks. Blanks
+// alone may still become one too ("  2. [[ ## …" cut after the blanks).
 func lineStartNumber(line string) bool {
 	t := strings.TrimLeft(line, " \t")
+	if t == "" {
+		return true
+	}
 	d := 0
 	for d < len(t) && t[d] >= '0' && t[d] <= '9' {
 		d++

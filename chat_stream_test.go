@@ -101,6 +101,7 @@ func TestChatStreamHardCases(t *testing.T) {
 		"`[[ ## reasoning ## ]]`\nr\n\n[[ ## answer ## ]]` -5",
 		"1. [[ ## reasoning ## ]]\nr\n2. [[ ## answer ## ]]\nParis",
 		"[[ ## reasoning ## ]]\nSteps:\n1. read\n2. answer\n\n10) [[ ## answer ## ]]\nParis",
+		"[[ ## answer ## ]]\nParis\n  2) [[ ## reasoning ## ]]\nr", // blanks, then the number (FuzzChatStream)
 	} {
 		vals, err := adapter.Chat{}.Parse(sig, reply)
 		require.NoError(t, err, reply)
