@@ -245,7 +245,7 @@ func choiceCandidates(choices []string) candidateFinder {
 			}
 			for _, form := range [...]string{strings.ToLower(c), strings.ToLower(strings.ReplaceAll(c, "_", " "))} {
 				if i := indexWord(lower, form); i >= 0 {
-					out = append(out, candidate{text: c, blocked: qualifier(text, i)})
+					out = append(out, candidate{text: c, blocked: qualifier(lower, i)})
 					break
 				}
 			}

@@ -163,6 +163,27 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestProseCaseMapping: lower-casing may change a text's length (invalid
+// UTF-8, the Kelvin sign, dotted İ); a choice found in the lower-cased
+// prose is qualified there, never by its index in the original
+// (FuzzParse: "\xfc 1" panicked).
+func TestProseCaseMapping(t *testing.T) {
+	for _, tt := range []struct {
+		typ, raw string
+		want     any
+	}{
+		{"Literal['a', 1, None]", "\xfc 1", nil},
+		{"Literal['billing', 'technical']", "İİİ: the ticket is about billing", "billing"},
+		{"Literal['billing', 'technical']", "\u212a\u212a\u212a not billing", nil},
+	} {
+		got, err := value.Parse(tt.raw, parsed(t, tt.typ))
+		if tt.want != nil {
+			assert.NoError(t, err, tt.raw)
+			assert.Equal(t, tt.want, got, tt.raw)
+		}
+	}
+}
+
 func TestFromJSON(t *testing.T) {
 	for _, tt := range []struct {
 		typ  string
