@@ -243,45 +243,6 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	return err
 }
 
-// unsupportedPart is the error for raw parts the LM cannot send, naming
-// the input that holds them when it is found.
-func (r *run) unsupportedPart(typ string) error {
-	err := fmt.Errorf("%w (a %s part)", ErrUnsupportedPart, typ)
-	for i := range r.sig.NumInputs() {
-		name := r.sig.Input(i).Name
-		if holdsRawPart(r.inputs[name]) {
-			return &InputError{Field: name, Err: err}
-		}
-	}
-	return fmt.Errorf("adapter: %w", err)
-}
-
-// holdsRawPart reports a Formatter value (or a slice of them) that
-// formats as a raw part.
-func holdsRawPart(v any) bool {
-	if f, ok := v.(Formatter); ok {
-		parts, err := f.FormatParts()
-		if err != nil {
-			return false
-		}
-		for _, p := range parts {
-			if p.Type == rawPartType {
-				return true
-			}
-		}
-		return false
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Slice {
-		for i := range rv.Len() {
-			if holdsRawPart(rv.Index(i).Interface()) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // send shapes the request, sends it through the invoker chain, and moves
 // one response-format tier down, once, when the provider rejects it.
 func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Signature, base openai.ChatCompletionRequest, msgs []openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {

@@ -183,3 +183,84 @@ func replaceRawParts(body []byte) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
+
+// unsupportedPart is the error for raw parts the LM cannot send, naming
+// the input that holds them when it is found: in the request's inputs
+// (alone, in a list, a map, a struct or a History turn), else in a demo.
+func (r *run) unsupportedPart(typ string) error {
+	err := fmt.Errorf("%w (a content part of type %s)", ErrUnsupportedPart, typ)
+	for i := range r.sig.NumInputs() {
+		name := r.sig.Input(i).Name
+		if holdsRawPart(reflect.ValueOf(r.inputs[name]), 0) {
+			return &InputError{Field: name, Err: err}
+		}
+	}
+	for d, demo := range r.demos {
+		for i := range r.sig.NumInputs() {
+			name := r.sig.Input(i).Name
+			if holdsRawPart(reflect.ValueOf(demo[name]), 0) {
+				return &InputError{Field: name, Err: fmt.Errorf("%w (a content part of type %s, in demo %d)", ErrUnsupportedPart, typ, d)}
+			}
+		}
+	}
+	return fmt.Errorf("adapter: %w", err)
+}
+
+// holdsRawPart reports a Formatter value that formats as a raw part,
+// found in v or, to a bounded depth, inside it: list items, map values,
+// exported struct fields, a Conversation's turns.
+func holdsRawPart(v reflect.Value, depth int) bool {
+	if !v.IsValid() || depth > 32 {
+		return false
+	}
+	if v.CanInterface() {
+		if f, ok := v.Interface().(Formatter); ok {
+			if v.Kind() == reflect.Pointer && v.IsNil() {
+				return false
+			}
+			parts, err := f.FormatParts()
+			if err != nil {
+				return false
+			}
+			for _, p := range parts {
+				if p.Type == rawPartType {
+					return true
+				}
+			}
+			return false
+		}
+		if c, ok := asConversation(v.Interface()); ok {
+			for _, turn := range c.Turns() {
+				for _, x := range turn {
+					if holdsRawPart(reflect.ValueOf(x), depth+1) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && holdsRawPart(v.Elem(), depth+1)
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if holdsRawPart(v.Index(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if holdsRawPart(it.Value(), depth+1) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && holdsRawPart(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -80,13 +80,6 @@ func TestImageInRequest(t *testing.T) {
 	assert.True(t, strings.HasPrefix(user.MultiContent[2].Text, "\n\n[[ ## note ## ]]\nbe brief"))
 }
 
-func TestAudioIsAClearError(t *testing.T) {
-	sig := parse(t, "clip: Audio -> transcript")
-	_, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"clip": types.Audio{Data: "AAAA", Format: "wav"}})
-	assert.ErrorIs(t, err, types.ErrUnsupportedPart)
-	assert.ErrorContains(t, err, `"clip"`)
-}
-
 func TestCode(t *testing.T) {
 	sig := parse(t, "task -> code: Code['python']")
 	vals, err := adapter.Chat{}.Parse(sig, "[[ ## code ## ]]\nHere it is:\n```python\nprint(1)\n```\nDone.")
