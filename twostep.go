@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -75,12 +76,22 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 	if err != nil {
 		return nil, err
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user}), nil
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
+	for i := range msgs {
+		if msgs[i].Role == openai.ChatMessageRoleUser {
+			expandParts(&msgs[i])
+		} else {
+			msgs[i].Content = value.StripKey(msgs[i].Content)
+		}
+	}
+	return msgs, nil
 }
 
 // twoStepLines writes "name: value" for the fields present in vals,
-// blank-line separated, values as Python's str() prints them.
-func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, vals Values) {
+// blank-line separated, values as Python's str() prints them; a value that
+// formats as content parts (an image, audio) as its marker, which str()
+// gives in DSPy and which becomes parts in a user message.
+func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, vals Values) error {
 	n := sig.NumInputs()
 	if outputs {
 		n = sig.NumOutputs()
@@ -96,14 +107,25 @@ func twoStepLines(b *strings.Builder, sig *signature.Signature, outputs bool, va
 		}
 		b.WriteString(f.Name)
 		b.WriteString(": ")
+		if _, ok := v.(Formatter); ok {
+			m, err := formatValue(v, f)
+			if err != nil {
+				return err
+			}
+			b.WriteString(m)
+			continue
+		}
 		b.WriteString(pyjson.Str(v))
 	}
+	return nil
 }
 
 func twoStepUser(sig *signature.Signature, vals Values, prefix string, _ bool) (string, error) {
 	var b strings.Builder
 	b.WriteString(prefix)
-	twoStepLines(&b, sig, false, vals)
+	if err := twoStepLines(&b, sig, false, vals); err != nil {
+		return "", err
+	}
 	return strings.TrimSpace(b.String()), nil
 }
 
@@ -111,7 +133,9 @@ func twoStepUser(sig *signature.Signature, vals Values, prefix string, _ bool) (
 // (the missing text is unused).
 func twoStepAssistant(sig *signature.Signature, vals Values, _ string) (string, error) {
 	var b strings.Builder
-	twoStepLines(&b, sig, true, vals)
+	if err := twoStepLines(&b, sig, true, vals); err != nil {
+		return "", err
+	}
 	return b.String(), nil
 }
 

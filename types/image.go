@@ -37,6 +37,9 @@ var ErrNotImage = errors.New("types: not an image")
 // ImageFromFile, so that reading the disk is always explicit.
 func NewImage(src string) (Image, error) {
 	s := strings.TrimSpace(src)
+	if err := checkText("an image URL", s); err != nil {
+		return Image{}, err
+	}
 	switch {
 	case strings.HasPrefix(s, "data:"):
 		if err := checkImageURI(s); err != nil {

@@ -56,6 +56,10 @@ func parseDataURI(s string) (dataURI, error) {
 	if !ok {
 		return dataURI{}, fmt.Errorf("%q is not a data URI", clip(s))
 	}
+	if !utf8.ValidString(s) {
+		// JSON would carry another text than the one given.
+		return dataURI{}, fmt.Errorf("%q is not valid UTF-8", clip(s))
+	}
 	header, data, ok := strings.Cut(rest, ",")
 	if !ok {
 		return dataURI{}, fmt.Errorf("%q is not a data URI (no comma)", clip(s))

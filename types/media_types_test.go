@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -276,4 +277,73 @@ func TestDownloadMedia(t *testing.T) {
 	assert.ErrorIs(t, err, types.ErrUncheckedClient)
 	_, err = types.DownloadAudio(ctx, "file:///etc/passwd", open)
 	assert.ErrorContains(t, err, "only http and https")
+}
+
+// FuzzMedia: whatever text the media constructors and parsers are given
+// (a data URI, DSPy's JSON, a field's text), a value they accept formats
+// as a well-formed part that carries exactly what was given; and a
+// citation object read from the wire is kept, never a panic.
+func FuzzMedia(f *testing.F) {
+	for _, s := range []string{
+		"data:audio/wav;base64,UklGRg==", "data:audio/x-mpeg;codecs=1;base64,SUQz", "data:audio/wav;base64,Ukl=Rg==", "data:audio/;base64,",
+		"data:application/pdf;base64,JVBERg==", "data:text/plain,hi", "data:;base64,AAAA", "data:image/png;base64,iVBORw0KGgo=",
+		`{"data": "UklGRg==", "audio_format": "wav"}`, `{"file_id": "file-1", "filename": "a.pdf"}`, `{"data": "d", "media_type": "application/pdf"}`,
+		`{"type":"char_location","cited_text":"x","document_index":0,"start_char_index":0,"end_char_index":1}`,
+		`{"type":"url_citation","url_citation":{"url":"https://e.org","title":"E","start_index":0,"end_index":2}}`,
+		`{"type":"url_citation","url_citation":null}`, "data:audio/wav;base64,\xff", "\x00",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		part := func(v adapter.Formatter) map[string]any {
+			parts, err := v.FormatParts()
+			if err != nil {
+				t.Fatalf("%q: accepted, but its part fails: %v", s, err)
+			}
+			raw, ok := adapter.RawPartJSON(parts[0])
+			if !ok || len(parts) != 1 {
+				t.Fatalf("%q: not one raw part", s)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatalf("%q: part %s: %v", s, raw, err)
+			}
+			return m
+		}
+		if a, err := types.NewAudio(s); err == nil {
+			m := part(a)["input_audio"].(map[string]any)
+			if m["data"] != a.Data || m["format"] != a.Format || !strings.HasSuffix(strings.TrimSpace(s), ","+a.Data) {
+				t.Fatalf("%q: audio part %v", s, m)
+			}
+		}
+		if fl, err := types.NewFile(s); err == nil {
+			if m := part(fl)["file"].(map[string]any); m["file_data"] != strings.TrimSpace(s) {
+				t.Fatalf("%q: file part %v", s, m)
+			}
+		}
+		var a types.Audio
+		if a.ParseField(s) == nil {
+			part(a)
+		}
+		var fl types.File
+		if fl.ParseField(s) == nil {
+			part(fl)
+		}
+		var d types.Document
+		if d.ParseField(s) == nil {
+			if src := part(d)["source"].(map[string]any); src["data"] != d.Data {
+				t.Fatalf("%q: document part %v", s, src)
+			}
+		}
+		if strings.HasPrefix(s, "{") && json.Valid([]byte(s)) {
+			raw := json.RawMessage(s)
+			v, ok := types.Citations{}.WireValue(openai.ChatCompletionChoice{}, adapter.ChoiceExtras{Citations: []json.RawMessage{raw}, Annotations: []json.RawMessage{raw}})
+			if !ok {
+				t.Fatalf("%q: a citation object was dropped", s)
+			}
+			if c := v.(types.Citations).Citations; string(c[0].Raw) != s {
+				t.Fatalf("%q: raw %s", s, c[0].Raw)
+			}
+		}
+	})
 }

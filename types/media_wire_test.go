@@ -122,7 +122,7 @@ func TestMediaOnTheWireChat(t *testing.T) {
 	assert.NotContains(t, string(body), "x-sigwire-raw-part")
 }
 
-// TestMediaOnTheWire: for Chat, JSON and XML, Call and Stream, with the
+// TestMediaOnTheWire: for Chat, JSON, XML (and BAML), Call and Stream, with the
 // media in the inputs, in a demo and in a History turn, every message
 // reaches the wire as Format wrote it, each part exactly as its type made
 // it.
@@ -140,8 +140,9 @@ func TestMediaOnTheWire(t *testing.T) {
 		"chat": "[[ ## answer ## ]]\nblue\n\n[[ ## completed ## ]]",
 		"json": `{"answer": "blue"}`,
 		"xml":  "<answer>blue</answer>",
+		"baml": `{"answer": "blue"}`,
 	}
-	for _, a := range []adapter.Adapter{adapter.Chat{}, adapter.JSON{}, adapter.XML{}} {
+	for _, a := range []adapter.Adapter{adapter.Chat{}, adapter.JSON{}, adapter.XML{}, adapter.BAML{}} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", a.Name(), stream), func(t *testing.T) {
 				srv := lmtest.NewServer(lmtest.Text(replies[a.Name()]))
@@ -227,4 +228,41 @@ func TestMediaWithoutTheWrapper(t *testing.T) {
 		})
 	}
 	assert.Empty(t, srv.Requests(), "nothing was sent")
+}
+
+// TestMediaTwoStep: TwoStep's "name: value" user message carries the media
+// as parts, where DSPy's str() of a custom type puts them (an image too);
+// through the wrapper they reach the wire, and the extraction call gets
+// the main LM's text only.
+func TestMediaTwoStep(t *testing.T) {
+	sig := parse(t, "question, clip: Audio, photo: Image -> answer")
+	clip, _, _, parts := media(t, "main")
+	photo, err := types.NewImage("https://example.com/sky.png")
+	require.NoError(t, err)
+	in := adapter.Values{"question": "What colour?", "clip": clip, "photo": photo}
+	main := lmtest.NewServer(lmtest.Text("The sky is blue."))
+	defer main.Close()
+	extractor := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nblue\n\n[[ ## completed ## ]]"))
+	defer extractor.Close()
+	ts := adapter.TwoStep{Extractor: extractor.Client()}
+
+	msgs, err := ts.Format(sig, nil, in)
+	require.NoError(t, err)
+	user := msgs[len(msgs)-1].MultiContent
+	require.Len(t, user, 4)
+	assert.Equal(t, "question: What colour?\n\nclip: ", user[0].Text)
+	raw, ok := adapter.RawPartJSON(user[1])
+	require.True(t, ok)
+	assert.Equal(t, parts[0], string(raw))
+	assert.Equal(t, "\n\nphoto: ", user[2].Text)
+	assert.Equal(t, "https://example.com/sky.png", user[3].ImageURL.URL)
+
+	res, err := adapter.Call(t.Context(), wrapped(main), sig, nil, in, adapter.UseAdapter(ts))
+	require.NoError(t, err)
+	assert.Equal(t, "blue", res.Outputs[0]["answer"])
+	assert.Equal(t, expectedContents(t, msgs), wireContents(t, main.Requests()[0].Body))
+	assert.NotContains(t, string(extractor.Requests()[0].Body), "input_audio")
+
+	_, err = adapter.Call(t.Context(), main.Client(), sig, nil, in, adapter.UseAdapter(ts))
+	assert.ErrorIs(t, err, types.ErrUnsupportedPart)
 }
