@@ -33,17 +33,41 @@ var ErrUnsupportedPart = errors.New("go-openai cannot send this content part (on
 // declares it with a CarriesRawParts() bool method, and finds each part as
 // a ChatMessagePart whose Text is the part's JSON (see [RawPartJSON]).
 func RawPart(part json.RawMessage) (openai.ChatMessagePart, error) {
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(part, &head); err != nil || head.Type == "" || bytes.TrimSpace(part)[0] != '{' {
+	var compact bytes.Buffer
+	compact.Grow(len(part))
+	if err := json.Compact(&compact, part); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' || partType(compact.Bytes()) == "" {
 		return openai.ChatMessagePart{}, fmt.Errorf("adapter: a raw content part must be a JSON object with a type: %s", clipBytes(part))
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, part); err != nil {
-		return openai.ChatMessagePart{}, err
-	}
 	return openai.ChatMessagePart{Type: rawPartType, Text: compact.String()}, nil
+}
+
+// partType reads the "type" of a part's JSON object, "" when it has none
+// (or it is not a string). The rest of the object is not decoded when
+// "type" comes first, as it does in the parts this package and package
+// types write, so a megabyte of audio is not read twice.
+func partType(b []byte) string {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		if k == "type" {
+			var s string
+			if d.Decode(&s) != nil {
+				return ""
+			}
+			return s
+		}
+		var skip json.RawMessage
+		if d.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // RawPartJSON returns the JSON of a part made by [RawPart], and false for
@@ -67,11 +91,7 @@ func rawParts(msgs []openai.ChatCompletionMessage) (string, bool) {
 	for _, m := range msgs {
 		for _, p := range m.MultiContent {
 			if raw, ok := RawPartJSON(p); ok {
-				var head struct {
-					Type string `json:"type"`
-				}
-				_ = json.Unmarshal(raw, &head)
-				return head.Type, true
+				return partType(raw), true
 			}
 		}
 	}

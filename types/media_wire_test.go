@@ -24,7 +24,7 @@ var pdfBytes = []byte("%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n")
 
 // media returns an Audio, a File and a Document and the exact parts DSPy
 // 3.3.1 sends for them (its format() dicts, in its key order).
-func media(t *testing.T, tag string) (clip types.Audio, report types.File, doc types.Document, parts []string) {
+func media(t testing.TB, tag string) (clip types.Audio, report types.File, doc types.Document, parts []string) {
 	t.Helper()
 	clip, err := types.AudioFromBytes(append(append([]byte{}, wavBytes...), tag...), "")
 	require.NoError(t, err)
@@ -265,4 +265,38 @@ func TestMediaTwoStep(t *testing.T) {
 
 	_, err = adapter.Call(t.Context(), main.Client(), sig, nil, in, adapter.UseAdapter(ts))
 	assert.ErrorIs(t, err, types.ErrUnsupportedPart)
+}
+
+// BenchmarkAudioCall: a Call carrying 1 MiB of audio through the HTTPDoer
+// wrapper over loopback, and the same Call with the bytes as a text input
+// (what go-openai alone would send), to show what the part costs.
+func BenchmarkAudioCall(b *testing.B) {
+	data := make([]byte, 1<<20)
+	copy(data, wavBytes)
+	clip, err := types.AudioFromBytes(data, "")
+	require.NoError(b, err)
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply {
+		return lmtest.Text("[[ ## answer ## ]]\nok\n\n[[ ## completed ## ]]")
+	})
+	client := wrapped(srv)
+	for _, c := range []struct {
+		name string
+		sig  string
+		in   adapter.Values
+	}{
+		{"audio-part", "clip: Audio -> answer", adapter.Values{"clip": clip}},
+		{"same-bytes-as-text", "clip -> answer", adapter.Values{"clip": clip.Data}},
+	} {
+		sig := parse(b, c.sig)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := adapter.Call(b.Context(), client, sig, nil, c.in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

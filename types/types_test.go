@@ -21,7 +21,7 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-func parse(t *testing.T, spec string) *signature.Signature {
+func parse(t testing.TB, spec string) *signature.Signature {
 	t.Helper()
 	sig, err := signature.Parse(spec, signature.WithTypes(types.Names()))
 	require.NoError(t, err)
