@@ -300,3 +300,20 @@ func BenchmarkAudioCall(b *testing.B) {
 		})
 	}
 }
+
+// TestMediaListOnTheWire: a list of documents is DSPy's JSON list of
+// markers, split into parts with the list's punctuation as text around
+// them (reference §9.1), each part byte for byte.
+func TestMediaListOnTheWire(t *testing.T) {
+	sig := parse(t, "documents: list[Document], question -> answer")
+	_, _, d1, p1 := media(t, "one")
+	_, _, d2, p2 := media(t, "two")
+	srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nblue\n\n[[ ## completed ## ]]"))
+	defer srv.Close()
+	_, err := adapter.Call(t.Context(), wrapped(srv), sig, nil, adapter.Values{"documents": []types.Document{d1, d2}, "question": "Sky?"})
+	require.NoError(t, err)
+	want := `[{"type":"text","text":"[[ ## documents ## ]]\n[\""},` + p1[2] + `,{"type":"text","text":"\", \""},` + p2[2] +
+		`,{"type":"text","text":"\"]\n\n[[ ## question ## ]]\nSky?\n\nRespond with the corresponding output fields, starting with the field ` +
+		"`[[ ## answer ## ]]`, and then ending with the marker for `[[ ## completed ## ]]`.\"}]"
+	assert.Equal(t, want, wireContents(t, srv.Requests()[0].Body)[1])
+}
