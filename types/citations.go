@@ -23,15 +23,19 @@ import (
 // StartCharIndex and EndCharIndex, which locate the text the citation
 // supports in the reply's text, Result.Completions). Raw keeps the
 // provider's object as it was sent.
+//
+// The default tags make the prompt's schema require what DSPy's requires
+// (cited_text, document_index, start_char_index, end_char_index), so the
+// model is never asked for a URL.
 type Citation struct {
-	Type           string  `json:"type"` // "char_location", …
+	Type           string  `json:"type" default:"\"char_location\""` // "char_location", …
 	CitedText      string  `json:"cited_text"`
 	DocumentIndex  int     `json:"document_index"`
-	DocumentTitle  *string `json:"document_title,omitempty"`
+	DocumentTitle  *string `json:"document_title,omitempty" default:"null"`
 	StartCharIndex int     `json:"start_char_index"`
 	EndCharIndex   int     `json:"end_char_index"`
-	SupportedText  *string `json:"supported_text,omitempty"`
-	URL            string  `json:"url,omitempty"`
+	SupportedText  *string `json:"supported_text,omitempty" default:"null"`
+	URL            string  `json:"url,omitempty" default:"\"\""`
 	// Raw is the provider's citation object as sent (nil for citations
 	// the model wrote as text).
 	Raw json.RawMessage `json:"-"`
@@ -160,17 +164,21 @@ func optionalString(raw json.RawMessage) *string {
 	return &s
 }
 
-// ParseField reads {"citations": [...]} or a bare list of citations.
+// ParseField reads {"citations": [...]} or a bare list of citations; a
+// citation without a type is a "char_location", as in DSPy.
 func (c *Citations) ParseField(raw string) error {
 	s := strings.TrimSpace(raw)
-	var list []Citation
-	if err := json.Unmarshal([]byte(s), &list); err == nil {
-		c.Citations = list
-		return nil
-	}
 	var w Citations
-	if err := json.Unmarshal([]byte(s), &w); err != nil {
-		return fmt.Errorf("types: Citations: %w", err)
+	if err := json.Unmarshal([]byte(s), &w.Citations); err != nil {
+		w = Citations{}
+		if err := json.Unmarshal([]byte(s), &w); err != nil {
+			return fmt.Errorf("types: Citations: %w", err)
+		}
+	}
+	for i := range w.Citations {
+		if w.Citations[i].Type == "" {
+			w.Citations[i].Type = "char_location"
+		}
 	}
 	*c = w
 	return nil

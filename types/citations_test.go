@@ -308,3 +308,21 @@ func TestCitationsPlan(t *testing.T) {
 		assert.Equal(t, drop, p.Drop, model)
 	}
 }
+
+// TestCitationsText: written by the model, a citation without a type is a
+// char_location (DSPy's default), whichever adapter reads it; the prompt's
+// schema requires what DSPy's does, never a URL.
+func TestCitationsText(t *testing.T) {
+	sig := parse(t, "question -> answer, citations: Citations")
+	want := types.Citations{Citations: []types.Citation{{Type: "char_location", CitedText: "x", EndCharIndex: 1}}}
+	vals, err := adapter.Chat{}.Parse(sig, "[[ ## answer ## ]]\na\n\n[[ ## citations ## ]]\n"+`[{"cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1}]`)
+	require.NoError(t, err)
+	assert.Equal(t, want, vals["citations"])
+	vals, err = adapter.JSON{}.Parse(sig, `{"answer": "a", "citations": {"citations": [{"cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1}]}}`)
+	require.NoError(t, err)
+	assert.Equal(t, want, vals["citations"])
+
+	msgs, err := adapter.JSON{}.Format(sig, nil, adapter.Values{"question": "q"})
+	require.NoError(t, err)
+	assert.Contains(t, msgs[0].Content, `\"required\": [\"cited_text\", \"document_index\", \"start_char_index\", \"end_char_index\"]`)
+}
