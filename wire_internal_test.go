@@ -108,3 +108,39 @@ func FuzzWireExtras(f *testing.F) {
 }
 
 func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// TestWireExtrasByChoice: extras belong to their choice, in a body and in
+// a stream whose choices interleave.
+func TestWireExtrasByChoice(t *testing.T) {
+	a := `{"type":"url_citation","url_citation":{"url":"https://e.org/1"}}`
+	c := `{"type":"char_location","cited_text":"x"}`
+	body := `{"choices":[{"index":0,"finish_reason":"stop","message":{"content":"a"}},` +
+		`{"index":1,"finish_reason":"stop","message":{"content":"b","annotations":[` + a + `],"provider_specific_fields":{"citations":[[` + c + `]]}}}]}`
+	var resp openai.ChatCompletionResponse
+	extras := normalize(&resp, []byte(body))
+	want := WireExtras{Choices: []ChoiceExtras{{Index: 1, Annotations: []json.RawMessage{json.RawMessage(a)}, Citations: []json.RawMessage{json.RawMessage(c)}}}}
+	if !reflect.DeepEqual(extras, want) {
+		t.Fatalf("body: %+v", extras)
+	}
+	if got := extras.Choice(0); len(got.Annotations)+len(got.Citations) != 0 || got.Index != 0 {
+		t.Fatalf("choice 0: %+v", got)
+	}
+
+	var acc assembly
+	for _, chunk := range []string{
+		`{"choices":[{"index":1,"delta":{"content":"b","provider_specific_fields":{"citation":` + c + `}}},{"index":0,"delta":{"content":"a"}}]}`,
+		`{"choices":[{"index":1,"delta":{"annotations":[` + a + `]}}]}`,
+		`{"choices":[{"index":1,"delta":{"annotations":[` + a + `]}}]}`, // a repeat
+	} {
+		var w wireChunk
+		if err := json.Unmarshal([]byte(chunk), &w); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.add(&w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := acc.extras(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("stream: %+v", got)
+	}
+}
