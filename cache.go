@@ -13,11 +13,20 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// Cache stores LM responses by key. Implementations must be safe for
-// concurrent use; plug in a disk or Redis store behind this interface.
+// Cache stores LM replies by key. Implementations must be safe for
+// concurrent use; plug in a disk or Redis store behind this interface
+// (a CacheEntry marshals to JSON and back).
 type Cache interface {
-	Get(ctx context.Context, key string) (openai.ChatCompletionResponse, bool)
-	Put(ctx context.Context, key string, resp openai.ChatCompletionResponse)
+	Get(ctx context.Context, key string) (CacheEntry, bool)
+	Put(ctx context.Context, key string, entry CacheEntry)
+}
+
+// CacheEntry is one stored reply: the response and what its wire carried
+// beyond go-openai's types (provider citations, see [WireReader]), so that
+// a hit gives the call what the LM gave.
+type CacheEntry struct {
+	Response openai.ChatCompletionResponse `json:"response"`
+	Extras   WireExtras                    `json:"extras,omitzero"`
 }
 
 // Identifier is implemented by LMs that name the endpoint and credentials
@@ -101,7 +110,8 @@ func clientIdentity(c *openai.Client) string {
 // Only replies the pipeline accepts are stored: not a reply cut by the
 // token limit, refused, filtered, empty, or one that failed to parse.
 // Used outside the pipeline, a reply is stored when every choice finished
-// normally.
+// normally. Within the pipeline an entry keeps what the reply carried
+// beyond go-openai's types (citations), and a hit gives it back.
 func Cached(c Cache) Middleware {
 	return func(next Invoker) Invoker {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
@@ -114,17 +124,22 @@ func Cached(c Cache) Middleware {
 				return next(ctx, req)
 			}
 			st := stateFrom(ctx)
-			if resp, ok := c.Get(ctx, key); ok {
+			if e, ok := c.Get(ctx, key); ok {
 				if st != nil {
 					st.cacheHits.Add(1)
+					st.setExtras(e.Extras)
 				}
-				return resp, nil
+				return e.Response, nil
 			}
 			resp, err := next(ctx, req)
 			if err != nil || !finishedNormally(resp) {
 				return resp, err
 			}
-			put := func() { c.Put(context.WithoutCancel(ctx), key, resp) }
+			entry := CacheEntry{Response: resp}
+			if st != nil {
+				entry.Extras = st.replyExtras()
+			}
+			put := func() { c.Put(context.WithoutCancel(ctx), key, entry) }
 			if st != nil {
 				st.onAccept(put)
 			} else {
@@ -179,8 +194,8 @@ type LRU struct {
 }
 
 type lruEntry struct {
-	key  string
-	resp openai.ChatCompletionResponse
+	key   string
+	entry CacheEntry
 }
 
 // NewLRU returns an LRU holding at most n responses (n < 1 means 1000).
@@ -191,28 +206,28 @@ func NewLRU(n int) *LRU {
 	return &LRU{max: n, order: list.New(), items: map[string]*list.Element{}}
 }
 
-// Get returns a stored response.
-func (l *LRU) Get(_ context.Context, key string) (openai.ChatCompletionResponse, bool) {
+// Get returns a stored reply.
+func (l *LRU) Get(_ context.Context, key string) (CacheEntry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.items[key]
 	if !ok {
-		return openai.ChatCompletionResponse{}, false
+		return CacheEntry{}, false
 	}
 	l.order.MoveToFront(e)
-	return e.Value.(*lruEntry).resp, true
+	return e.Value.(*lruEntry).entry, true
 }
 
-// Put stores a response, evicting the least recently used beyond the size.
-func (l *LRU) Put(_ context.Context, key string, resp openai.ChatCompletionResponse) {
+// Put stores a reply, evicting the least recently used beyond the size.
+func (l *LRU) Put(_ context.Context, key string, entry CacheEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.items[key]; ok {
-		e.Value.(*lruEntry).resp = resp
+		e.Value.(*lruEntry).entry = entry
 		l.order.MoveToFront(e)
 		return
 	}
-	l.items[key] = l.order.PushFront(&lruEntry{key, resp})
+	l.items[key] = l.order.PushFront(&lruEntry{key, entry})
 	for l.order.Len() > l.max {
 		last := l.order.Back()
 		l.order.Remove(last)

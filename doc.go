@@ -44,13 +44,16 @@
 // # Custom types
 //
 // Field types plug in through interfaces, detected on the type (package
-// types has DSPy's: Image, Code, Reasoning, History, Tool, ToolCalls,
-// Citations). In formatting, a [Formatter] value becomes content parts of
-// the user message; otherwise json.Marshaler, then encoding.TextMarshaler,
-// then the rules for the kind render it. An input of a [Conversation] type
-// expands into earlier turns. An output of a [NativeHook] type may be
-// answered natively (reasoning_content, native tool calls) when the LM's
-// [Capabilities] allow. In parsing, a type with ParseField ([FieldParser])
+// types has DSPy's: Image, Audio, File, Document, Code, Reasoning,
+// History, Tool, ToolCalls, Citations). In formatting, a [Formatter] value
+// becomes content parts of the user message ([RawPart] for parts go-openai
+// cannot express, sent through [HTTPDoer]); otherwise json.Marshaler, then
+// encoding.TextMarshaler, then the rules for the kind render it. An input
+// of a [Conversation] type expands into earlier turns. An output of a
+// [NativeHook] type may be answered natively (reasoning_content, native
+// tool calls) when the LM's [Capabilities] allow; one of a [WireReader]
+// type reads what the reply carried beyond go-openai's types (provider
+// citations). In parsing, a type with ParseField ([FieldParser])
 // beats encoding.TextUnmarshaler (and, for decoded JSON, json.Unmarshaler),
 // which beats the kind rules. signature.TypeNamer, TypeDescriber and
 // PromptSchemer choose what the model is told about a type.

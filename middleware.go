@@ -213,7 +213,8 @@ type retryAfterKey struct{}
 //   - the raw body of a (non-streamed) reply, from which the pipeline reads
 //     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
 //     thinking parts of content sent as an array (Mistral), usage sent only
-//     inside "x_groq". Streams need no wrapper: their raw lines are read.
+//     inside "x_groq", annotations and provider citations (see
+//     [WireReader]). Streams need no wrapper: their raw lines are read.
 //
 // Use it when building the client:
 //

@@ -25,6 +25,22 @@ type NativeHook interface {
 	NativeValue(choice openai.ChatCompletionChoice) (any, bool)
 }
 
+// WireReader is implemented by output field types whose value a reply may
+// carry on the wire outside go-openai's types: provider citations
+// (types.Citations reads OpenAI's url_citation annotations and Anthropic's
+// citations). It is detected on the field's type (its zero value), like
+// NativeHook, and asked for every choice after the text is parsed: a value
+// it reports replaces what the text gave, as DSPy's parse_lm_response
+// does, and fills a field its NativeHook dropped from the prompt.
+//
+// A streamed reply's extras are read from its raw lines; a blocking
+// reply's only through a client whose HTTP client is wrapped with
+// [HTTPDoer] (otherwise the extras are empty). A reply served by [Cached]
+// brings the extras it was stored with.
+type WireReader interface {
+	WireValue(choice openai.ChatCompletionChoice, extras ChoiceExtras) (any, bool)
+}
+
 // NativeRequest is what a NativeHook decides from.
 type NativeRequest struct {
 	Field     string                       // the output field
@@ -65,7 +81,10 @@ type nativeTooler interface {
 	parallelToolCalls() *bool
 }
 
-var nativeHookType = reflect.TypeFor[NativeHook]()
+var (
+	nativeHookType = reflect.TypeFor[NativeHook]()
+	wireReaderType = reflect.TypeFor[WireReader]()
+)
 
 // nativeField is an output handled natively in this call.
 type nativeField struct {
@@ -132,25 +151,55 @@ func parallelOf(nt nativeTooler) *bool {
 	return nt.parallelToolCalls()
 }
 
+// wireField is an output whose type is a WireReader.
+type wireField struct {
+	name   string
+	reader WireReader
+}
+
+// wireFields returns the outputs of sig whose types are WireReaders.
+func wireFields(sig *signature.Signature) []wireField {
+	var out []wireField
+	for i := range sig.NumOutputs() {
+		f := sig.Output(i)
+		if traitsOf(f.Type).wire {
+			out = append(out, wireField{f.Name, reflect.Zero(f.Type).Interface().(WireReader)})
+		}
+	}
+	return out
+}
+
 // nativeValues reports whether a choice carries a value for any dropped
-// field (so an empty text is not an empty reply).
-func nativeValues(dropped []nativeField, choice openai.ChatCompletionChoice) bool {
+// field, or a value on the wire for any output (so an empty text is not an
+// empty reply).
+func nativeValues(dropped []nativeField, wires []wireField, choice openai.ChatCompletionChoice, extras ChoiceExtras) bool {
 	for _, d := range dropped {
 		if _, ok := d.hook.NativeValue(choice); ok {
+			return true
+		}
+	}
+	for _, w := range wires {
+		if _, ok := w.reader.WireValue(choice, extras); ok {
 			return true
 		}
 	}
 	return false
 }
 
-// fillNative sets the dropped fields' values from a choice, and every
+// fillNative sets the dropped fields' values from a choice, then the
+// values the wire carried (which replace what the text gave), and every
 // other output still missing to its zero value (DSPy sets them to None).
-func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, choice openai.ChatCompletionChoice) {
+func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, wires []wireField, choice openai.ChatCompletionChoice, extras ChoiceExtras) {
 	for _, d := range dropped {
 		if v, ok := d.hook.NativeValue(choice); ok {
 			vals[d.name] = v
 		} else {
 			vals[d.name] = reflect.Zero(d.typ).Interface()
+		}
+	}
+	for _, w := range wires {
+		if v, ok := w.reader.WireValue(choice, extras); ok {
+			vals[w.name] = v
 		}
 	}
 	for i := range sig.NumOutputs() {
@@ -165,6 +214,7 @@ func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, ch
 // per type.
 type typeTraits struct {
 	native       bool // implements NativeHook
+	wire         bool // implements WireReader
 	conversation bool // implements Conversation (on the value or pointer)
 }
 
@@ -179,6 +229,7 @@ func traitsOf(t reflect.Type) typeTraits {
 	}
 	tr := typeTraits{
 		native:       t.Implements(nativeHookType),
+		wire:         t.Implements(wireReaderType),
 		conversation: t.Implements(conversationType) || reflect.PointerTo(t).Implements(conversationType),
 	}
 	traitsCache.Store(t, tr)

@@ -29,7 +29,8 @@ import (
 //	          deltas routed to the caller as they arrive
 //	check     refusal, content filter, truncation, empty       run.read
 //	parse     the adapter's parser, panics turned into errors  run.read
-//	fill      native values (tool calls, reasoning)            fillNative
+//	fill      native values (tool calls, reasoning) and what    fillNative
+//	          the wire carried (citations, see WireReader)
 //	validate  output constraints                               checkConstraints
 //
 // Both senders return the whole reply as an openai.ChatCompletionResponse,
@@ -37,7 +38,9 @@ import (
 
 // callState is what one Call or Stream shares, through the context, with
 // the middlewares of its LM requests: counters, the usage of the requests
-// actually sent, and cache writes waiting for the pipeline's verdict.
+// actually sent, cache writes waiting for the pipeline's verdict, and what
+// the latest reply carried on the wire beyond go-openai's types (set by
+// the senders and by a cache hit, cleared before each request).
 type callState struct {
 	retries, cacheHits, waited atomic.Int64
 
@@ -49,6 +52,7 @@ type callState struct {
 	usage    openai.Usage
 	byModel  map[string]openai.Usage
 	accepted []func()
+	extras   WireExtras
 }
 
 type stateKey struct{}
@@ -67,6 +71,22 @@ func (s *callState) addUsage(model string, u openai.Usage) {
 	}
 	s.byModel[model] = addUsage(s.byModel[model], u)
 	s.mu.Unlock()
+}
+
+// setExtras records what the reply in hand carried beyond go-openai's
+// types.
+func (s *callState) setExtras(e WireExtras) {
+	s.mu.Lock()
+	s.extras = e
+	s.mu.Unlock()
+}
+
+// replyExtras returns what the reply in hand carried beyond go-openai's
+// types.
+func (s *callState) replyExtras() WireExtras {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.extras
 }
 
 // onAccept runs f if the reply of the current attempt is accepted.
@@ -246,45 +266,6 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	return err
 }
 
-// unsupportedPart is the error for raw parts the LM cannot send, naming
-// the input that holds them when it is found.
-func (r *run) unsupportedPart(typ string) error {
-	err := fmt.Errorf("%w (a %s part)", ErrUnsupportedPart, typ)
-	for i := range r.sig.NumInputs() {
-		name := r.sig.Input(i).Name
-		if holdsRawPart(r.inputs[name]) {
-			return &InputError{Field: name, Err: err}
-		}
-	}
-	return fmt.Errorf("adapter: %w", err)
-}
-
-// holdsRawPart reports a Formatter value (or a slice of them) that
-// formats as a raw part.
-func holdsRawPart(v any) bool {
-	if f, ok := v.(Formatter); ok {
-		parts, err := f.FormatParts()
-		if err != nil {
-			return false
-		}
-		for _, p := range parts {
-			if p.Type == rawPartType {
-				return true
-			}
-		}
-		return false
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Slice {
-		for i := range rv.Len() {
-			if holdsRawPart(rv.Index(i).Interface()) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // send shapes the request, sends it through the invoker chain, and moves
 // one response-format tier down, once, when the provider rejects it.
 func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Signature, base openai.ChatCompletionRequest, msgs []openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {
@@ -321,6 +302,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		if err := ctx.Err(); err != nil {
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
+		r.state.setExtras(WireExtras{})
 		resp, err := call(ctx, req)
 		r.res.Calls++
 		if err == nil {
@@ -416,21 +398,27 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 			return &RefusalError{Adapter: a.Name(), Refusal: ch.Message.Refusal, FinishReason: string(ch.FinishReason), Completion: ch.Message.Content}
 		}
 	}
+	wires := wireFields(r.sig)
+	var extras WireExtras
+	if len(wires) > 0 {
+		extras = r.state.replyExtras()
+	}
 	outs := make([]Values, 0, len(choices))
 	for _, ch := range choices {
 		text := ch.Message.Content
 		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {
 			return r.truncated(a, tr, parse, fsig, ch, resp.Usage)
 		}
-		native := len(dropped) > 0 && nativeValues(dropped, ch)
+		ex := extras.Choice(ch.Index)
+		native := (len(dropped) > 0 || len(wires) > 0) && nativeValues(dropped, wires, ch, ex)
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
 		tr.parseStart(text)
 		start := time.Now()
 		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
-		if err == nil && len(dropped) > 0 {
-			fillNative(vals, r.sig, dropped, ch)
+		if err == nil && (len(dropped) > 0 || len(wires) > 0) {
+			fillNative(vals, r.sig, dropped, wires, ch, ex)
 		}
 		tr.parse(text, vals, time.Since(start), err)
 		if err != nil {

@@ -33,17 +33,41 @@ var ErrUnsupportedPart = errors.New("go-openai cannot send this content part (on
 // declares it with a CarriesRawParts() bool method, and finds each part as
 // a ChatMessagePart whose Text is the part's JSON (see [RawPartJSON]).
 func RawPart(part json.RawMessage) (openai.ChatMessagePart, error) {
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(part, &head); err != nil || head.Type == "" || bytes.TrimSpace(part)[0] != '{' {
+	var compact bytes.Buffer
+	compact.Grow(len(part))
+	if err := json.Compact(&compact, part); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' || partType(compact.Bytes()) == "" {
 		return openai.ChatMessagePart{}, fmt.Errorf("adapter: a raw content part must be a JSON object with a type: %s", clipBytes(part))
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, part); err != nil {
-		return openai.ChatMessagePart{}, err
-	}
 	return openai.ChatMessagePart{Type: rawPartType, Text: compact.String()}, nil
+}
+
+// partType reads the "type" of a part's JSON object, "" when it has none
+// (or it is not a string). The rest of the object is not decoded when
+// "type" comes first, as it does in the parts this package and package
+// types write, so a megabyte of audio is not read twice.
+func partType(b []byte) string {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		if k == "type" {
+			var s string
+			if d.Decode(&s) != nil {
+				return ""
+			}
+			return s
+		}
+		var skip json.RawMessage
+		if d.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // RawPartJSON returns the JSON of a part made by [RawPart], and false for
@@ -67,11 +91,7 @@ func rawParts(msgs []openai.ChatCompletionMessage) (string, bool) {
 	for _, m := range msgs {
 		for _, p := range m.MultiContent {
 			if raw, ok := RawPartJSON(p); ok {
-				var head struct {
-					Type string `json:"type"`
-				}
-				_ = json.Unmarshal(raw, &head)
-				return head.Type, true
+				return partType(raw), true
 			}
 		}
 	}
@@ -182,4 +202,85 @@ func replaceRawParts(body []byte) ([]byte, error) {
 		return nil, errors.New("adapter: a raw part made the request body invalid JSON")
 	}
 	return out.Bytes(), nil
+}
+
+// unsupportedPart is the error for raw parts the LM cannot send, naming
+// the input that holds them when it is found: in the request's inputs
+// (alone, in a list, a map, a struct or a History turn), else in a demo.
+func (r *run) unsupportedPart(typ string) error {
+	err := fmt.Errorf("%w (a content part of type %s)", ErrUnsupportedPart, typ)
+	for i := range r.sig.NumInputs() {
+		name := r.sig.Input(i).Name
+		if holdsRawPart(reflect.ValueOf(r.inputs[name]), 0) {
+			return &InputError{Field: name, Err: err}
+		}
+	}
+	for d, demo := range r.demos {
+		for i := range r.sig.NumInputs() {
+			name := r.sig.Input(i).Name
+			if holdsRawPart(reflect.ValueOf(demo[name]), 0) {
+				return &InputError{Field: name, Err: fmt.Errorf("%w (a content part of type %s, in demo %d)", ErrUnsupportedPart, typ, d)}
+			}
+		}
+	}
+	return fmt.Errorf("adapter: %w", err)
+}
+
+// holdsRawPart reports a Formatter value that formats as a raw part,
+// found in v or, to a bounded depth, inside it: list items, map values,
+// exported struct fields, a Conversation's turns.
+func holdsRawPart(v reflect.Value, depth int) bool {
+	if !v.IsValid() || depth > 32 {
+		return false
+	}
+	if v.CanInterface() {
+		if f, ok := v.Interface().(Formatter); ok {
+			if v.Kind() == reflect.Pointer && v.IsNil() {
+				return false
+			}
+			parts, err := f.FormatParts()
+			if err != nil {
+				return false
+			}
+			for _, p := range parts {
+				if p.Type == rawPartType {
+					return true
+				}
+			}
+			return false
+		}
+		if c, ok := asConversation(v.Interface()); ok {
+			for _, turn := range c.Turns() {
+				for _, x := range turn {
+					if holdsRawPart(reflect.ValueOf(x), depth+1) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && holdsRawPart(v.Elem(), depth+1)
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if holdsRawPart(v.Index(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if holdsRawPart(it.Value(), depth+1) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && holdsRawPart(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }

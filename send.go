@@ -59,13 +59,15 @@ func blockingSender(lm LM) Invoker {
 		if err != nil {
 			return resp, err
 		}
+		var extras WireExtras
 		if !slot.overflow {
-			normalize(&resp, slot.buf.Bytes())
+			extras = normalize(&resp, slot.buf.Bytes())
 		} else {
 			normalize(&resp, nil)
 		}
 		if s := stateFrom(ctx); s != nil {
 			s.addUsage(modelOf(resp, req), resp.Usage)
+			s.setExtras(extras)
 		}
 		return resp, nil
 	}
@@ -226,7 +228,8 @@ func (s *streamSink) sender(lm StreamingLM) Invoker {
 			return openai.ChatCompletionResponse{}, err
 		}
 		defer stream.Close()
-		resp, err := s.pump(ctx, stream)
+		var acc assembly
+		resp, err := s.pump(ctx, stream, &acc)
 		if err != nil {
 			if s.stopped {
 				return resp, errStopped
@@ -239,18 +242,18 @@ func (s *streamSink) sender(lm StreamingLM) Invoker {
 		s.live = true
 		if st := stateFrom(ctx); st != nil {
 			st.addUsage(modelOf(resp, req), resp.Usage)
+			st.setExtras(acc.extras())
 		}
 		return resp, nil
 	}
 }
 
-// pump reads the stream to its end, yielding choice 0's deltas.
-func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStream) (openai.ChatCompletionResponse, error) {
+// pump reads the stream to its end into acc, yielding choice 0's deltas.
+func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStream, acc *assembly) (openai.ChatCompletionResponse, error) {
 	var fs FieldStream
 	if s.newFS != nil {
 		fs = s.newFS()
 	}
-	var acc assembly
 	var c wireChunk // reused: one allocation per stream, not per chunk
 	for {
 		raw, err := stream.RecvRaw()

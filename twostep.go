@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -77,12 +78,22 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 	if err != nil {
 		return nil, err
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user}), nil
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
+	for i := range msgs {
+		if msgs[i].Role == openai.ChatMessageRoleUser {
+			expandParts(&msgs[i])
+		} else {
+			msgs[i].Content = value.StripKey(msgs[i].Content)
+		}
+	}
+	return msgs, nil
 }
 
 // twoStepLines writes "name: value" for the fields present in vals,
-// blank-line separated, values as Python's str() prints them.
-func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outputs bool, vals Values) {
+// blank-line separated, values as Python's str() prints them; a value that
+// formats as content parts (an image, audio) as its marker, which str()
+// gives in DSPy and which becomes parts in a user message.
+func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outputs bool, vals Values) error {
 	n := sig.NumInputs()
 	if outputs {
 		n = sig.NumOutputs()
@@ -98,14 +109,25 @@ func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outpu
 		}
 		b.WriteString(f.Name)
 		b.WriteString(": ")
+		if _, ok := v.(Formatter); ok {
+			m, err := formatValue(v, f)
+			if err != nil {
+				return err
+			}
+			b.WriteString(m)
+			continue
+		}
 		b.WriteString(pyjson.Str(v))
 	}
+	return nil
 }
 
 func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix string, _ bool) (string, error) {
 	start := a.b.Len()
 	a.b.WriteString(prefix)
-	twoStepLines(&a.b, start, sig, false, vals)
+	if err := twoStepLines(&a.b, start, sig, false, vals); err != nil {
+		return "", err
+	}
 	return a.since(start), nil
 }
 
@@ -113,7 +135,9 @@ func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix string,
 // (the missing text is unused).
 func twoStepAssistant(a *arena, sig *signature.Signature, vals Values, _ string) (string, error) {
 	start := a.b.Len()
-	twoStepLines(&a.b, start, sig, true, vals)
+	if err := twoStepLines(&a.b, start, sig, true, vals); err != nil {
+		return "", err
+	}
 	return a.b.String()[start:], nil
 }
 

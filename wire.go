@@ -16,9 +16,11 @@ import (
 // go-openai's types drop: a "reasoning" field (vLLM, OpenRouter, Groq,
 // Cerebras), content sent as an array of parts (Mistral's magistral
 // models: "thinking" and "text" parts), usage sent only inside "x_groq",
-// and an "error" object inside a stream chunk (OpenRouter). Streams are
-// always read from their raw lines; a blocking response's raw body is
-// seen only through the [HTTPDoer] wrapper.
+// an "error" object inside a stream chunk (OpenRouter), and what a reply
+// carries for output types that read the wire (ChoiceExtras: OpenAI's
+// annotations, the citations LiteLLM relays from Anthropic). Streams are
+// always read from their raw lines; a blocking response's raw body is seen
+// only through the [HTTPDoer] wrapper.
 
 // wireContent is a message's content: a string, null, or an array of
 // parts ({"type":"text","text":…} and Mistral's {"type":"thinking",
@@ -171,6 +173,7 @@ type wireDelta struct {
 		ReasoningContent string            `json:"reasoning_content"`
 		Reasoning        string            `json:"reasoning"`
 		ToolCalls        []openai.ToolCall `json:"tool_calls"`
+		wireExtras
 	} `json:"delta"`
 	Logprobs     *openai.ChatCompletionStreamChoiceLogprobs `json:"logprobs"`
 	FinishReason openai.FinishReason                        `json:"finish_reason"`
@@ -207,6 +210,8 @@ type assembledChoice struct {
 	finish                   openai.FinishReason
 	tools                    []openai.ToolCall
 	logprobs                 *openai.LogProbs
+	extras                   ChoiceExtras
+	seen                     map[string]struct{} // annotations already received
 }
 
 // add folds one chunk in. It returns an error for a malformed chunk (an
@@ -251,6 +256,7 @@ func (a *assembly) add(c *wireChunk) error {
 				return err
 			}
 		}
+		d.Delta.wireExtras.collect(&ch.extras, &ch.seen)
 		if lp := d.Logprobs; lp != nil && len(lp.Content) > 0 {
 			if ch.logprobs == nil {
 				ch.logprobs = &openai.LogProbs{}
@@ -313,6 +319,19 @@ func (a *assembly) response() openai.ChatCompletionResponse {
 	return resp
 }
 
+// extras is what the stream's choices carried beyond go-openai's types.
+func (a *assembly) extras() WireExtras {
+	var e WireExtras
+	for i, ch := range a.choices {
+		if len(ch.extras.Annotations) > 0 || len(ch.extras.Citations) > 0 {
+			x := ch.extras
+			x.Index = i
+			e.Choices = append(e.Choices, x)
+		}
+	}
+	return e
+}
+
 // mergeToolCalls accumulates streamed tool-call deltas by index.
 func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) ([]openai.ToolCall, error) {
 	for _, d := range deltas {
@@ -347,6 +366,7 @@ type wireBody struct {
 		Message struct {
 			Content   wireContent `json:"content"`
 			Reasoning string      `json:"reasoning"`
+			wireExtras
 		} `json:"message"`
 	} `json:"choices"`
 	Usage *openai.Usage `json:"usage"`
@@ -357,8 +377,9 @@ type wireBody struct {
 // sent as an array of parts (go-openai keeps the text parts in
 // MultiContent and drops thinking parts), and, when the raw body is known
 // (through the HTTPDoer wrapper), reasoning sent as "reasoning" or as
-// thinking parts, and usage sent only inside x_groq.
-func normalize(resp *openai.ChatCompletionResponse, body []byte) {
+// thinking parts, and usage sent only inside x_groq. It returns the
+// extras the body carried.
+func normalize(resp *openai.ChatCompletionResponse, body []byte) WireExtras {
 	for i := range resp.Choices {
 		m := &resp.Choices[i].Message
 		if m.Content == "" && len(m.MultiContent) > 0 {
@@ -372,13 +393,19 @@ func normalize(resp *openai.ChatCompletionResponse, body []byte) {
 		}
 	}
 	if len(body) == 0 {
-		return
+		return WireExtras{}
 	}
 	var wb wireBody
 	if json.Unmarshal(body, &wb) != nil {
-		return
+		return WireExtras{}
 	}
+	var extras WireExtras
 	for _, c := range wb.Choices {
+		x := ChoiceExtras{Index: c.Index}
+		c.Message.wireExtras.collect(&x, nil)
+		if len(x.Annotations) > 0 || len(x.Citations) > 0 {
+			extras.Choices = append(extras.Choices, x)
+		}
 		for i := range resp.Choices {
 			ch := &resp.Choices[i]
 			if ch.Index != c.Index {
@@ -396,4 +423,126 @@ func normalize(resp *openai.ChatCompletionResponse, body []byte) {
 	if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && wb.XGroq != nil && wb.XGroq.Usage != nil {
 		resp.Usage = *wb.XGroq.Usage
 	}
+	return extras
+}
+
+// ChoiceExtras is what one choice of a reply carried on the wire beyond
+// go-openai's types, for output types that read it ([WireReader]). Each
+// item is a JSON object as the server sent it, compacted (as
+// encoding/json writes a json.RawMessage, so that an entry read back from
+// a cache that stores JSON is the same).
+type ChoiceExtras struct {
+	Index int `json:"index"` // the choice's index
+	// Annotations are the message's "annotations" (OpenAI's url_citation
+	// objects, also OpenRouter's), in order; a stream's come from its
+	// deltas, exact repeats dropped.
+	Annotations []json.RawMessage `json:"annotations,omitempty"`
+	// Citations are provider citation blocks: Anthropic's citations as
+	// LiteLLM relays them, "provider_specific_fields": {"citations":
+	// [[…], …]} on a message (one list per text block, flattened here) and
+	// {"citation": {…}} on a stream's deltas, in order.
+	Citations []json.RawMessage `json:"citations,omitempty"`
+}
+
+// WireExtras is what a reply carried on the wire beyond go-openai's
+// types: an entry for each choice that carried any, in index order. [Cached]
+// stores it with the response.
+type WireExtras struct {
+	Choices []ChoiceExtras `json:"choices,omitempty"`
+}
+
+// Choice returns the extras of the choice with the given index (none when
+// it carried none).
+func (e WireExtras) Choice(index int) ChoiceExtras {
+	for _, c := range e.Choices {
+		if c.Index == index {
+			return c
+		}
+	}
+	return ChoiceExtras{Index: index}
+}
+
+// wireExtras is the part of a message or a delta that ChoiceExtras come
+// from, kept raw so that a malformed value is skipped without failing the
+// rest of the chunk or body.
+type wireExtras struct {
+	Annotations json.RawMessage `json:"annotations"`
+	Provider    json.RawMessage `json:"provider_specific_fields"`
+}
+
+// collect appends what w carries to dst: the JSON objects among the
+// annotations, and the citation objects in provider_specific_fields
+// ("citations": a list of objects or of lists of objects; "citation": an
+// object). Anything else is skipped. With seen (a stream), annotations
+// already received are not added again.
+func (w *wireExtras) collect(dst *ChoiceExtras, seen *map[string]struct{}) {
+	if len(w.Annotations) > 0 {
+		var items []json.RawMessage
+		if json.Unmarshal(w.Annotations, &items) == nil {
+			for _, it := range items {
+				if !isObject(it) {
+					continue
+				}
+				it = canonical(it)
+				if seen != nil {
+					if *seen == nil {
+						*seen = map[string]struct{}{}
+					}
+					if _, dup := (*seen)[string(it)]; dup {
+						continue
+					}
+					(*seen)[string(it)] = struct{}{}
+				}
+				dst.Annotations = append(dst.Annotations, it)
+			}
+		}
+	}
+	if len(w.Provider) == 0 {
+		return
+	}
+	var p struct {
+		Citations json.RawMessage `json:"citations"`
+		Citation  json.RawMessage `json:"citation"`
+	}
+	if json.Unmarshal(w.Provider, &p) != nil {
+		return
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(p.Citations, &items) == nil {
+		for _, it := range items {
+			if isObject(it) {
+				dst.Citations = append(dst.Citations, canonical(it))
+				continue
+			}
+			var inner []json.RawMessage
+			if json.Unmarshal(it, &inner) == nil {
+				for _, c := range inner {
+					if isObject(c) {
+						dst.Citations = append(dst.Citations, canonical(c))
+					}
+				}
+			}
+		}
+	}
+	if isObject(p.Citation) {
+		dst.Citations = append(dst.Citations, canonical(p.Citation))
+	}
+}
+
+// canonical is a JSON value as encoding/json writes a json.RawMessage:
+// compact, with <, > and & escaped. So an extra reads the same from a
+// cache that stores entries as JSON as from the wire.
+func canonical(b json.RawMessage) json.RawMessage {
+	var c, out bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return b
+	}
+	json.HTMLEscape(&out, c.Bytes())
+	return out.Bytes()
+}
+
+// isObject reports a JSON object.
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
 }

@@ -1,8 +1,13 @@
 package adapter
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // FuzzUnquote: for every well-formed JSON string literal, the stream's
@@ -29,4 +34,113 @@ func FuzzUnquote(f *testing.F) {
 			t.Fatalf("%q: got %q, encoding/json %q", lit, c.text, want)
 		}
 	})
+}
+
+// FuzzWireExtras: whatever a message (or a delta) holds, reading its
+// extras never panics nor fails the rest of the reply; every extra kept is
+// a JSON object, which reads back the same from JSON (a cache's store); a
+// blocking body and a stream carrying the same message give the same
+// extras (the stream without exact repeats of an annotation).
+func FuzzWireExtras(f *testing.F) {
+	for _, s := range []string{
+		`{"content":"hi","annotations":[{"type":"url_citation","url_citation":{"url":"https://e.org","title":"E","start_index":0,"end_index":2}}]}`,
+		`{"content":"hi","annotations":[{"a":1},{"a":1},{"b":2}]}`,
+		`{"content":"hi","provider_specific_fields":{"citations":[[{"type":"char_location","cited_text":"x"}],[{"type":"char_location"}]]}}`,
+		`{"content":"hi","provider_specific_fields":{"citation":{"type":"char_location"},"citations":[{"k":1},[{"k":2},3,[{"k":4}]]]}}`,
+		`{"content":"hi","annotations":{"type":"url_citation"},"provider_specific_fields":"x"}`,
+		`{"content":"hi","annotations":[1,"x",null,[{}]],"provider_specific_fields":{"citations":null,"citation":[{}]}}`,
+		`{"content":null,"annotations":[ {"x":"\u00e9"} ]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		if !json.Valid([]byte(msg)) {
+			return
+		}
+		body := []byte(`{"choices":[{"index":0,"finish_reason":"stop","message":` + msg + `}]}`)
+		var resp openai.ChatCompletionResponse
+		extras := normalize(&resp, body)
+
+		var c wireChunk
+		chunk := []byte(`{"choices":[{"index":0,"delta":` + msg + `}]}`)
+		var acc assembly
+		if json.Unmarshal(chunk, &c) == nil {
+			if err := acc.add(&c); err != nil {
+				t.Fatalf("%s: %v", msg, err)
+			}
+		}
+		streamed := acc.extras()
+		for _, e := range append(extras.Choices, streamed.Choices...) {
+			for _, x := range append(append([]json.RawMessage{}, e.Annotations...), e.Citations...) {
+				var obj map[string]any
+				if json.Unmarshal(x, &obj) != nil {
+					t.Fatalf("%s: an extra that is not an object: %s", msg, x)
+				}
+			}
+		}
+		// What a cache storing JSON gives back is the same.
+		j, err := json.Marshal(extras)
+		if err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		var back WireExtras
+		if err := json.Unmarshal(j, &back); err != nil || !reflect.DeepEqual(back, extras) && len(extras.Choices) > 0 {
+			t.Fatalf("%s: extras %+v read back as %+v (%v)", msg, extras, back, err)
+		}
+		var wb wireBody
+		if json.Unmarshal(body, &wb) != nil || json.Unmarshal(chunk, &c) != nil {
+			return // the reply itself is unreadable; nothing to compare
+		}
+		b, s := extras.Choice(0), streamed.Choice(0)
+		if !slices.EqualFunc(b.Citations, s.Citations, rawEqual) {
+			t.Fatalf("%s: citations %s (body) vs %s (stream)", msg, b.Citations, s.Citations)
+		}
+		var dedup []json.RawMessage
+		for _, a := range b.Annotations {
+			if !slices.ContainsFunc(dedup, func(x json.RawMessage) bool { return rawEqual(x, a) }) {
+				dedup = append(dedup, a)
+			}
+		}
+		if !slices.EqualFunc(dedup, s.Annotations, rawEqual) {
+			t.Fatalf("%s: annotations %s (body) vs %s (stream)", msg, b.Annotations, s.Annotations)
+		}
+	})
+}
+
+func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// TestWireExtrasByChoice: extras belong to their choice, in a body and in
+// a stream whose choices interleave.
+func TestWireExtrasByChoice(t *testing.T) {
+	a := `{"type":"url_citation","url_citation":{"url":"https://e.org/1"}}`
+	c := `{"type":"char_location","cited_text":"x"}`
+	body := `{"choices":[{"index":0,"finish_reason":"stop","message":{"content":"a"}},` +
+		`{"index":1,"finish_reason":"stop","message":{"content":"b","annotations":[` + a + `],"provider_specific_fields":{"citations":[[` + c + `]]}}}]}`
+	var resp openai.ChatCompletionResponse
+	extras := normalize(&resp, []byte(body))
+	want := WireExtras{Choices: []ChoiceExtras{{Index: 1, Annotations: []json.RawMessage{json.RawMessage(a)}, Citations: []json.RawMessage{json.RawMessage(c)}}}}
+	if !reflect.DeepEqual(extras, want) {
+		t.Fatalf("body: %+v", extras)
+	}
+	if got := extras.Choice(0); len(got.Annotations)+len(got.Citations) != 0 || got.Index != 0 {
+		t.Fatalf("choice 0: %+v", got)
+	}
+
+	var acc assembly
+	for _, chunk := range []string{
+		`{"choices":[{"index":1,"delta":{"content":"b","provider_specific_fields":{"citation":` + c + `}}},{"index":0,"delta":{"content":"a"}}]}`,
+		`{"choices":[{"index":1,"delta":{"annotations":[` + a + `]}}]}`,
+		`{"choices":[{"index":1,"delta":{"annotations":[` + a + `]}}]}`, // a repeat
+	} {
+		var w wireChunk
+		if err := json.Unmarshal([]byte(chunk), &w); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.add(&w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := acc.extras(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("stream: %+v", got)
+	}
 }

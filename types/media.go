@@ -3,7 +3,6 @@ package types
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,133 +12,165 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
-	openai "github.com/sashabaranov/go-openai"
+	adapter "github.com/sigwire/adapter"
 )
 
-// Image is DSPy's dspy.Image: an image given to the model by URL (http,
-// https, gs) or inline as a data URI. In a user message it becomes an
-// image_url content part, exactly where DSPy places it.
-type Image struct {
-	URL    string
-	Detail openai.ImageURLDetail // "", "low", "high" or "auto"
+// This file holds what the media types (Image, Audio, File, Document)
+// share: the size limits, the data-URI reader, reading a local file, and
+// downloads with their address check.
+
+// MaxMediaBytes is the largest audio clip, file or document the
+// constructors accept inline, and DownloadAudio's and DownloadFile's
+// default limit: 32 MiB, the most OpenAI and Anthropic accept for a file
+// in one request. Images keep their own limit, MaxImageBytes.
+const MaxMediaBytes = 32 << 20
+
+// ErrUnsupportedPart is the root package's [adapter.ErrUnsupportedPart]:
+// an Audio, File or Document input sent through a client that cannot carry
+// its content part (an *openai.Client without the adapter.HTTPDoer
+// wrapper).
+var ErrUnsupportedPart = adapter.ErrUnsupportedPart
+
+// ErrTooLarge is returned for inline data (bytes, a file, a data URI) over
+// its type's limit.
+var ErrTooLarge = errors.New("types: too large")
+
+// dataURI is a data: URI split into its parts.
+type dataURI struct {
+	media  string // the media type, lower-cased, without parameters ("image/png"); "" when absent
+	base64 bool   // the data is base64 (";base64" ends the header)
+	data   string // what follows the comma, as written
 }
 
-// MaxImageBytes is the largest image NewImage, ImageFromBytes and
-// ImageFromFile accept inline (in a data URI), and DownloadImage's default
-// limit: 20 MiB of image data, what model providers accept.
-const MaxImageBytes = 20 << 20
-
-// ErrNotImage is returned for data that is not an image (by its declared
-// or detected media type), and for an inline image over MaxImageBytes.
-var ErrNotImage = errors.New("types: not an image")
-
-// NewImage accepts an http(s) or gs URL or a data URI of an image of at
-// most MaxImageBytes. Local paths are refused: read them with
-// ImageFromFile, so that reading the disk is always explicit.
-func NewImage(src string) (Image, error) {
-	s := strings.TrimSpace(src)
-	switch {
-	case strings.HasPrefix(s, "data:"):
-		if err := checkDataURI(s); err != nil {
-			return Image{}, err
-		}
-		return Image{URL: s}, nil
-	case strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"), strings.HasPrefix(s, "gs://"):
-		return Image{URL: s}, nil
-	}
-	return Image{}, fmt.Errorf("types: unrecognized image %q: give an http(s) or gs URL or a data URI; local files must be loaded with ImageFromFile", clip(s))
-}
-
-// checkDataURI accepts data:image/<subtype>[;param…][;base64],<data> whose
-// data is at most MaxImageBytes.
-func checkDataURI(s string) error {
-	header, data, ok := strings.Cut(s[len("data:"):], ",")
+// parseDataURI reads data:[<media type>][;<parameter>…][;base64],<data>.
+// It checks the shape only: the media type's kind is the caller's to
+// judge, and so is the data (see validBase64).
+func parseDataURI(s string) (dataURI, error) {
+	rest, ok := strings.CutPrefix(s, "data:")
 	if !ok {
-		return fmt.Errorf("%w: %q is not a data URI (no comma)", ErrNotImage, clip(s))
+		return dataURI{}, fmt.Errorf("%q is not a data URI", clip(s))
+	}
+	if !utf8.ValidString(s) {
+		// JSON would carry another text than the one given.
+		return dataURI{}, fmt.Errorf("%q is not valid UTF-8", clip(s))
+	}
+	header, data, ok := strings.Cut(rest, ",")
+	if !ok {
+		return dataURI{}, fmt.Errorf("%q is not a data URI (no comma)", clip(s))
 	}
 	media, params, _ := strings.Cut(header, ";")
-	if imageMIME(media) == "" {
-		return fmt.Errorf("%w: a data URI of %q", ErrNotImage, clip(media))
+	d := dataURI{media: strings.ToLower(strings.TrimSpace(media)), data: data}
+	d.base64 = params == "base64" || strings.HasSuffix(params, ";base64")
+	if d.media != "" && !validMediaType(d.media) {
+		return dataURI{}, fmt.Errorf("a data URI of %q, which is not a media type", clip(media))
 	}
-	size := len(data)
-	if params == "base64" || strings.HasSuffix(params, ";base64") {
-		size = base64.StdEncoding.DecodedLen(len(data))
+	return d, nil
+}
+
+// size is the number of bytes the data decodes to, at most.
+func (d dataURI) size() int {
+	if d.base64 {
+		return base64.StdEncoding.DecodedLen(len(d.data))
 	}
-	if size > MaxImageBytes {
-		return fmt.Errorf("%w: a data URI of %d bytes, over the %d-byte limit", ErrNotImage, size, MaxImageBytes)
+	return len(d.data)
+}
+
+// validMediaType reports a lower-case type/subtype of token characters,
+// without parameters.
+func validMediaType(s string) bool {
+	typ, sub, ok := strings.Cut(s, "/")
+	return ok && isToken(typ) && isToken(sub)
+}
+
+// isToken reports a non-empty lower-case MIME token (RFC 2045's characters,
+// upper case excluded).
+func isToken(s string) bool {
+	if s == "" || len(s) > 127 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$&-^_.+", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// mediaType normalizes a Content-Type or a caller's MIME type: lower case,
+// without parameters; "" when it is not a media type.
+func mediaType(s string) string {
+	m, _, err := mime.ParseMediaType(s)
+	if err != nil || !validMediaType(m) {
+		return ""
+	}
+	return m
+}
+
+// validBase64 reports standard base64 with padding, as providers decode
+// it: the alphabet, a length that is a multiple of four, padding only at
+// the end.
+func validBase64(s string) bool {
+	if len(s)%4 != 0 {
+		return false
+	}
+	pad := 0
+	for i := len(s) - 1; i >= 0 && i >= len(s)-2 && s[i] == '='; i-- {
+		pad++
+	}
+	for i := range len(s) - pad {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkText refuses text that JSON cannot carry as given: invalid UTF-8,
+// which encoding/json would silently replace.
+func checkText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("types: %s is not valid UTF-8", what)
 	}
 	return nil
 }
 
-// imageMIME returns the media type of an image, lower-cased, without
-// parameters or spaces ("image/png"); "" for anything else.
-func imageMIME(s string) string {
-	if i := strings.IndexByte(s, ';'); i >= 0 {
-		s = s[:i]
-	}
-	s = strings.ToLower(strings.TrimSpace(s))
-	sub, ok := strings.CutPrefix(s, "image/")
-	if !ok || sub == "" {
-		return ""
-	}
-	for _, c := range sub {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$&-^_.+", c)) {
-			return ""
-		}
-	}
-	return s
-}
-
-// ImageFromBytes encodes data as a data URI. An empty mime is detected
-// from the bytes (http.DetectContentType); data that is not an image, or
-// over MaxImageBytes, is an ErrNotImage error.
-func ImageFromBytes(data []byte, mime string) (Image, error) {
-	if len(data) > MaxImageBytes {
-		return Image{}, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrNotImage, len(data), MaxImageBytes)
-	}
-	if mime == "" {
-		mime = http.DetectContentType(data)
-	}
-	m := imageMIME(mime)
-	if m == "" {
-		return Image{}, fmt.Errorf("%w: the data is %s", ErrNotImage, mime)
-	}
-	return Image{URL: "data:" + m + ";base64," + base64.StdEncoding.EncodeToString(data)}, nil
-}
-
-// ImageFromFile reads a local image into a data URI. Its media type comes
-// from its bytes, or from its extension for formats the bytes do not give
-// away (SVG, HEIC).
-func ImageFromFile(path string) (Image, error) {
+// readLocal reads a local file of at most limit bytes.
+func readLocal(what, path string, limit int64) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return Image{}, fmt.Errorf("types: image: %w", err)
+		return nil, fmt.Errorf("types: %s: %w", what, err)
 	}
-	if info.Size() > MaxImageBytes {
-		return Image{}, fmt.Errorf("%w: %s has %d bytes, over the %d-byte limit", ErrNotImage, path, info.Size(), MaxImageBytes)
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("types: %s: %s is not a regular file", what, path)
 	}
-	data, err := os.ReadFile(path)
+	if info.Size() > limit {
+		return nil, fmt.Errorf("%w: %s has %d bytes, over the %d-byte limit", ErrTooLarge, path, info.Size(), limit)
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return Image{}, fmt.Errorf("types: image: %w", err)
+		return nil, fmt.Errorf("types: %s: %w", what, err)
 	}
-	m := imageMIME(http.DetectContentType(data))
-	if m == "" {
-		m = imageMIME(mime.TypeByExtension(filepath.Ext(path)))
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("types: %s: %w", what, err)
 	}
-	if m == "" {
-		return Image{}, fmt.Errorf("%w: %s", ErrNotImage, path)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: %s grew over the %d-byte limit while read", ErrTooLarge, path, limit)
 	}
-	return ImageFromBytes(data, m)
+	return data, nil
 }
 
-// DownloadOptions bound DownloadImage.
+// DownloadOptions bound DownloadImage, DownloadAudio and DownloadFile.
 type DownloadOptions struct {
-	MaxBytes int64         // default MaxImageBytes
+	MaxBytes int64         // default MaxImageBytes for images, MaxMediaBytes otherwise
 	Timeout  time.Duration // default 30 s
 	// AllowPrivate allows addresses that are not public: loopback,
 	// private, link-local, shared (CGNAT), multicast, reserved and
@@ -163,26 +194,24 @@ var ErrForbiddenAddress = errors.New("types: download to a private address refus
 // without AllowPrivate: a client of your own bypasses the address check.
 var ErrUncheckedClient = errors.New("types: DownloadOptions.Client bypasses the private-address check: set AllowPrivate with it, or leave Client nil")
 
-// DownloadImage fetches an http(s) image into a data URI, so the model
-// provider need not fetch it. Other schemes (file://, gs://) are refused,
-// as are addresses that are not public unless allowed, bodies over the
-// size limit, downloads over the timeout and content that is not an image
-// (by its Content-Type, else by its bytes). The connection is closed when
-// the download ends.
-func DownloadImage(ctx context.Context, rawURL string, opt DownloadOptions) (Image, error) {
+// download is what the Download functions share: it fetches an http(s)
+// URL within opt's bounds (scheme, address check, size, timeout; the
+// connection closed when it ends) and returns the body with its declared
+// media type (normalized, "" when absent or malformed).
+func download(ctx context.Context, rawURL string, opt DownloadOptions, limit int64) ([]byte, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return Image{}, fmt.Errorf("types: download %q: only http and https URLs can be downloaded", clip(rawURL))
+		return nil, "", fmt.Errorf("types: download %q: only http and https URLs can be downloaded", clip(rawURL))
 	}
 	if opt.MaxBytes <= 0 {
-		opt.MaxBytes = MaxImageBytes
+		opt.MaxBytes = limit
 	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = 30 * time.Second
 	}
 	client := opt.Client
 	if client != nil && !opt.AllowPrivate {
-		return Image{}, ErrUncheckedClient
+		return nil, "", ErrUncheckedClient
 	}
 	if client == nil {
 		dialer := &net.Dialer{Timeout: opt.Timeout}
@@ -197,31 +226,38 @@ func DownloadImage(ctx context.Context, rawURL string, opt DownloadOptions) (Ima
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Image{}, err
+		return nil, "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Image{}, fmt.Errorf("types: download %q: %w", clip(rawURL), err)
+		return nil, "", fmt.Errorf("types: download %q: %w", clip(rawURL), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Image{}, fmt.Errorf("types: download %q: HTTP %d", clip(rawURL), resp.StatusCode)
+		return nil, "", fmt.Errorf("types: download %q: HTTP %d", clip(rawURL), resp.StatusCode)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, opt.MaxBytes+1))
 	if err != nil {
-		return Image{}, fmt.Errorf("types: download %q: %w", clip(rawURL), err)
+		return nil, "", fmt.Errorf("types: download %q: %w", clip(rawURL), err)
 	}
 	if int64(len(data)) > opt.MaxBytes {
-		return Image{}, fmt.Errorf("types: download %q: larger than %d bytes", clip(rawURL), opt.MaxBytes)
+		return nil, "", fmt.Errorf("types: download %q: larger than %d bytes", clip(rawURL), opt.MaxBytes)
 	}
-	m := imageMIME(resp.Header.Get("Content-Type"))
-	if m == "" {
-		m = imageMIME(http.DetectContentType(data))
+	return data, mediaType(resp.Header.Get("Content-Type")), nil
+}
+
+// urlBase is the last element of a URL's path ("report.pdf"), "" when it
+// has none.
+func urlBase(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
 	}
-	if m == "" {
-		return Image{}, fmt.Errorf("types: download %q: %w (Content-Type %q)", clip(rawURL), ErrNotImage, resp.Header.Get("Content-Type"))
+	b := path.Base(u.Path)
+	if b == "." || b == "/" || !utf8.ValidString(b) {
+		return ""
 	}
-	return Image{URL: "data:" + m + ";base64," + base64.StdEncoding.EncodeToString(data)}, nil
+	return b
 }
 
 // refusePrivate is the built-in dialer's check, run on the address
@@ -235,15 +271,15 @@ func refusePrivate(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// PublicAddress reports whether DownloadImage may connect to addr without
-// AllowPrivate: a unicast address outside every IANA special-purpose range
-// (loopback, private, link-local, shared 100.64.0.0/10, benchmarking,
-// documentation, 192.0.0.0/24, multicast, reserved, IPv6 unique-local,
-// 6to4, Teredo, discard, …), and not Azure's host address 168.63.129.16.
-// IPv4-mapped IPv6 addresses are judged as IPv4, and NAT64 addresses
-// (64:ff9b::/96) by the IPv4 address they embed; the local-use NAT64
-// prefix 64:ff9b:1::/48 is refused. Use it in the dialer of a client of
-// your own.
+// PublicAddress reports whether a download (DownloadImage, DownloadAudio,
+// DownloadFile) may connect to addr without AllowPrivate: a unicast
+// address outside every IANA special-purpose range (loopback, private,
+// link-local, shared 100.64.0.0/10, benchmarking, documentation,
+// 192.0.0.0/24, multicast, reserved, IPv6 unique-local, 6to4, Teredo,
+// discard, …), and not Azure's host address 168.63.129.16. IPv4-mapped
+// IPv6 addresses are judged as IPv4, and NAT64 addresses (64:ff9b::/96) by
+// the IPv4 address they embed; the local-use NAT64 prefix 64:ff9b:1::/48
+// is refused. Use it in the dialer of a client of your own.
 func PublicAddress(addr netip.Addr) bool {
 	addr = addr.WithZone("").Unmap()
 	if !addr.IsValid() {
@@ -295,121 +331,9 @@ func prefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
-// FormatParts returns the image_url part. An Image built as a struct
-// literal is held to NewImage's rules: a URL NewImage refuses (a local
-// path, file://, an oversized or non-image data URI) is an error, never a
-// part.
-func (i Image) FormatParts() ([]openai.ChatMessagePart, error) {
-	if i.URL == "" {
-		return nil, errors.New("types: empty Image")
-	}
-	if _, err := NewImage(i.URL); err != nil {
-		return nil, err
-	}
-	return []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: i.URL, Detail: i.Detail}}}, nil
-}
-
-// String is DSPy's repr: Image(url='…'), a data URI abbreviated.
-func (i Image) String() string {
-	if strings.HasPrefix(i.URL, "data:") {
-		if j := strings.Index(i.URL, "base64,"); j >= 0 {
-			return fmt.Sprintf("Image(url=%s<IMAGE_BASE_64_ENCODED(%d)>)", i.URL[:j+len("base64,")], len(i.URL)-j-len("base64,"))
-		}
-	}
-	return "Image(url='" + i.URL + "')"
-}
-
-// MarshalJSON writes {"url": …} (and "detail" when set).
-func (i Image) MarshalJSON() ([]byte, error) {
-	m := map[string]string{"url": i.URL}
-	if i.Detail != "" {
-		m["detail"] = string(i.Detail)
-	}
-	return json.Marshal(m)
-}
-
-// UnmarshalJSON accepts a URL or data URI string, or {"url": …}.
-func (i *Image) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		img, err := NewImage(s)
-		*i = img
-		return err
-	}
-	var m struct {
-		URL    string                `json:"url"`
-		Detail openai.ImageURLDetail `json:"detail"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("types: Image: %w", err)
-	}
-	img, err := NewImage(m.URL)
-	img.Detail = m.Detail
-	*i = img
-	return err
-}
-
-// ParseField reads an image URL or data URI from a field's text.
-func (i *Image) ParseField(raw string) error {
-	img, err := NewImage(raw)
-	*i = img
-	return err
-}
-
-// Audio is DSPy's dspy.Audio: base64 data and its format ("wav", "mp3").
-// go-openai's message parts cannot carry input_audio, so formatting an
-// Audio value fails with ErrUnsupportedPart.
-type Audio struct {
-	Data   string `json:"data"`
-	Format string `json:"audio_format"`
-}
-
-// File is DSPy's dspy.File: a data URI, an uploaded file id, a filename.
-// go-openai's message parts cannot carry files, so formatting a File value
-// fails with ErrUnsupportedPart.
-type File struct {
-	FileData string `json:"file_data,omitempty"`
-	FileID   string `json:"file_id,omitempty"`
-	Filename string `json:"filename,omitempty"`
-}
-
-// ErrUnsupportedPart: the client library cannot send this kind of content
-// part (go-openai sends text and image_url parts only).
-var ErrUnsupportedPart = errors.New("types: go-openai cannot send this content part (only text and image_url)")
-
-// FormatParts fails: see ErrUnsupportedPart.
-func (Audio) FormatParts() ([]openai.ChatMessagePart, error) {
-	return nil, fmt.Errorf("%w: input_audio", ErrUnsupportedPart)
-}
-
-// FormatParts fails: see ErrUnsupportedPart.
-func (File) FormatParts() ([]openai.ChatMessagePart, error) {
-	return nil, fmt.Errorf("%w: file", ErrUnsupportedPart)
-}
-
 func clip(s string) string {
 	if len(s) > 80 {
 		return s[:77] + "..."
 	}
 	return s
-}
-
-// Document is DSPy's experimental dspy.experimental.Document: text (or a
-// PDF) the model may cite. go-openai's message parts cannot carry
-// documents, so formatting a Document value fails with ErrUnsupportedPart.
-type Document struct {
-	Data      string `json:"data"`
-	Title     string `json:"title,omitempty"`
-	MediaType string `json:"media_type,omitempty"` // "text/plain" (default) or "application/pdf"
-	Context   string `json:"context,omitempty"`
-}
-
-// TypeDescription is DSPy's Document.description().
-func (Document) TypeDescription() string {
-	return "A document containing text content that can be referenced and cited. Include the full text content and optionally a title for proper referencing."
-}
-
-// FormatParts fails: see ErrUnsupportedPart.
-func (Document) FormatParts() ([]openai.ChatMessagePart, error) {
-	return nil, fmt.Errorf("%w: document", ErrUnsupportedPart)
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-func parse(t *testing.T, spec string) *signature.Signature {
+func parse(t testing.TB, spec string) *signature.Signature {
 	t.Helper()
 	sig, err := signature.Parse(spec, signature.WithTypes(types.Names()))
 	require.NoError(t, err)
@@ -78,13 +78,6 @@ func TestImageInRequest(t *testing.T) {
 	assert.Equal(t, "https://example.com/cat.png", user.MultiContent[1].ImageURL.URL)
 	assert.Equal(t, openai.ImageURLDetailLow, user.MultiContent[1].ImageURL.Detail)
 	assert.True(t, strings.HasPrefix(user.MultiContent[2].Text, "\n\n[[ ## note ## ]]\nbe brief"))
-}
-
-func TestAudioIsAClearError(t *testing.T) {
-	sig := parse(t, "clip: Audio -> transcript")
-	_, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"clip": types.Audio{Data: "AAAA", Format: "wav"}})
-	assert.ErrorIs(t, err, types.ErrUnsupportedPart)
-	assert.ErrorContains(t, err, `"clip"`)
 }
 
 func TestCode(t *testing.T) {

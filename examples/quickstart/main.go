@@ -1,5 +1,5 @@
-// Command quickstart asks a language model a typed question through a
-// signature and prints the messages sent and the typed result.
+// Command quickstart asks a language model a typed question: Go structs in
+// and out, one ChainOfThought call, then the same question streamed.
 //
 // With OPENAI_API_KEY set it calls the live model (OPENAI_BASE_URL and
 // OPENAI_MODEL are honoured; the model defaults to gpt-4o-mini). Without
@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -17,20 +18,65 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
-	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/predict"
 )
+
+// Question is the input; its json names are the field names the model sees.
+type Question struct {
+	Question string `json:"question"`
+}
+
+// Landmark is the output, typed: the model's year comes back as an int.
+type Landmark struct {
+	Year int    `json:"year" desc:"the year it was completed"`
+	City string `json:"city"`
+}
 
 // recorded is what gpt-4o-mini answered to this program's prompt.
 const recorded = "[[ ## reasoning ## ]]\nThe Eiffel Tower was completed in 1889 for the World's Fair in Paris.\n\n[[ ## year ## ]]\n1889\n\n[[ ## city ## ]]\nParis\n\n[[ ## completed ## ]]"
 
 func main() {
 	ctx := context.Background()
-	sig, err := signature.Parse("question -> reasoning, year: int, city")
+	lm, model := client()
+
+	cot, err := predict.NewChainOfThought[Question, Landmark](
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: model, Temperature: adapter.ZeroTemperature}))
 	if err != nil {
 		log.Fatal(err)
 	}
+	q := Question{"When was the Eiffel Tower completed, and where is it?"}
 
-	var lm adapter.LM
+	out, reasoning, res, err := cot.Call(ctx, lm, q)
+	var pe *adapter.ParseError
+	switch {
+	case errors.As(err, &pe):
+		log.Fatalf("the reply could not be read (field %q): %v\nreply: %s", pe.Field, err, pe.Completion)
+	case err != nil:
+		log.Fatal(err)
+	}
+	fmt.Printf("reasoning: %s\n", reasoning)
+	fmt.Printf("year:      %d (%T)\n", out.Year, out.Year)
+	fmt.Printf("city:      %s\n", out.City)
+	fmt.Printf("(%s adapter, %d LM call, %d tokens)\n\n", res.Adapter, res.Calls, res.Usage.TotalTokens)
+
+	fmt.Println("The same question, streamed:")
+	for chunk, err := range cot.Stream(ctx, lm, q) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if chunk.Done {
+			fmt.Printf("\ndone: %+v\n", chunk.Out)
+			break
+		}
+		if chunk.Delta != "" {
+			fmt.Printf("[%s] %s\n", chunk.Field, chunk.Delta)
+		}
+	}
+}
+
+// client returns the live model when OPENAI_API_KEY is set, else an lmtest
+// server replaying the recorded reply.
+func client() (adapter.StreamingLM, string) {
 	model := os.Getenv("OPENAI_MODEL")
 	if model == "" {
 		model = "gpt-4o-mini"
@@ -40,32 +86,12 @@ func main() {
 		if base := os.Getenv("OPENAI_BASE_URL"); base != "" {
 			cfg.BaseURL = base
 		}
-		lm = openai.NewClientWithConfig(cfg)
+		cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient) // Retry-After, and what go-openai drops from replies
 		fmt.Printf("Calling %s at %s.\n\n", model, cfg.BaseURL)
-	} else {
-		srv := lmtest.NewServer(lmtest.Text(recorded))
-		defer srv.Close()
-		lm = srv.Client()
-		fmt.Printf("OPENAI_API_KEY is not set: using an lmtest server at %s with a recorded reply.\n\n", srv.URL())
+		return openai.NewClientWithConfig(cfg), model
 	}
-
-	inputs := adapter.Values{"question": "When was the Eiffel Tower completed, and where is it?"}
-	msgs, err := adapter.Chat{}.Format(sig, nil, inputs)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, m := range msgs {
-		fmt.Printf("----- %s -----\n%s\n\n", m.Role, m.Content)
-	}
-
-	res, err := adapter.Call(ctx, lm, sig, nil, inputs,
-		adapter.WithRequest(openai.ChatCompletionRequest{Model: model, Temperature: adapter.ZeroTemperature}))
-	if err != nil {
-		log.Fatal(err)
-	}
-	out := res.Outputs[0]
-	fmt.Printf("----- result (%s adapter, %d LM call, %d tokens) -----\n", res.Adapter, res.Calls, res.Usage.TotalTokens)
-	fmt.Printf("reasoning: %s\n", out["reasoning"])
-	fmt.Printf("year:      %d (%T)\n", out["year"], out["year"])
-	fmt.Printf("city:      %s\n", out["city"])
+	srv := lmtest.NewServer() // left open: the program ends with it
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(recorded).ChunkSize(24) })
+	fmt.Printf("OPENAI_API_KEY is not set: using an lmtest server at %s with a recorded reply.\n\n", srv.URL())
+	return srv.Client(), model
 }
