@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sigwire/adapter/internal/value"
+
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/signature"
 )
@@ -523,7 +525,7 @@ func indirect(v reflect.Value) reflect.Value {
 
 // notA is the error for a value of the wrong type.
 func notA(v reflect.Value, spec *signature.TypeSpec) error {
-	return fmt.Errorf("%w: %s is not a %s", ErrInputType, describe(v), spec)
+	return fmt.Errorf("%w: %s is not %s", ErrInputType, describe(v), value.A(spec.String()))
 }
 
 // describe shows a value and its Go type, briefly: int 42, string "x".

@@ -123,9 +123,15 @@ func fieldValue(fld *reply.Field, f signature.Field) (any, error) {
 	return parseValue(unquoteText(fld.Text, f), f)
 }
 
+// errNoOutputs is the cause when a reply holds none of the output fields,
+// so a reply in plain prose is not taken for one that forgot a field
+// (errors.Is still matches ErrMissingField).
+var errNoOutputs = fmt.Errorf("%w: the reply holds none of the output fields (no markers, JSON object or XML elements)", ErrMissingField)
+
 // finishOutputs applies defaults to missing outputs (the default value, or
 // nil for a nullable type) and reports the first missing required one.
 func finishOutputs(sig *signature.Signature, vals Values, completion, adapter string) (Values, error) {
+	found := len(vals)
 	for i := range sig.NumOutputs() {
 		if _, ok := vals[sig.OutputName(i)]; ok {
 			continue
@@ -143,7 +149,11 @@ func finishOutputs(sig *signature.Signature, vals Values, completion, adapter st
 					vals[g.Name] = g.Default
 				}
 			}
-			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: ErrMissingField}
+			err := ErrMissingField
+			if found == 0 {
+				err = errNoOutputs
+			}
+			return nil, &ParseError{Adapter: adapter, Field: f.Name, Completion: completion, Partial: vals, Err: err}
 		}
 	}
 	return vals, nil

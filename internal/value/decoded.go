@@ -141,7 +141,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			// A lone scalar given for a list is its one item.
 			ev, err := fromDecoded(x, spec.Elem(), false, depth+1)
 			if err != nil {
-				return reflect.Value{}, invalid("%s is not a %s", clip(pyjson.Repr(v)), spec)
+				return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), A(spec.String()))
 			}
 			out := reflect.MakeSlice(t, 1, 1)
 			out.Index(0).Set(ev)
@@ -181,7 +181,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 		}
 		return reflect.Value{}, invalid("type %s cannot decode %s: give it an UnmarshalJSON method", t, clip(pyjson.Repr(v)))
 	}
-	return reflect.Value{}, invalid("%s is not a %s", clip(pyjson.Repr(v)), spec)
+	return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), A(spec.String()))
 }
 
 // sameLiteral compares a decoded value with a Literal member by kind.

@@ -93,6 +93,15 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
+// A returns a type name with its indefinite article, for error messages:
+// "a float", "an int", "an Optional[str]".
+func A(name string) string {
+	if name != "" && strings.ContainsRune("aeiouAEIOU", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
+}
+
 // clip shortens text quoted in error messages.
 func clip(s string) string {
 	if len(s) > 80 {
@@ -201,7 +210,7 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 				return fromDecoded(m, spec, false, depth+1)
 			}
 		}
-		return reflect.Value{}, invalid("%s is not a %s", clip(raw), spec)
+		return reflect.Value{}, invalid("%s is not %s", clip(raw), A(spec.String()))
 	case signature.KindCustom:
 		return customFromText(raw, t)
 	}
@@ -504,7 +513,7 @@ func numberError(raw, s, kind string) error {
 	if strings.HasSuffix(s, "%") {
 		return invalid("%s is a percentage: write the %s itself, the scale is ambiguous", clip(raw), kind)
 	}
-	return invalid("%s is not a %s", clip(raw), kind)
+	return invalid("%s is not %s", clip(raw), A(kind))
 }
 
 // readNumber reads a number: a Python literal, a decorated number, a
