@@ -31,7 +31,11 @@ import (
 // Struct inputs are shown as indented JSON. Parsing, structured-output
 // tiers and fallbacks are the JSON adapter's. The zero value is ready to
 // use and safe for concurrent use.
-type BAML struct{}
+type BAML struct {
+	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
+	// DSPy's.
+	Prompt *Prompt
+}
 
 // ErrRecursiveBAML is returned for a recursive struct, which the notation
 // cannot show (use JSON or XML).
@@ -42,17 +46,25 @@ func (BAML) Name() string { return "baml" }
 
 // Format renders the system message with BAML type notation, the demos
 // (assistant turns as JSON) and the user message with the JSON reminder.
-func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	if sig == nil {
-		return nil, errNilSignature
-	}
-	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	var b strings.Builder
-	b.WriteString("Your input fields are:\n")
-	writeFieldDescriptions(&b, sig, false)
-	b.WriteString("\nYour output fields are:\n")
-	writeFieldDescriptions(&b, sig, true)
-	b.WriteString("\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\n")
+func (m BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
+	return bamlLayout.format(m.Prompt, sig, demos, inputs, true)
+}
+
+// bamlLayout is how the BAML adapter writes a conversation.
+var bamlLayout = layout{
+	systemKey: bamlSystemKey, system: bamlSystem, structure: bamlStructure,
+	reminderKey: jsonReminderKey, reminder: jsonReminder,
+	user: bamlUser, assistant: jsonAssistant,
+}
+
+// bamlSystem renders the BAML adapter's system message.
+func bamlSystem(sig *signature.Signature) (string, error) { return systemText(sig, bamlStructure) }
+
+// bamlStructure writes DSPy's BAMLAdapter.format_field_structure: the
+// inputs in [[ ## name ## ]] sections, each output with its type in BAML
+// notation.
+func bamlStructure(b *strings.Builder, sig *signature.Signature) error {
+	b.WriteString("All interactions will be structured in the following way, with the appropriate values filled in.\n\n")
 	for i := range sig.NumInputs() {
 		name := sig.Input(i).Name
 		b.WriteString("[[ ## " + name + " ## ]]\n{" + name + "}\n\n")
@@ -61,19 +73,17 @@ func (BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]o
 		f := sig.Output(i)
 		t, err := bamlType(f.Spec, 0, nil)
 		if err != nil {
-			return nil, &InputError{Field: f.Name, Err: err}
+			return &InputError{Field: f.Name, Err: err}
 		}
 		b.WriteString("[[ ## " + f.Name + " ## ]]\nOutput field `" + f.Name + "` should be of type: " + t + "\n\n")
 	}
-	b.WriteString("[[ ## completed ## ]]\n")
-	writeObjective(&b, sig.Instructions())
-	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
-	return formatTurns(msgs, sig, demos, inputs, bamlUser, jsonAssistant, true)
+	b.WriteString("[[ ## completed ## ]]")
+	return nil
 }
 
 // bamlUser is the JSON adapter's user message, struct inputs as JSON
 // indented by two spaces, empty parts dropped.
-func bamlUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+func bamlUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	b := &a.b
 	start := b.Len()
 	b.WriteString(prefix)
@@ -101,11 +111,11 @@ func bamlUser(a *arena, sig *signature.Signature, vals Values, prefix string, ma
 		}
 		b.WriteString("[[ ## " + f.Name + " ## ]]\n" + s)
 	}
-	if main {
+	if reminder != "" {
 		if b.Len() > start {
 			b.WriteString("\n\n")
 		}
-		writeJSONReminder(b, sig)
+		b.WriteString(reminder)
 	}
 	return a.since(start), nil
 }

@@ -39,6 +39,9 @@ type Chat struct {
 	// native tool calls (see [ParallelToolCalls]); nil leaves it to the
 	// provider.
 	ParallelToolCalls *bool
+	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
+	// DSPy's.
+	Prompt *Prompt
 }
 
 func (c Chat) parallelToolCalls() *bool { return c.ParallelToolCalls }
@@ -54,11 +57,20 @@ func (c Chat) Fallback() Adapter {
 	if c.NoFallback {
 		return nil
 	}
-	return jsonFallback
+	return fallbackFor(c.Prompt)
 }
 
 // jsonFallback is the adapter Chat falls back to; the JSON adapter sets it.
 var jsonFallback Adapter
+
+// fallbackFor is the JSON fallback of an adapter with prompt p: the JSON
+// adapter keeping p's field and task descriptions.
+func fallbackFor(p *Prompt) Adapter {
+	if fp := p.forFallback(); fp != nil {
+		return JSON{Prompt: fp}
+	}
+	return jsonFallback
+}
 
 // DSPy's texts for demos with missing fields.
 const (
@@ -71,21 +83,19 @@ const (
 // (incomplete demos first, then complete ones, as DSPy orders them) and the
 // user message with the output reminder.
 func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	if sig == nil {
-		return nil, errNilSignature
-	}
-	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := memoString(sig, chatSystemKey, chatSystem)
-	if err != nil {
-		return nil, err
-	}
-	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
-	return formatTurns(msgs, sig, demos, inputs, chatUser, chatAssistant, c.NativeTools)
+	return chatLayout.format(c.Prompt, sig, demos, inputs, c.NativeTools)
+}
+
+// chatLayout is how the Chat adapter writes a conversation.
+var chatLayout = layout{
+	systemKey: chatSystemKey, system: chatSystem, structure: chatStructure,
+	reminderKey: chatReminderKey, reminder: chatReminder,
+	user: chatUser, assistant: chatAssistant,
 }
 
 // userFunc and assistantFunc render one turn of an adapter's conversation.
 type (
-	userFunc      func(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error)
+	userFunc      func(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error)
 	assistantFunc func(a *arena, sig *signature.Signature, vals Values, missing string) (string, error)
 )
 
@@ -119,7 +129,7 @@ func formatDemos(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.
 			if complete {
 				prefix, missing = "", notSuppliedHistory
 			}
-			u, err := user(ar, sig, d, prefix, false)
+			u, err := user(ar, sig, d, prefix, "")
 			if err != nil {
 				return nil, err
 			}
@@ -179,20 +189,18 @@ func isNil(v any) bool {
 
 // chatSystem renders the system message: field descriptions, the field
 // structure with type notes, and the task description.
-func chatSystem(sig *signature.Signature) (string, error) {
-	var b strings.Builder
-	b.Grow(320 + fieldsSize(sig) + 2*len(sig.Instructions()))
-	b.WriteString("Your input fields are:\n")
-	writeFieldDescriptions(&b, sig, false)
-	b.WriteString("\nYour output fields are:\n")
-	writeFieldDescriptions(&b, sig, true)
-	b.WriteString("\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\n")
+func chatSystem(sig *signature.Signature) (string, error) { return systemText(sig, chatStructure) }
+
+// chatStructure writes DSPy's ChatAdapter.format_field_structure: every
+// field in its [[ ## name ## ]] section, the outputs with their type notes.
+func chatStructure(b *strings.Builder, sig *signature.Signature) error {
+	b.WriteString("All interactions will be structured in the following way, with the appropriate values filled in.\n\n")
 	for i := range sig.NumInputs() {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		writeHeader(&b, sig.Input(i).Name)
-		writePlaceholder(&b, sig.Input(i).Name)
+		writeHeader(b, sig.Input(i).Name)
+		writePlaceholder(b, sig.Input(i).Name)
 	}
 	b.WriteString("\n\n")
 	for i := range sig.NumOutputs() {
@@ -200,20 +208,19 @@ func chatSystem(sig *signature.Signature) (string, error) {
 			b.WriteString("\n\n")
 		}
 		f := sig.Output(i)
-		writeHeader(&b, f.Name)
-		writePlaceholder(&b, f.Name)
+		writeHeader(b, f.Name)
+		writePlaceholder(b, f.Name)
 		note, err := typeNote(f)
 		if err != nil {
-			return "", err
+			return err
 		}
 		if note != "" {
 			b.WriteString("        # note: the value you produce ")
 			b.WriteString(note)
 		}
 	}
-	b.WriteString("\n\n[[ ## completed ## ]]\n")
-	writeObjective(&b, sig.Instructions())
-	return b.String(), nil
+	b.WriteString("\n\n[[ ## completed ## ]]")
+	return nil
 }
 
 func writeHeader(b *strings.Builder, name string) {
@@ -262,21 +269,11 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 	return dst, size, nil
 }
 
-// chatUser renders DSPy's format_user_message_content: the prefix, one
-// section per input present in vals, and on the main request the reminder
-// of the output fields; joined by blank lines and stripped.
-func chatUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	reminder := ""
-	if main {
-		reminder, _ = memoString(sig, chatReminderKey, chatReminder)
-	}
-	return userMessage(a, sig, vals, prefix, reminder)
-}
-
-// userMessage renders the prefix, one [[ ## name ## ]] section per input
-// present in vals and the reminder (when not ""), joined by blank lines and
-// stripped: the user message of Chat and JSON.
-func userMessage(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
+// chatUser renders DSPy's format_user_message_content, the user message of
+// Chat and JSON: the prefix, one [[ ## name ## ]] section per input present
+// in vals, and the reminder of the output fields ("" but on the main
+// request); joined by blank lines and stripped.
+func chatUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	var buf [8]formatted
 	fs, size, err := formatFields(buf[:0], sig, false, vals)
 	if err != nil {
@@ -301,16 +298,9 @@ func userMessage(a *arena, sig *signature.Signature, vals Values, prefix, remind
 	return a.since(start), nil
 }
 
-// chatReminder is the output reminder of a signature (see
-// writeChatReminder).
+// chatReminder is DSPy's user_message_output_requirements for a signature.
 func chatReminder(sig *signature.Signature) (string, error) {
 	var b strings.Builder
-	writeChatReminder(&b, sig)
-	return b.String(), nil
-}
-
-// writeChatReminder writes DSPy's user_message_output_requirements.
-func writeChatReminder(b *strings.Builder, sig *signature.Signature) {
 	b.WriteString("Respond with the corresponding output fields, starting with the field ")
 	for i := range sig.NumOutputs() {
 		if i > 0 {
@@ -320,9 +310,10 @@ func writeChatReminder(b *strings.Builder, sig *signature.Signature) {
 		b.WriteString("`[[ ## ")
 		b.WriteString(f.Name)
 		b.WriteString(" ## ]]`")
-		writeTypeInfo(b, f)
+		writeTypeInfo(&b, f)
 	}
 	b.WriteString(", and then ending with the marker for `[[ ## completed ## ]]`.")
+	return b.String(), nil
 }
 
 // writeTypeInfo writes DSPy's type_info of an output in the reminder:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -136,4 +137,26 @@ func Example_constraints() {
 	// Output:
 	// true
 	// score
+}
+
+func ExamplePrompt() {
+	sig, _ := signature.Parse("question -> answer")
+
+	// Change one piece of the prompt, keep the rest as DSPy writes it:
+	// here the task description gets a house rule appended.
+	chat := adapter.Chat{Prompt: &adapter.Prompt{
+		TaskDescription: func(_ *signature.Signature, text string) string {
+			return text + "\n        Answer in one sentence."
+		},
+	}}
+	msgs, _ := chat.Format(sig, nil, adapter.Values{"question": "Why is the sky blue?"})
+	system := strings.Split(msgs[0].Content, "\n")
+	for _, line := range system[len(system)-4:] {
+		fmt.Println(strings.TrimSpace(line))
+	}
+	// Output:
+	// [[ ## completed ## ]]
+	// In adhering to this structure, your objective is:
+	// Given the fields `question`, produce the fields `answer`.
+	// Answer in one sentence.
 }

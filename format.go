@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
@@ -301,8 +302,41 @@ const (
 	jsonReminderKey
 	xmlSystemKey
 	xmlReminderKey
+	bamlSystemKey
 	extractionKey
 )
+
+// layout is how an adapter writes a conversation: its system message and
+// output reminder (each built once per signature, under its key), its
+// field structure (for a Prompt that changes a piece) and its turns.
+type layout struct {
+	systemKey   memoKey
+	system      func(*signature.Signature) (string, error)
+	structure   structureFunc
+	reminderKey memoKey
+	reminder    func(*signature.Signature) (string, error)
+	user        userFunc
+	assistant   assistantFunc
+}
+
+// format renders the system message, the demos, the conversation history
+// and the request, with the pieces of p (nil keeps the adapter's).
+func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inputs Values, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+	if sig == nil {
+		return nil, errNilSignature
+	}
+	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
+	sys, err := p.systemMessage(sig, l.systemKey, l.system, l.structure)
+	if err != nil {
+		return nil, err
+	}
+	reminder, err := p.requirements(sig, l.reminderKey, l.reminder)
+	if err != nil {
+		return nil, err
+	}
+	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
+	return formatTurns(msgs, sig, demos, inputs, l.user, l.assistant, reminder, nativeTools)
+}
 
 // memoText is a kept text, or the error building it gave.
 type memoText struct {

@@ -39,6 +39,20 @@ func buildSig(t *testing.T, c *golden.Case) *signature.Signature {
 	return sig
 }
 
+// caseValues returns a golden case's demos and inputs as values of sig.
+func caseValues(t *testing.T, sig *signature.Signature, c *golden.Case) ([]adapter.Values, adapter.Values) {
+	t.Helper()
+	inputs, err := golden.Values(sig, c.Inputs)
+	require.NoError(t, err)
+	var demos []adapter.Values
+	for _, d := range c.Demos {
+		v, err := golden.Values(sig, d)
+		require.NoError(t, err)
+		demos = append(demos, v)
+	}
+	return demos, inputs
+}
+
 // goldenAdapters maps a golden case's adapter to ours.
 var goldenAdapters = map[string]adapter.Adapter{
 	"chat": adapter.Chat{},
@@ -70,14 +84,7 @@ func TestGoldenFormat(t *testing.T) {
 		}
 		t.Run(c.ID, func(t *testing.T) {
 			sig := buildSig(t, &c)
-			inputs, err := golden.Values(sig, c.Inputs)
-			require.NoError(t, err)
-			var demos []adapter.Values
-			for _, d := range c.Demos {
-				v, err := golden.Values(sig, d)
-				require.NoError(t, err)
-				demos = append(demos, v)
-			}
+			demos, inputs := caseValues(t, sig, &c)
 			if len(c.LM) > 0 && string(c.LM) != "null" {
 				goldenLMCase(t, &c, a, sig, demos, inputs)
 				return

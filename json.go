@@ -25,6 +25,9 @@ type JSON struct {
 	NoNativeTools bool
 	// ParallelToolCalls is sent with native tool calls, as Chat's.
 	ParallelToolCalls *bool
+	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
+	// DSPy's.
+	Prompt *Prompt
 }
 
 func (j JSON) parallelToolCalls() *bool { return j.ParallelToolCalls }
@@ -39,33 +42,31 @@ func (JSON) Name() string { return "json" }
 // Format renders the system message, the demos (assistant turns as JSON
 // objects) and the user message with the JSON reminder.
 func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	if sig == nil {
-		return nil, errNilSignature
-	}
-	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := memoString(sig, jsonSystemKey, jsonSystem)
-	if err != nil {
-		return nil, err
-	}
-	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
-	return formatTurns(msgs, sig, demos, inputs, jsonUser, jsonAssistant, !j.NoNativeTools)
+	return jsonLayout.format(j.Prompt, sig, demos, inputs, !j.NoNativeTools)
 }
 
-func jsonSystem(sig *signature.Signature) (string, error) {
-	var b strings.Builder
-	b.Grow(512)
-	b.WriteString("Your input fields are:\n")
-	writeFieldDescriptions(&b, sig, false)
-	b.WriteString("\nYour output fields are:\n")
-	writeFieldDescriptions(&b, sig, true)
-	b.WriteString("\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\nInputs will have the following structure:\n\n")
+// jsonLayout is how the JSON adapter writes a conversation.
+var jsonLayout = layout{
+	systemKey: jsonSystemKey, system: jsonSystem, structure: jsonStructure,
+	reminderKey: jsonReminderKey, reminder: jsonReminder,
+	user: chatUser, assistant: jsonAssistant,
+}
+
+// jsonSystem renders the JSON adapter's system message.
+func jsonSystem(sig *signature.Signature) (string, error) { return systemText(sig, jsonStructure) }
+
+// jsonStructure writes DSPy's JSONAdapter.format_field_structure: the
+// inputs in [[ ## name ## ]] sections, the outputs as a JSON object of
+// placeholders with their type notes.
+func jsonStructure(b *strings.Builder, sig *signature.Signature) error {
+	b.WriteString("All interactions will be structured in the following way, with the appropriate values filled in.\n\nInputs will have the following structure:\n\n")
 	for i := range sig.NumInputs() {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
 		name := sig.Input(i).Name
-		writeHeader(&b, name)
-		b.WriteString("{" + name + "}")
+		writeHeader(b, name)
+		writePlaceholder(b, name)
 	}
 	b.WriteString("\n\nOutputs will be a JSON object with the following fields.\n\n")
 	if sig.NumOutputs() == 0 {
@@ -79,7 +80,7 @@ func jsonSystem(sig *signature.Signature) (string, error) {
 			f := sig.Output(i)
 			note, err := typeNote(f)
 			if err != nil {
-				return "", err
+				return err
 			}
 			placeholder := "{" + f.Name + "}"
 			if note != "" {
@@ -92,29 +93,13 @@ func jsonSystem(sig *signature.Signature) (string, error) {
 		}
 		b.WriteString("\n}")
 	}
-	b.WriteByte('\n')
-	writeObjective(&b, sig.Instructions())
-	return b.String(), nil
+	return nil
 }
 
-// jsonUser is Chat's user message with the JSON reminder.
-func jsonUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
-	if !main {
-		return chatUser(a, sig, vals, prefix, false)
-	}
-	reminder, _ := memoString(sig, jsonReminderKey, jsonReminder)
-	return userMessage(a, sig, vals, prefix, reminder)
-}
-
-// jsonReminder is the JSON output reminder of a signature.
+// jsonReminder is DSPy's JSONAdapter.user_message_output_requirements for
+// a signature.
 func jsonReminder(sig *signature.Signature) (string, error) {
 	var b strings.Builder
-	writeJSONReminder(&b, sig)
-	return b.String(), nil
-}
-
-// writeJSONReminder writes DSPy's JSONAdapter.user_message_output_requirements.
-func writeJSONReminder(b *strings.Builder, sig *signature.Signature) {
 	b.WriteString("Respond with a JSON object in the following order of fields: ")
 	for i := range sig.NumOutputs() {
 		if i > 0 {
@@ -122,9 +107,10 @@ func writeJSONReminder(b *strings.Builder, sig *signature.Signature) {
 		}
 		f := sig.Output(i)
 		b.WriteString("`" + f.Name + "`")
-		writeTypeInfo(b, f)
+		writeTypeInfo(&b, f)
 	}
 	b.WriteByte('.')
+	return b.String(), nil
 }
 
 // jsonAssistant renders the outputs as DSPy's JSONAdapter does:

@@ -51,7 +51,7 @@ func historyField(sig *signature.Signature) int {
 // Adapter.format does: the demos, the conversation history, the request
 // (its inputs converted to their fields' types, see convertInputs); then
 // splits user messages at content-part markers.
-func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
 	inputs, err := convertInputs(sig, inputs)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 		}
 		if conv, ok := asConversation(inputs[name]); ok {
 			for _, turn := range conv.Turns() {
-				u, err := user(ar, reqSig, turn, "", false)
+				u, err := user(ar, reqSig, turn, "", "")
 				if err != nil {
 					return nil, err
 				}
@@ -111,7 +111,7 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 			}
 		}
 	}
-	u, err := user(ar, reqSig, reqInputs, "", true)
+	u, err := user(ar, reqSig, reqInputs, "", reminder)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func appendToolResults(ar *arena, msgs []openai.ChatCompletionMessage, sig *sign
 		if err != nil {
 			return nil, err
 		}
-		u, err := user(ar, rsig, Values{"tool_call_results": results}, "", false)
+		u, err := user(ar, rsig, Values{"tool_call_results": results}, "", "")
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,7 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 	if err != nil {
 		return nil, err
 	}
-	user, err := twoStepUser(ar, sig, inputs, "", true)
+	user, err := twoStepUser(ar, sig, inputs, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outpu
 	return nil
 }
 
-func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix string, _ bool) (string, error) {
+func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix, _ string) (string, error) {
 	start := a.b.Len()
 	a.b.WriteString(prefix)
 	if err := twoStepLines(&a.b, start, sig, false, vals); err != nil {

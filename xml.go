@@ -35,6 +35,9 @@ type XML struct {
 	NativeTools bool
 	// ParallelToolCalls is sent with native tool calls, as Chat's.
 	ParallelToolCalls *bool
+	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
+	// DSPy's.
+	Prompt *Prompt
 }
 
 func (x XML) parallelToolCalls() *bool { return x.ParallelToolCalls }
@@ -49,32 +52,29 @@ func (x XML) Fallback() Adapter {
 	if x.NoFallback {
 		return nil
 	}
-	return jsonFallback
+	return fallbackFor(x.Prompt)
 }
 
 // Format renders the system message, the demos as user/assistant pairs
 // (incomplete ones first) and the user message with the XML reminder.
 func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	if sig == nil {
-		return nil, errNilSignature
-	}
-	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := memoString(sig, xmlSystemKey, xmlSystem)
-	if err != nil {
-		return nil, err
-	}
-	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
-	return formatTurns(msgs, sig, demos, inputs, xmlUser, xmlAssistant, x.NativeTools)
+	return xmlLayout.format(x.Prompt, sig, demos, inputs, x.NativeTools)
 }
 
-func xmlSystem(sig *signature.Signature) (string, error) {
-	var b strings.Builder
-	b.Grow(320 + fieldsSize(sig) + 2*len(sig.Instructions()))
-	b.WriteString("Your input fields are:\n")
-	writeFieldDescriptions(&b, sig, false)
-	b.WriteString("\nYour output fields are:\n")
-	writeFieldDescriptions(&b, sig, true)
-	b.WriteString("\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\n")
+// xmlLayout is how the XML adapter writes a conversation.
+var xmlLayout = layout{
+	systemKey: xmlSystemKey, system: xmlSystem, structure: xmlStructure,
+	reminderKey: xmlReminderKey, reminder: xmlReminder,
+	user: xmlUser, assistant: xmlAssistant,
+}
+
+// xmlSystem renders the XML adapter's system message.
+func xmlSystem(sig *signature.Signature) (string, error) { return systemText(sig, xmlStructure) }
+
+// xmlStructure writes DSPy's XMLAdapter.format_field_structure: every field
+// in its element, nested outputs as their element skeletons.
+func xmlStructure(b *strings.Builder, sig *signature.Signature) error {
+	b.WriteString("All interactions will be structured in the following way, with the appropriate values filled in.\n\n")
 	for i := range sig.NumInputs() {
 		if i > 0 {
 			b.WriteString("\n\n")
@@ -95,7 +95,7 @@ func xmlSystem(sig *signature.Signature) (string, error) {
 		b.WriteString("<" + f.Name + ">\n{" + f.Name + "}")
 		note, err := typeNote(f)
 		if err != nil {
-			return "", err
+			return err
 		}
 		if note != "" {
 			b.WriteString("        # note: the value you produce ")
@@ -103,9 +103,7 @@ func xmlSystem(sig *signature.Signature) (string, error) {
 		}
 		b.WriteString("\n</" + f.Name + ">")
 	}
-	b.WriteByte('\n')
-	writeObjective(&b, sig.Instructions())
-	return b.String(), nil
+	return nil
 }
 
 // nestedXML reports an output written as nested elements: a list, dict or
@@ -355,7 +353,7 @@ func quoteAttr(s string) string {
 
 // xmlUser renders the user message: the prefix, the inputs present, and on
 // the main request the XML reminder; blank-line joined and stripped.
-func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix string, main bool) (string, error) {
+func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	b := &a.b
 	start := b.Len()
 	b.WriteString(prefix)
@@ -363,8 +361,8 @@ func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix string, mai
 	if err := xmlFields(b, sig, false, vals, ""); err != nil {
 		return "", err
 	}
-	if main {
-		reminder, _ := memoString(sig, xmlReminderKey, xmlReminder)
+	if reminder != "" {
+		b.WriteString("\n\n")
 		b.WriteString(reminder)
 	}
 	return a.since(start), nil
@@ -374,7 +372,7 @@ func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix string, mai
 // signature, with the nested structures it asks for.
 func xmlReminder(sig *signature.Signature) (string, error) {
 	var b strings.Builder
-	b.WriteString("\n\nRespond with the corresponding output fields wrapped in XML tags ")
+	b.WriteString("Respond with the corresponding output fields wrapped in XML tags ")
 	var schemas []string
 	for i := range sig.NumOutputs() {
 		f := sig.Output(i)
