@@ -3,6 +3,7 @@ package adapter
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"unicode/utf8"
@@ -17,8 +18,11 @@ var ErrConstraint = errors.New("constraint violated")
 
 // checkConstraints enforces the outputs' constraints on parsed values, as
 // pydantic validates them in DSPy: numbers against bounds and multiples,
-// lengths of strings (in characters), lists and maps.
+// lengths of strings (in characters), lists and maps. The error names the
+// first field in violation; its Partial holds the values that satisfy
+// their constraints, never one that violates them.
 func checkConstraints(sig *signature.Signature, vals Values) *ParseError {
+	var pe *ParseError
 	for i := range sig.NumOutputs() {
 		f := sig.Output(i)
 		if len(f.Constraints) == 0 {
@@ -29,13 +33,18 @@ func checkConstraints(sig *signature.Signature, vals Values) *ParseError {
 			continue
 		}
 		for _, c := range f.Constraints {
-			if !satisfies(v, c) {
-				return &ParseError{Field: f.Name, Partial: vals,
+			if satisfies(v, c) {
+				continue
+			}
+			if pe == nil {
+				pe = &ParseError{Field: f.Name, Partial: maps.Clone(vals),
 					Err: fmt.Errorf("%w: %v is not %s", ErrConstraint, v, c)}
 			}
+			delete(pe.Partial, f.Name)
+			break
 		}
 	}
-	return nil
+	return pe
 }
 
 func satisfies(v any, c signature.Constraint) bool {

@@ -55,8 +55,11 @@ type ParseError struct {
 	Adapter    string // chat, json, xml, twostep
 	Field      string // the field at fault, "" when not about one field
 	Completion string // the raw reply text
-	Partial    Values // the fields read before the failure
-	Err        error  // the cause; see the Err* sentinels
+	// Partial holds the fields that were read, never the one at fault: a
+	// value violating a constraint or read from text cut by the token
+	// limit is left out.
+	Partial Values
+	Err     error // the cause; see the Err* sentinels
 }
 
 // Error says which adapter and field failed and why, with the start of the reply.
