@@ -55,9 +55,10 @@ type ParseError struct {
 	Adapter    string // chat, json, xml, twostep
 	Field      string // the field at fault, "" when not about one field
 	Completion string // the raw reply text
-	// Partial holds the fields that were read, never the one at fault: a
-	// value violating a constraint or read from text cut by the token
-	// limit is left out.
+	// Partial holds the fields that were read, never a wrong value: one
+	// that violates its constraint is left out, and so is a typed value
+	// (a number, a bool, a list) that text cut by the token limit might
+	// have completed differently; a cut str keeps the text it has.
 	Partial Values
 	Err     error // the cause; see the Err* sentinels
 }
