@@ -117,7 +117,12 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 		}
 		hadTools := len(req.Tools) > 0
 		if plan.Request != nil {
-			plan.Request(req)
+			// A copy for the hook, which may keep its pointer: req itself
+			// stays where the caller has it (on its stack).
+			shaped := new(openai.ChatCompletionRequest)
+			*shaped = *req
+			plan.Request(shaped)
+			*req = *shaped
 		}
 		if !hadTools && len(req.Tools) > 0 {
 			if req.ToolChoice == nil {

@@ -48,21 +48,19 @@ type callConfig struct {
 	id             uint64 // the call's identity in Trace events (callID)
 }
 
-// newCallConfig applies opts: the [Defaults] first, then the others in
-// order, so that a call's options beat its module's whatever their order.
-func newCallConfig(opts []CallOption) callConfig {
-	var c callConfig
+// apply applies opts: the [Defaults] first, then the others in order, so
+// that a call's options beat its module's whatever their order.
+func (c *callConfig) apply(opts []CallOption) {
 	for _, o := range opts {
 		if d, ok := o.(defaults); ok {
-			d.applyCall(&c)
+			d.applyCall(c)
 		}
 	}
 	for _, o := range opts {
 		if _, ok := o.(defaults); !ok && o != nil {
-			o.applyCall(&c)
+			o.applyCall(c)
 		}
 	}
-	return c
 }
 
 type defaults []CallOption

@@ -119,9 +119,12 @@ func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, 
 		msgs = appendMessage(msgs, openai.ChatMessageRoleUser, u)
 	}
 	for i := range msgs {
-		if msgs[i].Role == openai.ChatMessageRoleUser {
+		switch msgs[i].Role {
+		case openai.ChatMessageRoleUser:
 			expandParts(&msgs[i])
-		} else {
+		case openai.ChatMessageRoleSystem:
+			// Written from the signature alone: it holds no value, so no key.
+		default:
 			msgs[i].Content = value.StripKey(msgs[i].Content)
 		}
 	}

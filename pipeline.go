@@ -125,10 +125,15 @@ type run struct {
 	sig     *signature.Signature
 	demos   []Values
 	inputs  Values
-	state   *callState
+	state   callState   // shared through the context: never copy a run
 	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
 	res     Result
+
+	// The request as shaped for the tier in hand (RequestShaper takes a
+	// pointer): kept here, as the run is on the heap anyway, rather than
+	// copied to the heap for each request.
+	shaped openai.ChatCompletionRequest
 }
 
 // prepare checks the arguments and builds the run. The returned context
@@ -142,7 +147,8 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	case sig == nil:
 		return nil, nil, nil, errNilSignature
 	}
-	r := &run{sig: sig, demos: demos, cfg: newCallConfig(opts)}
+	r := &run{sig: sig, demos: demos}
+	r.cfg.apply(opts)
 	in, err := prepareInputs(sig, inputs)
 	if err != nil {
 		return nil, nil, nil, err
@@ -153,8 +159,8 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
-	r.state = &callState{lm: lm}
-	ctx = context.WithValue(ctx, stateKey{}, r.state)
+	r.state.lm = lm
+	ctx = context.WithValue(ctx, stateKey{}, &r.state)
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.timeout)
@@ -221,7 +227,7 @@ func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
 
 // finish copies the state's counters into the result.
 func (r *run) finish() {
-	s := r.state
+	s := &r.state
 	s.mu.Lock()
 	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
 	s.mu.Unlock()
@@ -234,7 +240,7 @@ func (r *run) finish() {
 func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error {
 	tr := tracer{r.cfg.trace, a.Name(), n, r.cfg.callID()}
 	tr.formatStart(cause)
-	parse, err := r.parserFor(ctx, a)
+	ps, err := r.parserFor(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -243,9 +249,9 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	if err != nil {
 		return err
 	}
-	start := time.Now()
+	start := tr.now()
 	msgs, err := a.Format(fsig, r.demos, fin)
-	tr.format(msgs, time.Since(start), err)
+	tr.format(msgs, tr.since(start), err)
 	if err != nil {
 		return err
 	}
@@ -257,7 +263,7 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	}
 	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
 	if err == nil {
-		err = r.read(a, tr, parse, fsig, dropped, resp)
+		err = r.read(a, tr, ps, fsig, dropped, resp)
 	}
 	r.state.settle(err == nil)
 	if err == nil && r.sink != nil {
@@ -287,10 +293,11 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	shaper, shapes := a.(RequestShaper)
 	var rejected error
 	for level := 0; ; level++ {
-		req := base
+		r.shaped = base
+		req := &r.shaped
 		req.Messages = msgs
 		if shapes {
-			mode, ok, err := shaper.ShapeRequest(fsig, &req, r.caps, level)
+			mode, ok, err := shaper.ShapeRequest(fsig, req, r.caps, level)
 			if err != nil {
 				return openai.ChatCompletionResponse{}, err
 			}
@@ -303,7 +310,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
 		r.state.setExtras(WireExtras{})
-		resp, err := call(ctx, req)
+		resp, err := call(ctx, *req)
 		r.res.Calls++
 		if err == nil {
 			if s := r.sink; s != nil && !s.live && !s.replay(resp) {
@@ -376,7 +383,7 @@ func sortedChoices(resp openai.ChatCompletionResponse) []openai.ChatCompletionCh
 func byIndex(x, y openai.ChatCompletionChoice) int { return x.Index - y.Index }
 
 // read checks the reply and parses every choice into r.res.
-func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signature, dropped []nativeField, resp openai.ChatCompletionResponse) error {
+func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, dropped []nativeField, resp openai.ChatCompletionResponse) error {
 	res := &r.res
 	res.Adapter = a.Name()
 	res.Model, res.SystemFingerprint = resp.Model, resp.SystemFingerprint
@@ -407,7 +414,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 	for _, ch := range choices {
 		text := ch.Message.Content
 		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {
-			return r.truncated(a, tr, parse, fsig, ch, resp.Usage)
+			return r.truncated(a, tr, ps, fsig, ch, resp.Usage)
 		}
 		ex := extras.Choice(ch.Index)
 		native := (len(dropped) > 0 || len(wires) > 0) && nativeValues(dropped, wires, ch, ex)
@@ -415,12 +422,12 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
 		tr.parseStart(text)
-		start := time.Now()
-		vals, err := parseChoice(parse, fsig, text, native && len(ch.Message.ToolCalls) > 0)
+		start := tr.now()
+		vals, err := parseChoice(ps, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && (len(dropped) > 0 || len(wires) > 0) {
 			fillNative(vals, r.sig, dropped, wires, ch, ex)
 		}
-		tr.parse(text, vals, time.Since(start), err)
+		tr.parse(text, vals, tr.since(start), err)
 		if err != nil {
 			return err
 		}
@@ -439,7 +446,7 @@ func (r *run) read(a Adapter, tr tracer, parse parseFunc, fsig *signature.Signat
 // in the OpenAI API), with what Parse reads from it as Partial; an adapter
 // whose parsing calls an LM (TwoStep) is not asked: a cut text is never
 // sent to be extracted.
-func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Signature, ch openai.ChatCompletionChoice, usage openai.Usage) *ParseError {
+func (r *run) truncated(a Adapter, tr tracer, ps parser, sig *signature.Signature, ch openai.ChatCompletionChoice, usage openai.Usage) *ParseError {
 	text := ch.Message.Content
 	cause := fmt.Errorf("%w: the reply has no finish reason, so it did not finish (a stream that ended early, or an incomplete reply)", ErrTruncated)
 	if ch.FinishReason == openai.FinishReasonLength {
@@ -454,15 +461,15 @@ func (r *run) truncated(a Adapter, tr tracer, parse parseFunc, sig *signature.Si
 		return pe
 	}
 	tr.parseStart(text)
-	start := time.Now()
-	vals, err := parse(sig, text)
-	tr.parse(text, vals, time.Since(start), err)
+	start := tr.now()
+	vals, err := ps.parse(sig, text)
+	tr.parse(text, vals, tr.since(start), err)
 	pe.Partial = partialOf(vals, err)
 	if len(pe.Partial) > 0 {
 		// A value the cut may have shortened is not a value: one that reads
 		// differently when more text follows ("0." then "9") was still
 		// being written. Text keeps its partial string, as written so far.
-		more := partialOf(parse(sig, text+"9"))
+		more := partialOf(ps.parse(sig, text+"9"))
 		for i := range sig.NumOutputs() {
 			f := sig.Output(i)
 			v, ok := pe.Partial[f.Name]
@@ -484,55 +491,60 @@ func partialOf(vals Values, err error) Values {
 	return vals
 }
 
-// parseFunc parses one choice's completion.
-type parseFunc func(*signature.Signature, string) (Values, error)
-
-// parserFor returns how a's completions are parsed: Parse, or ParseCall
-// with the call's trace on the context and its LM calls and usage counted
-// in the run. Either way a panic while parsing is a *ParseError.
-func (r *run) parserFor(ctx context.Context, a Adapter) (parseFunc, error) {
-	if cp, ok := a.(CallingParser); ok {
-		ctx = context.WithValue(ctx, traceKey{}, r.cfg.trace)
-		return guardParse(a, func(sig *signature.Signature, text string) (Values, error) {
-			vals, res, err := cp.ParseCall(ctx, sig, text)
-			if res != nil {
-				r.res.Calls += res.Calls
-				for model, u := range res.UsageByModel {
-					r.state.addUsage(model, u)
-				}
-			}
-			return vals, err
-		}), nil
-	}
-	if p, ok := a.(Parser); ok {
-		return guardParse(a, p.Parse), nil
-	}
-	return nil, fmt.Errorf("adapter: %s cannot parse completions", a.Name())
+// parser parses an attempt's completions with its adapter: Parse, or
+// ParseCall with the call's trace on the context and its LM calls and
+// usage counted in the run. Either way a panic while parsing is a
+// *ParseError that keeps the reply.
+type parser struct {
+	a   Adapter
+	p   Parser
+	cp  CallingParser
+	ctx context.Context // for ParseCall
+	run *run
 }
 
-// guardParse turns a panic in parse into a *ParseError carrying the reply.
-func guardParse(a Adapter, parse parseFunc) parseFunc {
-	return func(sig *signature.Signature, text string) (vals Values, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				vals, err = nil, &ParseError{Adapter: a.Name(), Completion: text, Err: fmt.Errorf("%w: %v", ErrParserPanic, p)}
-			}
-		}()
-		return parse(sig, text)
+// parserFor returns how a's completions are parsed.
+func (r *run) parserFor(ctx context.Context, a Adapter) (parser, error) {
+	if cp, ok := a.(CallingParser); ok {
+		return parser{a: a, cp: cp, ctx: context.WithValue(ctx, traceKey{}, r.cfg.trace), run: r}, nil
 	}
+	if p, ok := a.(Parser); ok {
+		return parser{a: a, p: p}, nil
+	}
+	return parser{}, fmt.Errorf("adapter: %s cannot parse completions", a.Name())
+}
+
+// parse parses one completion.
+func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			vals, err = nil, &ParseError{Adapter: ps.a.Name(), Completion: text, Err: fmt.Errorf("%w: %v", ErrParserPanic, p)}
+		}
+	}()
+	if ps.cp == nil {
+		return ps.p.Parse(sig, text)
+	}
+	vals, res, err := ps.cp.ParseCall(ps.ctx, sig, text)
+	if res != nil {
+		ps.run.res.Calls += res.Calls
+		for model, u := range res.UsageByModel {
+			ps.run.state.addUsage(model, u)
+		}
+	}
+	return vals, err
 }
 
 // parseChoice parses a choice's text. With native tool calls, DSPy reads
 // the text only if there is some, and a text it cannot read leaves the
 // other outputs empty rather than failing the calls.
-func parseChoice(parse parseFunc, sig *signature.Signature, text string, toolCalls bool) (Values, error) {
+func parseChoice(ps parser, sig *signature.Signature, text string, toolCalls bool) (Values, error) {
 	if !toolCalls {
-		return parse(sig, text)
+		return ps.parse(sig, text)
 	}
 	if strings.TrimSpace(text) == "" || sig.NumOutputs() == 0 {
 		return Values{}, nil
 	}
-	vals, err := parse(sig, text)
+	vals, err := ps.parse(sig, text)
 	if err != nil {
 		return Values{}, nil
 	}

@@ -202,7 +202,8 @@ func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(contex
 // pipeline, such as running the tools a reply asked for, reports through
 // it.
 func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
-	c := newCallConfig(opts)
+	var c callConfig
+	c.apply(opts)
 	return composeTrace(traceFrom(ctx), c.trace)
 }
 
@@ -297,6 +298,23 @@ type tracer struct {
 	adapter string
 	attempt int
 	call    uint64
+}
+
+// now is the start of a traced stage; the zero time when nothing is
+// traced, so an untraced call does not read the clock.
+func (r tracer) now() time.Time {
+	if r.t == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// since is a traced stage's duration (0 when nothing is traced).
+func (r tracer) since(start time.Time) time.Duration {
+	if r.t == nil {
+		return 0
+	}
+	return time.Since(start)
 }
 
 func (r tracer) formatStart(cause error) {
