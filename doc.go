@@ -23,7 +23,10 @@
 // [RequestShaper] (sets request options such as response_format, with a
 // lower tier when the provider rejects them), [Fallbacker] (retries once
 // with another adapter after a parse failure) and [StreamParser] (routes
-// streamed text to fields, for [Stream]).
+// streamed text to fields, for [Stream]). A [Prompt] on Chat, JSON, XML or
+// BAML changes a piece of the prompt (the field description, the field
+// structure, the task description, the output requirements) and keeps the
+// rest as DSPy writes it.
 //
 // # Streaming and observing
 //
