@@ -186,63 +186,81 @@ func BenchmarkCall(b *testing.B) {
 	})
 }
 
-// BenchmarkCallLoopback runs Call with the real go-openai client against
-// lmtest over loopback HTTP; BenchmarkCallLoopback/baseline is go-openai
-// alone sending the same Chat request and getting the same reply (the
-// stream baseline asks for usage too, as Stream does), so the difference
-// is the library's overhead per call over the wire.
-func BenchmarkCallLoopback(b *testing.B) {
-	srv := lmtest.NewServer()
-	defer srv.Close()
-	reply := benchCompletion
-	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(reply) })
-	client := srv.Client()
+// loopbackPath is one way of making the reference call over loopback.
+type loopbackPath struct {
+	name string
+	run  func() error
+}
+
+// loopbackPaths are the calls BenchmarkCallLoopback and
+// TestLoopbackCPUTime compare: go-openai alone ("baseline",
+// "stream-baseline"; the stream baseline asks for usage too, as Stream
+// does) and the library's Call and Stream, all sending the same Chat
+// request to client and getting the same reply.
+func loopbackPaths(client *openai.Client) []loopbackPath {
 	msgs := must((adapter.Chat{}).Format(benchSig, benchDemos, benchInputs))
-	b.Run("baseline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Messages: msgs}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("chat", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := adapter.Call(context.Background(), client, benchSig, benchDemos, benchInputs); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("stream-baseline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			s, err := client.CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{Messages: msgs, Stream: true,
+	ctx := context.Background()
+	return []loopbackPath{
+		{"baseline", func() error {
+			_, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Messages: msgs})
+			return err
+		}},
+		{"chat", func() error {
+			_, err := adapter.Call(ctx, client, benchSig, benchDemos, benchInputs)
+			return err
+		}},
+		{"stream-baseline", func() error {
+			s, err := client.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{Messages: msgs, Stream: true,
 				StreamOptions: &openai.StreamOptions{IncludeUsage: true}})
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
+			defer s.Close()
 			for {
 				if _, err := s.Recv(); err != nil {
-					if !errors.Is(err, io.EOF) {
-						b.Fatal(err)
+					if errors.Is(err, io.EOF) {
+						return nil
 					}
-					break
+					return err
 				}
 			}
-			s.Close()
-		}
-	})
-	b.Run("stream", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			for _, err := range adapter.Stream(context.Background(), client, benchSig, benchDemos, benchInputs) {
+		}},
+		{"stream", func() error {
+			for _, err := range adapter.Stream(ctx, client, benchSig, benchDemos, benchInputs) {
 				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+}
+
+// loopbackServer is lmtest answering every request with the reference
+// completion.
+func loopbackServer() *lmtest.Server {
+	srv := lmtest.NewServer()
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(benchCompletion) })
+	return srv
+}
+
+// BenchmarkCallLoopback runs Call and Stream with the real go-openai
+// client against lmtest over loopback HTTP, beside go-openai alone
+// sending the same request and getting the same reply (loopbackPaths):
+// the difference is the library's overhead per call over the wire.
+func BenchmarkCallLoopback(b *testing.B) {
+	srv := loopbackServer()
+	defer srv.Close()
+	for _, p := range loopbackPaths(srv.Client()) {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.run(); err != nil {
 					b.Fatal(err)
 				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkAdversarial parses hostile replies of n and 2n repetitions:
