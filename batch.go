@@ -19,6 +19,12 @@ type BatchResult struct {
 // done, inputs not yet started fail with its error without an LM call.
 func Batch(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs []Values, concurrency int, opts ...CallOption) []BatchResult {
 	out := make([]BatchResult, len(inputs))
+	if ctx == nil {
+		for i := range out {
+			out[i].Err = errNilContext
+		}
+		return out
+	}
 	if concurrency < 1 {
 		concurrency = 1
 	}

@@ -152,9 +152,17 @@ func sameMap(a, b Values) bool {
 }
 
 // sameValue reports whether converting v gave v itself back (the same
-// type, so the same value: conversion never changes a value it keeps).
+// type, so the same value: conversion never changes a value it keeps,
+// except a nil slice or map it makes empty).
 func sameValue(cv, v any) bool {
-	return reflect.TypeOf(cv) == reflect.TypeOf(v)
+	if reflect.TypeOf(cv) != reflect.TypeOf(v) {
+		return false
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Slice, reflect.Map:
+		return rv.IsNil() == reflect.ValueOf(cv).IsNil()
+	}
+	return true
 }
 
 // maxInputDepth bounds the nesting convertInput follows; deeper values are
@@ -186,7 +194,22 @@ func convertValue(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect
 		}
 		v = v.Elem()
 	}
-	if !v.IsValid() || (v.Kind() == reflect.Pointer || v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() && v.Type() != t {
+	if !v.IsValid() || (v.Kind() == reflect.Pointer || v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
+		switch k := spec.Kind(); {
+		case (k == signature.KindList || k == signature.KindDict) && v.IsValid() && v.Kind() != reflect.Pointer:
+			// A nil slice or map is Go's empty one (len 0), as
+			// encoding/json/v2 writes it: [] or {}, not None.
+			if t.Kind() == reflect.Map {
+				return reflect.MakeMap(t), nil
+			}
+			if t.Kind() == reflect.Slice {
+				return reflect.MakeSlice(t, 0, 0), nil
+			}
+		case k == signature.KindList || k == signature.KindDict:
+			return reflect.Value{}, fmt.Errorf("%w: None for %s, which is not Optional", ErrInputType, spec)
+		case v.IsValid() && v.Type() == t:
+			return v, nil
+		}
 		// nil: None, for the types that can hold it.
 		switch t.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:

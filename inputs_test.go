@@ -60,7 +60,9 @@ func TestInputsConverted(t *testing.T) {
 		{"items", []any{"a", "b"}, []string{"a", "b"}},
 		{"items", [2]string{"a", "b"}, []string{"a", "b"}},
 		{"items", []label{"a"}, []string{"a"}},
-		{"items", []string(nil), []string(nil)},
+		{"items", []string(nil), []string{}}, // Go's empty slice: [], not None
+		{"items", []any(nil), []string{}},
+		{"tags", map[string]int(nil), map[string]int{}},
 		{"tags", map[string]any{"a": 1.0, "b": int64(2)}, map[string]int{"a": 1, "b": 2}},
 		{"m", "negative", mood("negative")},
 		{"lit", label("b"), "b"},
@@ -113,6 +115,8 @@ func TestInputsRefused(t *testing.T) {
 		{"x", "1.5", adapter.ErrInputType},
 		{"x", int64(1<<53 + 1), adapter.ErrInputType},
 		{"items", "a, b", adapter.ErrInputType},
+		{"items", nil, adapter.ErrInputType}, // None for a list that is not Optional
+		{"tags", nil, adapter.ErrInputType},
 		{"items", []any{"a", 1}, adapter.ErrInputType},
 		{"items", []any{[]any{}}, adapter.ErrInputType}, // found by FuzzInputs: a list as a str item panicked
 		{"tags", map[string]any{"a": []string{"x"}}, adapter.ErrInputType},

@@ -136,16 +136,22 @@ type run struct {
 	shaped openai.ChatCompletionRequest
 }
 
+var errNoOutputFields = errors.New("adapter: the signature has no output fields: nothing to ask the LM for")
+
+var errNilContext = errors.New("adapter: nil context: pass context.Background() or a request's context")
+
 // prepare checks the arguments and builds the run. The returned context
 // carries the call's state and timeout; cancel releases it.
 func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs Values, opts []CallOption) (*run, context.Context, context.CancelFunc, error) {
 	switch {
 	case ctx == nil:
-		return nil, nil, nil, errors.New("adapter: nil context")
+		return nil, nil, nil, errNilContext
 	case isNilLM(lm):
 		return nil, nil, nil, errors.New("adapter: nil LM: pass an *openai.Client or another LM")
 	case sig == nil:
 		return nil, nil, nil, errNilSignature
+	case sig.NumOutputs() == 0:
+		return nil, nil, nil, errNoOutputFields
 	}
 	r := &run{sig: sig, demos: demos}
 	r.cfg.apply(opts)

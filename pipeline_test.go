@@ -51,6 +51,7 @@ func TestNilArguments(t *testing.T) {
 		"nil *openai.Client": {t.Context(), nilClient, sig},
 		"nil context":        {nil, srv.Client(), sig},
 		"nil signature":      {t.Context(), srv.Client(), nil},
+		"no output fields":   {t.Context(), srv.Client(), mustParse(t, "q -> ")},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -64,6 +65,9 @@ func TestNilArguments(t *testing.T) {
 			_, _, serr := drain(adapter.Stream(c.ctx, c.lm, c.sig, nil, in))
 			require.Error(t, serr)
 			assert.Equal(t, err.Error(), serr.Error())
+			for _, b := range adapter.Batch(c.ctx, lm, c.sig, nil, []adapter.Values{in, in}, 2) {
+				assert.EqualError(t, b.Err, err.Error())
+			}
 		})
 	}
 	assert.Empty(t, srv.Requests())

@@ -224,8 +224,12 @@ func parentFrom(ctx context.Context) uint64 {
 // call it around each run; name is the module's kind (Predict,
 // ChainOfThought, ReAct).
 func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOption) (context.Context, func(*Result, error)) {
-	id, parent := lastCallID.Add(1), parentFrom(ctx)
-	ctx = context.WithValue(ctx, parentKey{}, id)
+	id := lastCallID.Add(1)
+	var parent uint64
+	if ctx != nil { // a nil context goes on to the module's Call, which refuses it
+		parent = parentFrom(ctx)
+		ctx = context.WithValue(ctx, parentKey{}, id)
+	}
 	t := CallTrace(ctx, opts...)
 	if t != nil && t.ModuleStart != nil {
 		t.ModuleStart(ModuleStartInfo{ID: id, ParentID: parent, Module: name, Inputs: inputs, Context: ctx})
@@ -255,6 +259,9 @@ func WithTrace(ctx context.Context, t *Trace) context.Context {
 }
 
 func traceFrom(ctx context.Context) *Trace {
+	if ctx == nil {
+		return nil
+	}
 	t, _ := ctx.Value(traceKey{}).(*Trace)
 	return t
 }

@@ -108,7 +108,11 @@ func NewChainOfThoughtModule(sig *signature.Signature, opts ...Option) (*Module,
 
 // withReasoning prepends ChainOfThought's reasoning output.
 func withReasoning(sig *signature.Signature) (*signature.Signature, error) {
-	return sig.Prepend(signature.Output, signature.Field{Name: "reasoning"})
+	s, err := sig.Prepend(signature.Output, signature.Field{Name: "reasoning"})
+	if err != nil {
+		return nil, fmt.Errorf("predict: ChainOfThought adds its own reasoning output before the others: rename yours, or use Predict: %w", err)
+	}
+	return s, nil
 }
 
 // Signature returns the module's signature.
@@ -181,6 +185,9 @@ func New[In, Out any](opts ...Option) (*Predict[In, Out], error) {
 	sig, err := signature.FromStructs[In, Out]()
 	if err != nil {
 		return nil, err
+	}
+	if sig.NumOutputs() == 0 {
+		return nil, fmt.Errorf("predict: %T has no output fields (exported fields, or fields with a json name): nothing to ask the LM for", *new(Out))
 	}
 	return &Predict[In, Out]{m: NewModule(sig, opts...)}, nil
 }

@@ -71,7 +71,7 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 // results, errors included as results (IsError), in call order. A call
 // whose arguments could not be read (its Err is set) is not run: its
 // result is the error, for the model to see and correct. Once ctx is done,
-// the remaining calls are not run either. Every call is reported to the
+// the remaining calls are not run either (with a nil ctx, none is). Every call is reported to the
 // trace on ctx (adapter.WithTrace): ToolStart with its arguments (for a
 // call whose arguments could not be read, their text as a JSON string),
 // ToolDone with its result or error (an unknown tool, unreadable arguments
@@ -81,8 +81,15 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	for _, t := range tools {
 		byName[t.Name] = t
 	}
-	tr := adapter.CallTrace(ctx)
 	out := ToolCallResults{Results: make([]ToolCallResult, 0, len(tc.Calls))}
+	if ctx == nil {
+		for _, c := range tc.Calls {
+			out.Results = append(out.Results, ToolCallResult{CallID: c.ID, Name: c.Name, IsError: true,
+				Value: fmt.Sprintf("the call to %q was not run: nil context", c.Name)})
+		}
+		return out
+	}
+	tr := adapter.CallTrace(ctx)
 	for _, c := range tc.Calls {
 		res := ToolCallResult{CallID: c.ID, Name: c.Name}
 		var args []byte

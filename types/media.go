@@ -199,6 +199,9 @@ var ErrUncheckedClient = errors.New("types: DownloadOptions.Client bypasses the 
 // connection closed when it ends) and returns the body with its declared
 // media type (normalized, "" when absent or malformed).
 func download(ctx context.Context, rawURL string, opt DownloadOptions, limit int64) ([]byte, string, error) {
+	if ctx == nil {
+		return nil, "", fmt.Errorf("types: download %q: nil context", clip(rawURL))
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, "", fmt.Errorf("types: download %q: only http and https URLs can be downloaded", clip(rawURL))

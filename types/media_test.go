@@ -115,6 +115,18 @@ func TestDownloadImageOwnClient(t *testing.T) {
 	client.CloseIdleConnections()
 }
 
+// TestDownloadNilContext: a nil context is an error for every download,
+// never a panic.
+func TestDownloadNilContext(t *testing.T) {
+	var ctx context.Context
+	_, err := types.DownloadImage(ctx, "https://example.com/a.png", types.DownloadOptions{})
+	assert.ErrorContains(t, err, "nil context")
+	_, err = types.DownloadAudio(ctx, "https://example.com/a.wav", types.DownloadOptions{})
+	assert.ErrorContains(t, err, "nil context")
+	_, err = types.DownloadFile(ctx, "https://example.com/a.pdf", types.DownloadOptions{})
+	assert.ErrorContains(t, err, "nil context")
+}
+
 // TestDownloadImageRefusesSpecialRanges: the dialer refuses, before any
 // connection, every address that is not public (security review #8: the
 // download reached 100.100.100.200, Alibaba Cloud's metadata service).

@@ -236,6 +236,12 @@ func TestExecuteStopsWhenCancelled(t *testing.T) {
 	assert.True(t, res.Results[0].IsError)
 	assert.Contains(t, res.Results[0].Value, "context canceled")
 	assert.Zero(t, runs)
+
+	var nilCtx context.Context // a nil context runs nothing, and does not panic
+	res = types.ToolCalls{Calls: []types.ToolCall{{ID: "1", Name: "transfer", Args: map[string]any{"account": "A", "amount": 1}}}}.Execute(nilCtx, []types.Tool{tool})
+	assert.True(t, res.Results[0].IsError)
+	assert.Contains(t, res.Results[0].Value, "nil context")
+	assert.Zero(t, runs)
 }
 
 func clipped(s string) string {
