@@ -142,6 +142,11 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // error, a cancelled context or a stream that already delivered text.
 // Retries are counted in Result.Retries, and only when they were sent.
 // Giving up after retries, the error says how many attempts over how long.
+//
+// Every [Call] and [Stream] already runs this middleware with the call's
+// policy ([WithRetry], on by default). A Retry added with [UseMiddleware]
+// or [WithMiddleware] runs beside it, and the attempts multiply: to change
+// a call's retries use WithRetry, or add Retry together with [NoRetry].
 func Retry(p RetryPolicy) Middleware {
 	p = p.withDefaults()
 	return func(next Invoker) Invoker {

@@ -132,7 +132,9 @@ func UseTrace(t *Trace) CallOption {
 }
 
 // WithRetry sets this call's retry policy. Retries are on by default, as
-// in DSPy; MaxRetries < 0 turns them off (so does [NoRetry]).
+// in DSPy; MaxRetries < 0 turns them off (so does [NoRetry]). A [Retry]
+// middleware added beside them multiplies the attempts: set the policy
+// here instead.
 func WithRetry(p RetryPolicy) CallOption {
 	return optionFunc(func(c *callConfig) { c.retry, c.noRetry = p, p.MaxRetries < 0 })
 }

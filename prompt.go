@@ -6,10 +6,10 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// Prompt changes pieces of the Chat, JSON or XML adapter's prompt without
-// rewriting Format, as DSPy users override format_field_description,
-// format_field_structure, format_task_description and
-// user_message_output_requirements in a subclass.
+// Prompt changes pieces of the Chat, JSON, XML or BAML adapter's prompt
+// without rewriting Format, as DSPy users override
+// format_field_description, format_field_structure, format_task_description
+// and user_message_output_requirements in a subclass.
 //
 // Each function is given the signature and the text the adapter would
 // write for that piece, and returns the text to use instead: wrap it, edit

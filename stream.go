@@ -13,7 +13,9 @@ import (
 // Chunk is one event of a [Stream].
 type Chunk struct {
 	// Field is the output field Delta belongs to ("" outside any field:
-	// a preamble, an echoed input, chatter).
+	// a preamble, an echoed input, chatter, or a reply in another shape
+	// than the adapter's, such as JSON for Chat, whose fields the reader
+	// finds later and then sends as deltas of their own, before Done).
 	Field string
 	// Delta is new text of Field. Concatenating a str field's deltas gives
 	// the field's parsed value.

@@ -56,9 +56,22 @@
 // # Go structs
 //
 // [FromStructs] reads fields from an input struct and an output struct. The
-// field name is the json tag, else the snake_case of the Go name; the desc,
-// prefix and default tags and the constraint tags (gt, ge, lt, le,
-// min_length, max_length, multiple_of) carry the rest; see [StructField].
+// field name is the json tag, else the snake_case of the Go name; these
+// struct tags carry the rest (for top-level fields and nested model types):
+//
+//	json:"name"          the field name (a field tagged json:"-" is skipped)
+//	desc:"..."           the description shown to the model
+//	prefix:"..."         DSPy's prefix (top-level signature fields only)
+//	default:"<json>"     the default value, as JSON ("3", "\"x\"", "null")
+//	gt, ge, lt, le, multiple_of:"<number>"   numeric constraints
+//	min_length, max_length:"<int>"           length constraints
+//	allow_inf_nan:"true"
+//	literal:"'US', 'CA'"  the allowed values, as inside Python's Literal[...]
+//	                      (the field's Go type must be the Literal's: string,
+//	                      int, float64 or bool; a pointer to it when None is a
+//	                      member). Named string types with EnumValues are the
+//	                      other way to give a closed set.
+//
 // Embedded fields, unexported fields (unless tagged json:"-") and types no
 // adapter can carry (channels, functions, complex numbers) are errors, never
 // silently skipped.

@@ -16,21 +16,8 @@ type StructField struct {
 	Index []int
 }
 
-// Struct tags read from Go structs (by [FromStructs] and for nested model
-// types):
-//
-//	json:"name"          the field name (a field tagged json:"-" is skipped)
-//	desc:"..."           the description shown to the model
-//	prefix:"..."         DSPy's prefix (top-level signature fields only)
-//	default:"<json>"     the default value, as JSON ("3", "\"x\"", "null")
-//	gt, ge, lt, le, multiple_of:"<number>"   numeric constraints
-//	min_length, max_length:"<int>"           length constraints
-//	allow_inf_nan:"true"
-//	literal:"'US', 'CA'"  the allowed values, as inside Python's Literal[...]
-//	                      (the field's Go type must be the Literal's: string,
-//	                      int, float64 or bool; a pointer to it when None is a
-//	                      member). Named string types with EnumValues are the
-//	                      other way to give a closed set.
+// constraintTags are the constraint struct tags (the package doc lists
+// every tag read from Go structs).
 var constraintTags = []Op{GT, GE, LT, LE, MinLength, MaxLength, MultipleOf, AllowInfNaN}
 
 // Fields returns the fields of a struct type in declaration order, named as
@@ -162,7 +149,8 @@ func snakeCase(s string) string {
 // In and whose outputs are the fields of struct type Out, in declaration
 // order. Names come from json tags, else the snake_case of the Go name;
 // descriptions, prefixes, defaults and constraints from the struct tags
-// listed at [StructField]. Instructions come from [WithInstructions];
+// the package doc lists (json, desc, prefix, default, gt, ge, lt, le,
+// multiple_of, min_length, max_length, allow_inf_nan, literal). Instructions come from [WithInstructions];
 // [WithTypes] names custom types. Embedded and unexported fields and field
 // types no adapter can carry are errors, never silently skipped.
 //

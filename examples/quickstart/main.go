@@ -57,7 +57,7 @@ func main() {
 	fmt.Printf("reasoning: %s\n", reasoning)
 	fmt.Printf("year:      %d (%T)\n", out.Year, out.Year)
 	fmt.Printf("city:      %s\n", out.City)
-	fmt.Printf("(%s adapter, %d LM call, %d tokens)\n\n", res.Adapter, res.Calls, res.Usage.TotalTokens)
+	fmt.Printf("(%s adapter, LM calls: %d, tokens: %d)\n\n", res.Adapter, res.Calls, res.Usage.TotalTokens)
 
 	fmt.Println("The same question, streamed:")
 	for chunk, err := range cot.Stream(ctx, lm, q) {

@@ -1,5 +1,7 @@
 // Command stream prints an answer's fields as the model writes them, then
-// the typed result.
+// the parsed values: adapter.Stream over a signature string (the typed
+// modules stream the same way, ending with the typed Out: see
+// examples/quickstart).
 //
 // With OPENAI_API_KEY set it calls the live model (OPENAI_BASE_URL and
 // OPENAI_MODEL are honoured; the model defaults to gpt-4o-mini). Without
@@ -52,7 +54,7 @@ func main() {
 		}
 		switch {
 		case ch.Done:
-			fmt.Printf("\n\nresult (%s adapter, %d call): %v\n", ch.Result.Adapter, ch.Result.Calls, ch.Result.Outputs[0])
+			fmt.Printf("\n\nresult (%s adapter, LM calls: %d): %v\n", ch.Result.Adapter, ch.Result.Calls, ch.Result.Outputs[0])
 		case ch.Reasoning != "":
 			fmt.Print(ch.Reasoning)
 		case ch.Delta != "":
