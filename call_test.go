@@ -168,6 +168,22 @@ func TestCallLMErrors(t *testing.T) {
 		assert.Equal(t, 1, res.Calls)
 		assert.Len(t, srv.Requests(), 1, "never retried by a fallback")
 	})
+	t.Run("WithTimeout", func(t *testing.T) {
+		srv := lmtest.NewServer()
+		defer srv.Close()
+		srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nlate").Delay(10 * time.Second) })
+		_, err := adapter.Call(context.Background(), srv.Client(), sig, nil, in, adapter.WithTimeout(50*time.Millisecond))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorContains(t, err, "WithTimeout(50ms) ran out", "the error names the option that ran out")
+		_, _, serr := drain(adapter.Stream(context.Background(), srv.Client(), sig, nil, in, adapter.WithTimeout(50*time.Millisecond)))
+		assert.ErrorContains(t, serr, "WithTimeout(50ms) ran out")
+
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err = adapter.Call(ctx, srv.Client(), sig, nil, in, adapter.WithTimeout(time.Minute))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotContains(t, err.Error(), "WithTimeout", "the caller's own deadline is not the option's")
+	})
 	t.Run("server error", func(t *testing.T) {
 		srv := lmtest.NewServer(lmtest.Error(http.StatusInternalServerError, `{"error":{"message":"boom","type":"server_error"}}`))
 		defer srv.Close()

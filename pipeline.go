@@ -138,6 +138,10 @@ type run struct {
 
 var errNoOutputFields = errors.New("adapter: the signature has no output fields: nothing to ask the LM for")
 
+// errCallTimeout is the cause of a call's own WithTimeout expiring, told
+// apart from the caller's deadline.
+var errCallTimeout = errors.New("adapter: WithTimeout ran out")
+
 var errNilContext = errors.New("adapter: nil context: pass context.Background() or a request's context")
 
 // prepare checks the arguments and builds the run. The returned context
@@ -169,7 +173,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	ctx = context.WithValue(ctx, stateKey{}, &r.state)
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, r.cfg.timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, errCallTimeout)
 	}
 	return r, ctx, cancel, nil
 }
@@ -193,6 +197,9 @@ func (r *run) do(ctx context.Context) (err error) {
 	}
 	start := time.Now()
 	defer func() {
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) == errCallTimeout {
+			err = fmt.Errorf("%w (the call's WithTimeout(%v) ran out)", err, r.cfg.timeout)
+		}
 		r.finish()
 		if t != nil && t.CallDone != nil {
 			t.CallDone(CallDoneInfo{CallID: id, ParentID: r.parent, Result: &r.res, Err: err, Duration: time.Since(start)})
