@@ -191,6 +191,7 @@ func TestCallLMErrors(t *testing.T) {
 		var le *adapter.LMError
 		require.ErrorAs(t, err, &le)
 		assert.NotErrorIs(t, err, adapter.ErrContextWindow)
+		assert.NotErrorIs(t, err, adapter.ErrRateLimited)
 		var pe *adapter.ParseError
 		assert.False(t, errors.As(err, &pe), "an LM error is never a parse error")
 	})
@@ -215,8 +216,23 @@ func TestCallLMErrors(t *testing.T) {
 		var api *openai.APIError
 		require.ErrorAs(t, err, &api)
 		assert.Equal(t, http.StatusTooManyRequests, api.HTTPStatusCode)
+		assert.ErrorIs(t, err, adapter.ErrRateLimited)
+		assert.NotErrorIs(t, err, adapter.ErrContextWindow)
 		assert.Len(t, srv.Requests(), 1, "a 429 is not a schema rejection and never triggers a fallback")
 		assert.Equal(t, 1, res.Calls)
+
+		// After the call's retries too, and for a stream.
+		srv2 := lmtest.NewServer()
+		defer srv2.Close()
+		srv2.Handle(func(lmtest.Request) lmtest.Reply {
+			return lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"Rate limit reached","type":"requests"}}`)
+		})
+		fast := adapter.WithRetry(adapter.RetryPolicy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+		_, err = adapter.Call(context.Background(), srv2.Client(), sig, nil, in, fast)
+		assert.ErrorIs(t, err, adapter.ErrRateLimited)
+		assert.ErrorContains(t, err, "3 attempts")
+		_, _, serr := drain(adapter.Stream(context.Background(), srv2.Client(), sig, nil, in, fast))
+		assert.ErrorIs(t, serr, adapter.ErrRateLimited)
 	})
 }
 

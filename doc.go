@@ -75,6 +75,6 @@
 // [ErrEmptyResponse], [ErrAmbiguous] or [ErrNotInSet] with errors.Is. LM
 // failures are *[LMError], which wraps go-openai's error and the context's
 // (errors.Is(err, context.Canceled) works) and matches [ErrContextWindow]
-// when the prompt is too long. Bad inputs are *[InputError], returned before
+// when the prompt is too long and [ErrRateLimited] on a 429. Bad inputs are *[InputError], returned before
 // any LM call. Nothing panics on model output.
 package adapter

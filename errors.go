@@ -3,6 +3,7 @@ package adapter
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -39,6 +40,10 @@ var (
 	// It is matched by errors.Is on an *LMError and never triggers a
 	// fallback.
 	ErrContextWindow = errors.New("context window exceeded")
+	// ErrRateLimited: the provider answered 429 Too Many Requests (after
+	// the call's retries, when it had any). It is matched by errors.Is on
+	// an *LMError; go-openai's *APIError beneath it has the details.
+	ErrRateLimited = errors.New("rate limited")
 	// ErrParserPanic: the adapter's parser panicked on the reply. That is a
 	// bug in the parser; the pipeline reports it inside a *ParseError that
 	// keeps the reply, so that one odd reply cannot take down the host.
@@ -118,10 +123,30 @@ func (e *LMError) Error() string { return "adapter: " + e.Adapter + ": LM call: 
 func (e *LMError) Unwrap() error { return e.Err }
 
 // Is reports ErrContextWindow for the ways providers say the prompt is too
-// long: OpenAI's code context_length_exceeded, and the message texts of
-// vLLM, llama.cpp and others in an error body.
+// long (OpenAI's code context_length_exceeded, and the message texts of
+// vLLM, llama.cpp and others in an error body), and ErrRateLimited for an
+// HTTP 429.
 func (e *LMError) Is(target error) bool {
-	return target == ErrContextWindow && isContextWindow(e.Err)
+	switch target {
+	case ErrContextWindow:
+		return isContextWindow(e.Err)
+	case ErrRateLimited:
+		return statusOf(e.Err) == http.StatusTooManyRequests
+	}
+	return false
+}
+
+// statusOf returns the HTTP status of go-openai's error, 0 for none.
+func statusOf(err error) int {
+	var api *openai.APIError
+	var req *openai.RequestError
+	switch {
+	case errors.As(err, &api):
+		return api.HTTPStatusCode
+	case errors.As(err, &req):
+		return req.HTTPStatusCode
+	}
+	return 0
 }
 
 func isContextWindow(err error) bool {

@@ -302,13 +302,12 @@ func retryable(ctx context.Context, err error) bool {
 	if errors.As(err, &delivered) || errors.Is(err, errStopped) {
 		return false
 	}
-	var api *openai.APIError
-	if errors.As(err, &api) {
-		return api.HTTPStatusCode == http.StatusTooManyRequests || api.HTTPStatusCode >= 500
+	if code := statusOf(err); code != 0 {
+		return code == http.StatusTooManyRequests || code >= 500
 	}
 	var re *openai.RequestError
 	if errors.As(err, &re) {
-		return re.HTTPStatusCode == http.StatusTooManyRequests || re.HTTPStatusCode >= 500 || re.HTTPStatusCode == 0
+		return true // no status: the request did not get through
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
