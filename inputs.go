@@ -206,14 +206,15 @@ func convertValue(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect
 				return reflect.MakeSlice(t, 0, 0), nil
 			}
 		case k == signature.KindList || k == signature.KindDict:
-			return reflect.Value{}, fmt.Errorf("%w: None for %s, which is not Optional", ErrInputType, spec)
+			// None for a list or dict that is not Optional: refused below.
 		case v.IsValid() && v.Type() == t:
 			return v, nil
-		}
-		// nil: None, for the types that can hold it.
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			return reflect.Zero(t), nil
+		default:
+			// nil: None, for the types that can hold it.
+			switch t.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+				return reflect.Zero(t), nil
+			}
 		}
 		return reflect.Value{}, fmt.Errorf("%w: None for %s, which is not Optional", ErrInputType, spec)
 	}

@@ -136,12 +136,14 @@ type run struct {
 	shaped openai.ChatCompletionRequest
 }
 
+// errNoOutputFields: a signature without outputs asks the LM for nothing.
 var errNoOutputFields = errors.New("adapter: the signature has no output fields: nothing to ask the LM for")
 
 // errCallTimeout is the cause of a call's own WithTimeout expiring, told
 // apart from the caller's deadline.
 var errCallTimeout = errors.New("adapter: WithTimeout ran out")
 
+// errNilContext is every entry point's answer to a nil context.
 var errNilContext = errors.New("adapter: nil context: pass context.Background() or a request's context")
 
 // prepare checks the arguments and builds the run. The returned context

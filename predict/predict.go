@@ -187,7 +187,7 @@ func New[In, Out any](opts ...Option) (*Predict[In, Out], error) {
 		return nil, err
 	}
 	if sig.NumOutputs() == 0 {
-		return nil, fmt.Errorf("predict: %T has no output fields (exported fields, or fields with a json name): nothing to ask the LM for", *new(Out))
+		return nil, fmt.Errorf("predict: %T has no output fields: nothing to ask the LM for", *new(Out))
 	}
 	return &Predict[In, Out]{m: NewModule(sig, opts...)}, nil
 }

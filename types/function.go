@@ -71,11 +71,11 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 // results, errors included as results (IsError), in call order. A call
 // whose arguments could not be read (its Err is set) is not run: its
 // result is the error, for the model to see and correct. Once ctx is done,
-// the remaining calls are not run either (with a nil ctx, none is). Every call is reported to the
-// trace on ctx (adapter.WithTrace): ToolStart with its arguments (for a
-// call whose arguments could not be read, their text as a JSON string),
-// ToolDone with its result or error (an unknown tool, unreadable arguments
-// and a call not run included).
+// the remaining calls are not run either (with a nil ctx, none is). Every
+// call is reported to the trace on ctx (adapter.WithTrace): ToolStart with
+// its arguments (for a call whose arguments could not be read, their text
+// as a JSON string), ToolDone with its result or error (an unknown tool,
+// unreadable arguments and a call not run included).
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
