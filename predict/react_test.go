@@ -1,6 +1,7 @@
 package predict_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -329,7 +330,9 @@ func FuzzToolArgs(f *testing.F) {
 			return
 		}
 		var obj map[string]any
-		if err := json.Unmarshal(a, &obj); err != nil {
+		d := json.NewDecoder(bytes.NewReader(a))
+		d.UseNumber() // a number past float64's range is still JSON
+		if err := d.Decode(&obj); err != nil || obj == nil {
 			t.Fatalf("ParseField(%q) gave %q, not a JSON object: %v", raw, a, err)
 		}
 		var b predict.ToolArgs

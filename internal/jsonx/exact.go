@@ -3,6 +3,7 @@ package jsonx
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrCut reports JSON text that ends while a value is being written: a
@@ -31,8 +32,36 @@ func Exact(s string) (string, error) {
 	case info.Truncated, info.EndsInNumber:
 		return "", ErrCut
 	}
-	if _, err := Decode(fixed); err != nil {
+	v, err := Decode(fixed)
+	if err != nil {
 		return "", err
 	}
+	if nulls(v) > strings.Count(s, "null")+strings.Count(s, "None")+strings.Count(s, "undefined") {
+		// jsonrepair makes a stray word at an open end a key with no
+		// value ({"a": 1 ( reads as {"a": 1, "(": null}): a member the
+		// text does not hold.
+		return "", fmt.Errorf("%w: the repair adds a null the text does not hold", ErrInvalid)
+	}
 	return fixed, nil
+}
+
+// nulls counts the nulls in a decoded value.
+func nulls(v any) int {
+	switch v := v.(type) {
+	case nil:
+		return 1
+	case map[string]any:
+		n := 0
+		for _, e := range v {
+			n += nulls(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range v {
+			n += nulls(e)
+		}
+		return n
+	}
+	return 0
 }

@@ -192,3 +192,21 @@ func FuzzCloseOne(f *testing.F) {
 		}
 	})
 }
+
+// TestExactAddsNoMember: a stray word at an open end is not read as a key
+// with a null value (FuzzToolArgs found {"0"1…( read as {"0":1…,"(":null});
+// nulls the text holds are kept.
+func TestExactAddsNoMember(t *testing.T) {
+	for _, s := range []string{`{"0"1(`, `{"a": 1 (`, `{"a": "x" (`, `{"a": null, "b": 1 (`} {
+		got, err := Exact(s)
+		assert.ErrorIs(t, err, ErrInvalid, "%s read as %s", s, got)
+	}
+	for s, want := range map[string]string{
+		`{"a": null, "b": None,}`: `{"a": null, "b": null}`,
+		`{'a': None}`:             `{"a": null}`,
+	} {
+		got, err := Exact(s)
+		require.NoError(t, err, s)
+		assert.JSONEq(t, want, got)
+	}
+}
