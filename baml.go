@@ -52,8 +52,7 @@ func (m BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 
 // bamlLayout is how the BAML adapter writes a conversation.
 var bamlLayout = layout{
-	systemKey: bamlSystemKey, system: bamlSystem, structure: bamlStructure,
-	reminderKey: jsonReminderKey, reminder: jsonReminder,
+	key: bamlKey, system: bamlSystem, structure: bamlStructure, reminder: jsonReminder,
 	user: bamlUser, assistant: jsonAssistant,
 }
 

@@ -122,35 +122,35 @@ func ModelCapabilities(model string) Capabilities {
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]
 	}
-	has := func(prefixes ...string) bool {
-		for _, p := range prefixes {
+	for _, row := range modelTable {
+		for _, p := range row.prefixes {
 			if strings.HasPrefix(m, p) {
-				return true
+				return row.caps
 			}
 		}
-		return false
-	}
-	all := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
-	structured := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
-	switch {
-	case has("gpt-5", "o1", "o3", "o4", "gpt-oss"):
-		return all
-	case has("gpt-4o", "gpt-4.1", "chatgpt-4o"):
-		return structured
-	case has("gpt-4-turbo", "gpt-3.5-turbo"):
-		return Capabilities{JSONMode: true, Tools: true}
-	case has("gemini-2.5", "gemini-3"), has("grok-3-mini"):
-		return all
-	case has("gemini", "grok"):
-		return structured
-	case has("deepseek-reasoner", "deepseek-r1"):
-		return Capabilities{JSONMode: true, Reasoning: true}
-	case has("deepseek-chat", "deepseek-v3"):
-		return Capabilities{JSONMode: true, Tools: true}
-	case has("mistral", "open-mistral", "ministral", "codestral", "pixtral", "magistral", "devstral"):
-		return structured
-	case has("claude"):
-		return Capabilities{Tools: true}
 	}
 	return Capabilities{}
 }
+
+// modelTable is ModelCapabilities' table, in its order.
+var modelTable = func() []struct {
+	prefixes []string
+	caps     Capabilities
+} {
+	all := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
+	structured := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
+	return []struct {
+		prefixes []string
+		caps     Capabilities
+	}{
+		{[]string{"gpt-5", "o1", "o3", "o4", "gpt-oss"}, all},
+		{[]string{"gpt-4o", "gpt-4.1", "chatgpt-4o"}, structured},
+		{[]string{"gpt-4-turbo", "gpt-3.5-turbo"}, Capabilities{JSONMode: true, Tools: true}},
+		{[]string{"gemini-2.5", "gemini-3", "grok-3-mini"}, all},
+		{[]string{"gemini", "grok"}, structured},
+		{[]string{"deepseek-reasoner", "deepseek-r1"}, Capabilities{JSONMode: true, Reasoning: true}},
+		{[]string{"deepseek-chat", "deepseek-v3"}, Capabilities{JSONMode: true, Tools: true}},
+		{[]string{"mistral", "open-mistral", "ministral", "codestral", "pixtral", "magistral", "devstral"}, structured},
+		{[]string{"claude"}, Capabilities{Tools: true}},
+	}
+}()

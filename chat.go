@@ -88,8 +88,7 @@ func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 
 // chatLayout is how the Chat adapter writes a conversation.
 var chatLayout = layout{
-	systemKey: chatSystemKey, system: chatSystem, structure: chatStructure,
-	reminderKey: chatReminderKey, reminder: chatReminder,
+	key: chatKey, system: chatSystem, structure: chatStructure, reminder: chatReminder,
 	user: chatUser, assistant: chatAssistant,
 }
 
@@ -177,8 +176,11 @@ func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
 // isNil reports a nil value, including a typed nil pointer, slice or map
 // (Go's spelling of Python's None).
 func isNil(v any) bool {
-	if v == nil {
+	switch v.(type) {
+	case nil:
 		return true
+	case string:
+		return false // the common case, without reflection
 	}
 	switch rv := reflect.ValueOf(v); rv.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -296,27 +297,42 @@ func hasBlankIndentedLine(lines iter.Seq[string]) bool {
 type memoKey uint8
 
 const (
-	chatSystemKey memoKey = iota
-	chatReminderKey
-	jsonSystemKey
-	jsonReminderKey
-	xmlSystemKey
-	xmlReminderKey
-	bamlSystemKey
+	chatKey memoKey = iota
+	jsonKey
+	xmlKey
+	bamlKey
 	extractionKey
+	traitsKey
 )
 
 // layout is how an adapter writes a conversation: its system message and
-// output reminder (each built once per signature, under its key), its
+// output reminder (each built once per signature, kept under its key), its
 // field structure (for a Prompt that changes a piece) and its turns.
 type layout struct {
-	systemKey   memoKey
-	system      func(*signature.Signature) (string, error)
-	structure   structureFunc
-	reminderKey memoKey
-	reminder    func(*signature.Signature) (string, error)
-	user        userFunc
-	assistant   assistantFunc
+	key       memoKey
+	system    func(*signature.Signature) (string, error)
+	structure structureFunc
+	reminder  func(*signature.Signature) (string, error)
+	user      userFunc
+	assistant assistantFunc
+}
+
+// layoutMemo is what a layout keeps per signature: the adapter's own
+// system message and output reminder, and the size of the texts of the
+// latest conversation it wrote (the next one's arena starts there).
+type layoutMemo struct {
+	system, reminder memoText
+	size             atomic.Int64
+}
+
+// memo returns what l keeps for sig, building it once.
+func (l *layout) memo(sig *signature.Signature) *layoutMemo {
+	return sig.Memo(l.key, func() any {
+		m := &layoutMemo{}
+		m.system.text, m.system.err = l.system(sig)
+		m.reminder.text, m.reminder.err = l.reminder(sig)
+		return m
+	}).(*layoutMemo)
 }
 
 // format renders the system message, the demos, the conversation history
@@ -325,32 +341,28 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	if sig == nil {
 		return nil, errNilSignature
 	}
+	m := l.memo(sig)
+	sys, err := p.systemMessage(sig, m.system, l.structure)
+	if err != nil {
+		return nil, err
+	}
+	reminder, err := p.requirements(sig, m.reminder)
+	if err != nil {
+		return nil, err
+	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
-	sys, err := p.systemMessage(sig, l.systemKey, l.system, l.structure)
-	if err != nil {
-		return nil, err
-	}
-	reminder, err := p.requirements(sig, l.reminderKey, l.reminder)
-	if err != nil {
-		return nil, err
-	}
 	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
-	return formatTurns(msgs, sig, demos, inputs, l.user, l.assistant, reminder, nativeTools)
+	ar := &arena{}
+	ar.grow(sig, demos, int(m.size.Load()))
+	msgs, err = formatTurns(ar, msgs, sig, demos, inputs, l.user, l.assistant, reminder, nativeTools)
+	ar.record(&m.size)
+	return msgs, err
 }
 
 // memoText is a kept text, or the error building it gave.
 type memoText struct {
 	text string
 	err  error
-}
-
-// memoString returns the text kept under key for sig, building it once.
-func memoString(sig *signature.Signature, key memoKey, build func(*signature.Signature) (string, error)) (string, error) {
-	m := sig.Memo(key, func() any {
-		s, err := build(sig)
-		return memoText{s, err}
-	}).(memoText)
-	return m.text, m.err
 }
 
 // arena is one buffer for the texts of a conversation's messages: each
@@ -362,9 +374,24 @@ type arena struct{ b strings.Builder }
 // trimmed.
 func (a *arena) since(start int) string { return strings.TrimSpace(a.b.String()[start:]) }
 
-// grow makes room for a conversation with these demos and inputs: an
-// estimate (iterating the values would cost more than a regrowth).
-func (a *arena) grow(sig *signature.Signature, demos []Values, inputs Values) {
+// grow makes room for a conversation with these demos: about the size of
+// the latest one (hint, 0 for none), else an estimate (iterating the
+// values would cost more than a regrowth).
+func (a *arena) grow(sig *signature.Signature, demos []Values, hint int) {
+	if hint > 0 {
+		a.b.Grow(hint + hint/8)
+		return
+	}
 	fields := sig.NumInputs() + sig.NumOutputs()
 	a.b.Grow(512 + (len(demos)+1)*fields*112)
+}
+
+// record keeps the size of what a wrote in size, the next hint, when it
+// left the hint's room or used less than half of it (so that concurrent
+// calls of about the same size do not all write it).
+func (a *arena) record(size *atomic.Int64) {
+	n, hint := int64(a.b.Len()), size.Load()
+	if n > hint+hint/8 || n < hint/2 {
+		size.Store(n)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,20 +62,20 @@ func editDistance(a, b string, max int) int {
 // constraints. The result is a new map when anything changed; inputs
 // itself is never modified. Errors are *InputError naming the field.
 func prepareInputs(sig *signature.Signature, inputs Values) (Values, error) {
-	for name := range inputs {
-		if _, isOut, ok := sig.Field(name); !ok || isOut {
-			err := ErrUnknownInput
-			if near := nearestInput(sig, name); near != "" {
-				err = fmt.Errorf("%w (did you mean %q?)", ErrUnknownInput, near)
-			}
-			return nil, &InputError{Field: name, Err: err}
-		}
-	}
+	known := 0 // the inputs' keys that name input fields
 	for i := range sig.NumInputs() {
 		f := sig.Input(i)
-		if _, ok := inputs[f.Name]; !ok && !f.HasDefault && !f.Spec.Nullable() {
+		if _, ok := inputs[f.Name]; ok {
+			known++
+		} else if !f.HasDefault && !f.Spec.Nullable() {
+			if err := unknownInput(sig, inputs); err != nil {
+				return nil, err // the misspelt name, rather than the field it misses
+			}
 			return nil, &InputError{Field: f.Name, Err: ErrMissingInput}
 		}
+	}
+	if known < len(inputs) {
+		return nil, unknownInput(sig, inputs)
 	}
 	out, err := convertInputs(sig, withDefaults(sig, inputs))
 	if err != nil {
@@ -93,6 +94,22 @@ func prepareInputs(sig *signature.Signature, inputs Values) (Values, error) {
 		}
 	}
 	return out, nil
+}
+
+// unknownInput returns an *InputError for the first key of inputs (in
+// sorted order) that names no input field, suggesting the nearest input;
+// nil when every key names one.
+func unknownInput(sig *signature.Signature, inputs Values) error {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
+		if _, isOut, ok := sig.Field(name); !ok || isOut {
+			err := ErrUnknownInput
+			if near := nearestInput(sig, name); near != "" {
+				err = fmt.Errorf("%w (did you mean %q?)", ErrUnknownInput, near)
+			}
+			return &InputError{Field: name, Err: err}
+		}
+	}
+	return nil
 }
 
 // withDefaults returns inputs with the defaults of missing input fields

@@ -47,8 +47,7 @@ func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 
 // jsonLayout is how the JSON adapter writes a conversation.
 var jsonLayout = layout{
-	systemKey: jsonSystemKey, system: jsonSystem, structure: jsonStructure,
-	reminderKey: jsonReminderKey, reminder: jsonReminder,
+	key: jsonKey, system: jsonSystem, structure: jsonStructure, reminder: jsonReminder,
 	user: chatUser, assistant: jsonAssistant,
 }
 

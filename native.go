@@ -101,6 +101,9 @@ type nativeField struct {
 // adapter's option. A hook's Err stops the call (an *InputError naming
 // the field).
 func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField, error) {
+	if !traitsOfSig(sig).native {
+		return sig, inputs, nil, nil
+	}
 	var dropped []nativeField
 	fsig, fin, copied := sig, inputs, false
 	nt, _ := a.(nativeTooler)
@@ -162,16 +165,38 @@ type wireField struct {
 	reader WireReader
 }
 
-// wireFields returns the outputs of sig whose types are WireReaders.
-func wireFields(sig *signature.Signature) []wireField {
-	var out []wireField
-	for i := range sig.NumOutputs() {
-		f := sig.Output(i)
-		if traitsOf(f.Type).wire {
-			out = append(out, wireField{f.Name, reflect.Zero(f.Type).Interface().(WireReader)})
+// wireFields returns the outputs of sig whose types are WireReaders (a
+// slice kept for sig: not to be changed).
+func wireFields(sig *signature.Signature) []wireField { return traitsOfSig(sig).wires }
+
+// sigTraits is what the pipeline detects on a signature's fields, kept
+// per signature.
+type sigTraits struct {
+	history int         // the Conversation input, -1 for none
+	native  bool        // an output's type is a NativeHook
+	wires   []wireField // the outputs whose types are WireReaders
+}
+
+// traitsOfSig returns the traits of sig's fields, computed once.
+func traitsOfSig(sig *signature.Signature) *sigTraits {
+	return sig.Memo(traitsKey, func() any {
+		st := &sigTraits{history: -1}
+		for i := range sig.NumInputs() {
+			if traitsOf(sig.Input(i).Type).conversation {
+				st.history = i
+				break
+			}
 		}
-	}
-	return out
+		for i := range sig.NumOutputs() {
+			f := sig.Output(i)
+			tr := traitsOf(f.Type)
+			st.native = st.native || tr.native
+			if tr.wire {
+				st.wires = append(st.wires, wireField{f.Name, reflect.Zero(f.Type).Interface().(WireReader)})
+			}
+		}
+		return st
+	}).(*sigTraits)
 }
 
 // nativeValues reports whether a choice carries a value for any dropped

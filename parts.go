@@ -38,26 +38,17 @@ var (
 
 // historyField returns the index of the first input whose type is a
 // Conversation, or -1.
-func historyField(sig *signature.Signature) int {
-	for i := range sig.NumInputs() {
-		if traitsOf(sig.Input(i).Type).conversation {
-			return i
-		}
-	}
-	return -1
-}
+func historyField(sig *signature.Signature) int { return traitsOfSig(sig).history }
 
 // formatTurns appends what follows the system message, as DSPy's
 // Adapter.format does: the demos, the conversation history, the request
 // (its inputs converted to their fields' types, see convertInputs); then
 // splits user messages at content-part markers.
-func formatTurns(msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+func formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
 	inputs, err := convertInputs(sig, inputs)
 	if err != nil {
 		return nil, err
 	}
-	ar := &arena{}
-	ar.grow(sig, demos, inputs)
 	msgs, err = formatDemos(ar, msgs, sig, demos, user, assistant)
 	if err != nil {
 		return nil, err
@@ -254,6 +245,9 @@ func asConversation(v any) (Conversation, bool) {
 // string or a History turn, stays text, as written.
 func expandParts(m *openai.ChatCompletionMessage) {
 	content := m.Content
+	if !strings.Contains(content, value.PartsKey) {
+		return // the common case: no Formatter value, so no marker and no key
+	}
 	if !strings.Contains(content, value.PartsOpen) {
 		m.Content = value.StripKey(content)
 		return

@@ -75,12 +75,11 @@ func systemText(sig *signature.Signature, structure structureFunc) (string, erro
 	return b.String(), nil
 }
 
-// systemMessage returns the system message: the adapter's own, built once
-// per signature (build is systemText with the adapter's structure), or one
-// with this Prompt's pieces.
-func (p *Prompt) systemMessage(sig *signature.Signature, key memoKey, build func(*signature.Signature) (string, error), structure structureFunc) (string, error) {
+// systemMessage returns the system message: the adapter's own (built once
+// per signature), or one with this Prompt's pieces.
+func (p *Prompt) systemMessage(sig *signature.Signature, own memoText, structure structureFunc) (string, error) {
 	if p == nil || p.FieldDescription == nil && p.FieldStructure == nil && p.TaskDescription == nil {
-		return memoString(sig, key, build)
+		return own.text, own.err
 	}
 	var b strings.Builder
 	writeFieldDescription(&b, sig)
@@ -112,12 +111,11 @@ func (p *Prompt) systemMessage(sig *signature.Signature, key memoKey, build func
 
 // requirements returns the output requirements of the request's user
 // message: the adapter's own, built once per signature, or this Prompt's.
-func (p *Prompt) requirements(sig *signature.Signature, key memoKey, build func(*signature.Signature) (string, error)) (string, error) {
-	text, err := memoString(sig, key, build)
-	if err != nil || p == nil {
-		return text, err
+func (p *Prompt) requirements(sig *signature.Signature, own memoText) (string, error) {
+	if own.err != nil || p == nil {
+		return own.text, own.err
 	}
-	return apply(p.OutputRequirements, sig, text), nil
+	return apply(p.OutputRequirements, sig, own.text), nil
 }
 
 // forFallback is the Prompt the JSON fallback uses: the pieces JSON writes

@@ -69,7 +69,7 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 		return nil, err
 	}
 	ar := &arena{}
-	ar.grow(sig, demos, inputs)
+	ar.grow(sig, demos, 0)
 	msgs, err = formatDemos(ar, msgs, sig, demos, twoStepUser, twoStepAssistant)
 	if err != nil {
 		return nil, err

@@ -63,8 +63,7 @@ func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]
 
 // xmlLayout is how the XML adapter writes a conversation.
 var xmlLayout = layout{
-	systemKey: xmlSystemKey, system: xmlSystem, structure: xmlStructure,
-	reminderKey: xmlReminderKey, reminder: xmlReminder,
+	key: xmlKey, system: xmlSystem, structure: xmlStructure, reminder: xmlReminder,
 	user: xmlUser, assistant: xmlAssistant,
 }
 

@@ -29,10 +29,14 @@ var PartsKey = newPartsKey()
 // PartsOpen is where a marker rendered from a Formatter value starts.
 var PartsOpen = PartsStart + PartsKey
 
+// newPartsKey draws the key: 32 random hex digits between two tildes. A
+// tilde is rare in prompts (a marker's '#' or '<' is not), so looking for
+// the key in a message costs about one IndexByte; and no quoting a
+// message's values go through (JSON, Python, XML) escapes any of it.
 func newPartsKey() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
-	return "#" + hex.EncodeToString(b[:]) + "#"
+	return "~" + hex.EncodeToString(b[:]) + "~"
 }
 
 // StripKey removes PartsKey from s, leaving DSPy's marker text; s itself
