@@ -241,4 +241,10 @@ func TestUnknownInputSuggestsField(t *testing.T) {
 	assert.Equal(t, `adapter: input "qustion": unknown input field (did you mean "question"?)`, err.Error())
 	_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q", "context": []string{}, "zzz": 1})
 	assert.Equal(t, `adapter: input "zzz": unknown input field`, err.Error())
+	// Several unknown keys: the first in sorted order, every time (not the
+	// first a map iteration happens to give).
+	for range 20 {
+		_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q", "zz": 1, "mm": 2, "aa": 3, "yy": 4})
+		assert.Equal(t, `adapter: input "aa": unknown input field`, err.Error())
+	}
 }
