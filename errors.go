@@ -27,7 +27,9 @@ var (
 	// ErrNotInSet: an enum or Literal answer matches none of the allowed
 	// values.
 	ErrNotInSet = value.ErrNoMatch
-	// ErrUnknownInput: an input value names no input field.
+	// ErrUnknownInput: an input value names no input field. With several,
+	// the *InputError names the first in sorted order, and the nearest
+	// input's name when one is close.
 	ErrUnknownInput = errors.New("unknown input field")
 	// ErrMissingInput: a required input field has no value.
 	ErrMissingInput = errors.New("missing input field")
