@@ -61,6 +61,29 @@ func BenchmarkChatFormat(b *testing.B) {
 	benchFormat(b, adapter.Chat{})
 }
 
+// BenchmarkChatFormatNewDemos is BenchmarkChatFormat with demos that
+// change on every call (two sets of the same size take turns), so Format
+// never reuses the demos it rendered last: its cost when every call
+// brings demos of its own.
+func BenchmarkChatFormatNewDemos(b *testing.B) {
+	other := make([]adapter.Values, len(benchDemos))
+	for i, d := range benchDemos {
+		other[i] = adapter.Values{}
+		for k, v := range d {
+			other[i][k] = v.(string) + "."
+		}
+	}
+	sets := [2][]adapter.Values{benchDemos, other}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := (adapter.Chat{}).Format(benchSig, sets[i%2], benchInputs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkChatParse(b *testing.B) {
 	benchParse(b, adapter.Chat{}, benchCompletion)
 }

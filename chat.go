@@ -246,12 +246,8 @@ type formatted struct {
 // formatFields renders the values of the inputs (or outputs) present in
 // vals into dst, and returns the total length.
 func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals Values) ([]formatted, int, error) {
-	n := sig.NumInputs()
-	if outputs {
-		n = sig.NumOutputs()
-	}
 	size := 0
-	for i := range n {
+	for i := range numFields(sig, outputs) {
 		name := fieldName(sig, outputs, i)
 		v, ok := vals[name]
 		if !ok {

@@ -42,10 +42,7 @@ func formatValue(v any, f signature.Field) (string, error) {
 // the inputs (or outputs): one numbered line per field, with its
 // description and constraints, the block stripped at the end.
 func writeFieldDescriptions(b *strings.Builder, sig *signature.Signature, outputs bool) {
-	n := sig.NumInputs()
-	if outputs {
-		n = sig.NumOutputs()
-	}
+	n := numFields(sig, outputs)
 	for i := range n {
 		f := field(sig, outputs, i)
 		if i > 0 {
@@ -95,6 +92,14 @@ func fieldName(sig *signature.Signature, output bool, i int) string {
 		return sig.OutputName(i)
 	}
 	return sig.InputName(i)
+}
+
+// numFields returns the number of inputs or outputs.
+func numFields(sig *signature.Signature, outputs bool) int {
+	if outputs {
+		return sig.NumOutputs()
+	}
+	return sig.NumInputs()
 }
 
 // fieldsSize estimates the bytes the fields take in a system message.
@@ -318,11 +323,102 @@ type layout struct {
 }
 
 // layoutMemo is what a layout keeps per signature: the adapter's own
-// system message and output reminder, and the size of the texts of the
-// latest conversation it wrote (the next one's arena starts there).
+// system message and output reminder, the size of the texts of the latest
+// conversation it wrote (the next one's arena starts there), and the
+// latest demos it rendered.
 type layoutMemo struct {
 	system, reminder memoText
 	size             atomic.Int64
+	demos            atomic.Pointer[demoCache]
+}
+
+// demoCache is demos as rendered: what every field of every demo held,
+// and the messages (nil until the same texts come a second time). A
+// Format whose demos hold the same texts (compared as strings: the same
+// string is found equal at once, by its address) reuses the messages;
+// demos of other values (lists, numbers, Formatters) are rendered every
+// time.
+type demoCache struct {
+	vals []demoVal
+	msgs []openai.ChatCompletionMessage
+}
+
+// demoVal is what one field of a demo held: a string, or nothing.
+type demoVal struct {
+	s  string
+	ok bool
+}
+
+// demoTexts returns what the fields of demos hold, demo by demo, inputs
+// then outputs; ok is false when a value is not a string.
+func demoTexts(sig *signature.Signature, demos []Values) (vals []demoVal, ok bool) {
+	vals = make([]demoVal, 0, len(demos)*(sig.NumInputs()+sig.NumOutputs()))
+	for _, d := range demos {
+		for out := range 2 {
+			for i := range numFields(sig, out == 1) {
+				v, present := d[fieldName(sig, out == 1, i)]
+				s, isStr := v.(string)
+				if present && !isStr {
+					return nil, false
+				}
+				vals = append(vals, demoVal{s, present})
+			}
+		}
+	}
+	return vals, true
+}
+
+// matches reports whether demos hold what c was rendered from.
+func (c *demoCache) matches(sig *signature.Signature, demos []Values) bool {
+	if len(c.vals) != len(demos)*(sig.NumInputs()+sig.NumOutputs()) {
+		return false
+	}
+	k := 0
+	for _, d := range demos {
+		for out := range 2 {
+			for i := range numFields(sig, out == 1) {
+				v, present := d[fieldName(sig, out == 1, i)]
+				s, isStr := v.(string)
+				if present != c.vals[k].ok || present && (!isStr || s != c.vals[k].s) {
+					return false
+				}
+				k++
+			}
+		}
+	}
+	return true
+}
+
+// formatDemos appends the demos' messages: the ones rendered before when
+// the demos hold the same texts as the last ones seen (kept is then true:
+// they hold no parts key), else rendered now. Texts seen for the first
+// time are remembered, and their messages kept the second time, so that
+// demos that change on every call cost little more than rendering.
+func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) (_ []openai.ChatCompletionMessage, kept bool, _ error) {
+	if len(demos) == 0 {
+		return msgs, false, nil
+	}
+	last := m.demos.Load()
+	seen := last != nil && last.matches(sig, demos)
+	if seen && last.msgs != nil {
+		return append(msgs, last.msgs...), true, nil
+	}
+	start := len(msgs)
+	msgs, err := formatDemos(ar, msgs, sig, demos, user, assistant)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case seen:
+		c := &demoCache{vals: last.vals, msgs: slices.Clone(msgs[start:])}
+		expandAll(c.msgs) // as the request's messages will be
+		m.demos.Store(c)
+	default:
+		if vals, ok := demoTexts(sig, demos); ok {
+			m.demos.Store(&demoCache{vals: vals})
+		}
+	}
+	return msgs, false, nil
 }
 
 // memo returns what l keeps for sig, building it once.
@@ -352,11 +448,26 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
+	inputs, err = convertInputs(sig, inputs)
+	if err != nil {
+		return nil, err
+	}
 	ar := &arena{}
 	ar.grow(sig, demos, int(m.size.Load()))
-	msgs, err = formatTurns(ar, msgs, sig, demos, inputs, l.user, l.assistant, reminder, nativeTools)
-	ar.record(&m.size)
-	return msgs, err
+	defer ar.record(&m.size)
+	msgs, kept, err := m.formatDemos(ar, msgs, sig, demos, l.user, l.assistant)
+	if err != nil {
+		return nil, err
+	}
+	scan := 1 // the system message is written from the signature alone: no key
+	if kept {
+		scan = len(msgs)
+	}
+	if msgs, err = formatTurns(ar, msgs, sig, inputs, l.user, l.assistant, reminder, nativeTools); err != nil {
+		return nil, err
+	}
+	expandAll(msgs[scan:])
+	return msgs, nil
 }
 
 // memoText is a kept text, or the error building it gave.

@@ -40,19 +40,12 @@ var (
 // Conversation, or -1.
 func historyField(sig *signature.Signature) int { return traitsOfSig(sig).history }
 
-// formatTurns appends what follows the system message, as DSPy's
-// Adapter.format does: the demos, the conversation history, the request
-// (its inputs converted to their fields' types, see convertInputs); then
-// splits user messages at content-part markers.
-func formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, inputs Values, user userFunc, assistant assistantFunc, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
-	inputs, err := convertInputs(sig, inputs)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err = formatDemos(ar, msgs, sig, demos, user, assistant)
-	if err != nil {
-		return nil, err
-	}
+// formatTurns appends what follows the system message and the demos, as
+// DSPy's Adapter.format does: the conversation history, then the request
+// (its inputs already converted to their fields' types, see
+// convertInputs).
+func formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, inputs Values, user userFunc, assistant assistantFunc, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+	var err error
 	reqSig, reqInputs := sig, inputs
 	if h := historyField(sig); h >= 0 {
 		name := sig.Input(h).Name
@@ -109,17 +102,19 @@ func formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.
 	if u != "" {
 		msgs = appendMessage(msgs, openai.ChatMessageRoleUser, u)
 	}
+	return msgs, nil
+}
+
+// expandAll splits the user messages of msgs at content-part markers and
+// removes the parts key from the others.
+func expandAll(msgs []openai.ChatCompletionMessage) {
 	for i := range msgs {
-		switch msgs[i].Role {
-		case openai.ChatMessageRoleUser:
+		if msgs[i].Role == openai.ChatMessageRoleUser {
 			expandParts(&msgs[i])
-		case openai.ChatMessageRoleSystem:
-			// Written from the signature alone: it holds no value, so no key.
-		default:
+		} else {
 			msgs[i].Content = value.StripKey(msgs[i].Content)
 		}
 	}
-	return msgs, nil
 }
 
 // toolResulter is implemented by a turn's tool-calls value that knows the

@@ -9,7 +9,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/pyjson"
-	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -79,13 +78,7 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 		return nil, err
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
-	for i := range msgs {
-		if msgs[i].Role == openai.ChatMessageRoleUser {
-			expandParts(&msgs[i])
-		} else {
-			msgs[i].Content = value.StripKey(msgs[i].Content)
-		}
-	}
+	expandAll(msgs)
 	return msgs, nil
 }
 
@@ -94,10 +87,7 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 // formats as content parts (an image, audio) as its marker, which str()
 // gives in DSPy and which becomes parts in a user message.
 func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outputs bool, vals Values) error {
-	n := sig.NumInputs()
-	if outputs {
-		n = sig.NumOutputs()
-	}
+	n := numFields(sig, outputs)
 	for i := range n {
 		f := field(sig, outputs, i)
 		v, ok := vals[f.Name]
