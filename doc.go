@@ -17,7 +17,13 @@
 // [Chat] writes DSPy's [[ ## field ## ]] format; [JSON] asks for a JSON
 // object, with OpenAI structured outputs where the LM supports them (see
 // [Capabilities]). Format and Parse are pure functions of their arguments;
-// adapters are immutable values, safe for concurrent use. Optional
+// adapters are immutable values, safe for concurrent use. Chat, JSON, XML
+// and BAML keep, with each signature (see [signature.Signature.Memo]),
+// what they built from it alone (the system message, the output
+// requirements) and the messages of the demos they rendered last, reused
+// while a later Format's demos hold the same texts (demos of strings only;
+// others are rendered every time): the messages are the same as without,
+// and a signature holds on to its latest demos' texts. Optional
 // capabilities are separate interfaces detected by type assertion, as
 // database/sql does: [Parser] (reads a reply from its text),
 // [RequestShaper] (sets request options such as response_format, with a
