@@ -56,36 +56,44 @@ func TestLoopbackCPUTime(t *testing.T) {
 	paths := loopbackPaths(openai.NewClientWithConfig(cfg))
 
 	const rounds, iters = 31, 300
-	per := make([][]float64, len(paths))
+	cpu := make([][]float64, len(paths))  // µs of client CPU per call, by path and round
+	wall := make([][]float64, len(paths)) // µs of wall clock per call
 	for range rounds {
 		for i, p := range paths {
 			runtime.GC()
-			start := cpuTime()
+			start, began := cpuTime(), time.Now()
 			for range iters {
 				if err := p.run(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			per[i] = append(per[i], float64(cpuTime()-start)/iters/1000)
+			cpu[i] = append(cpu[i], float64(cpuTime()-start)/iters/1000)
+			wall[i] = append(wall[i], float64(time.Since(began))/iters/1000)
 		}
 	}
 	idx := map[string]int{}
 	for i, p := range paths {
 		idx[p.name] = i
-		sorted := slices.Sorted(slices.Values(per[i]))
-		t.Logf("%-16s %7.1f µs client CPU per call (median of %d rounds of %d; quartiles %.1f–%.1f)",
-			p.name, sorted[rounds/2], rounds, iters, sorted[rounds/4], sorted[3*rounds/4])
+		c, w := slices.Sorted(slices.Values(cpu[i])), slices.Sorted(slices.Values(wall[i]))
+		t.Logf("%-16s %7.1f µs client CPU per call (quartiles %.1f–%.1f), %7.1f µs wall (%.1f–%.1f); medians of %d rounds of %d",
+			p.name, c[rounds/2], c[rounds/4], c[3*rounds/4], w[rounds/2], w[rounds/4], w[3*rounds/4], rounds, iters)
 	}
 	for _, d := range [][2]string{{"chat", "baseline"}, {"stream", "stream-baseline"}} {
-		a, b := per[idx[d[0]]], per[idx[d[1]]]
-		diff := make([]float64, rounds)
-		for r := range rounds {
-			diff[r] = a[r] - b[r]
-		}
-		slices.Sort(diff)
-		t.Logf("%-6s − %-15s %+.1f µs (median of the rounds' differences; quartiles %+.1f to %+.1f)",
-			d[0], d[1]+":", diff[rounds/2], diff[rounds/4], diff[3*rounds/4])
+		a, b := idx[d[0]], idx[d[1]]
+		c, w := pairedDiff(cpu[a], cpu[b]), pairedDiff(wall[a], wall[b])
+		t.Logf("%-6s − %-15s %+.1f µs client CPU (quartiles %+.1f to %+.1f), %+.1f µs wall (%+.1f to %+.1f): medians of the rounds' differences",
+			d[0], d[1]+":", c[len(c)/2], c[len(c)/4], c[3*len(c)/4], w[len(w)/2], w[len(w)/4], w[3*len(w)/4])
 	}
+}
+
+// pairedDiff returns a[r] − b[r] for every round r, sorted.
+func pairedDiff(a, b []float64) []float64 {
+	d := make([]float64, len(a))
+	for r := range a {
+		d[r] = a[r] - b[r]
+	}
+	slices.Sort(d)
+	return d
 }
 
 // TestLoopbackServerProcess is TestLoopbackCPUTime's server: with
