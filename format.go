@@ -410,15 +410,40 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 	}
 	switch {
 	case seen:
-		c := &demoCache{vals: last.vals, msgs: slices.Clone(msgs[start:])}
-		expandAll(c.msgs) // as the request's messages will be
-		m.demos.Store(c)
+		if kept := keptMessages(msgs[start:]); kept != nil {
+			m.demos.Store(&demoCache{vals: last.vals, msgs: kept})
+		}
 	default:
 		if vals, ok := demoTexts(sig, demos); ok {
 			m.demos.Store(&demoCache{vals: vals})
 		}
 	}
 	return msgs, false, nil
+}
+
+// keptMessages copies demos' messages for the cache, finished as the
+// request's will be (the parts key removed), their texts copied into one
+// buffer of their own: the arena they are views of also holds the
+// request's inputs, which the cache must not keep alive. It returns nil
+// when a message holds content parts.
+func keptMessages(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
+	out := slices.Clone(msgs)
+	expandAll(out)
+	n := 0
+	for _, m := range out {
+		if m.MultiContent != nil {
+			return nil
+		}
+		n += len(m.Content)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range out {
+		start := b.Len()
+		b.WriteString(out[i].Content)
+		out[i].Content = b.String()[start:]
+	}
+	return out
 }
 
 // memo returns what l keeps for sig, building it once.
