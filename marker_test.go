@@ -139,6 +139,7 @@ func FuzzMarkers(f *testing.F) {
 	}
 	sig, err := signature.Parse("photo: Photo, note, items: list[str] -> answer", signature.WithTypes(map[string]reflect.Type{"Photo": reflect.TypeFor[thermometerPhoto]()}))
 	require.NoError(f, err)
+	shared := mustParse(f, "note -> answer")
 	f.Fuzz(func(t *testing.T, s string) {
 		in := adapter.Values{"photo": thermometerPhoto{"https://example.com/t.jpg"}, "note": s, "items": []string{s, "x"}}
 		demos := []adapter.Values{{"note": s, "items": []string{s}, "answer": s}}
@@ -163,6 +164,19 @@ func FuzzMarkers(f *testing.F) {
 			}
 			if a.Name() == "chat" && !strings.Contains(text, strings.TrimSpace(s)) {
 				t.Fatalf("chat: the note %q is not in the messages", s)
+			}
+		}
+		// Demos of strings are kept with the signature and reused (shared
+		// keeps them from one input to the next): the messages are those a
+		// new signature gives, whatever the texts.
+		plain := []adapter.Values{{"note": s, "answer": s}, {"note": "n", "answer": strings.ToUpper(s)}}
+		for _, a := range markerAdapters {
+			want, werr := a.Format(mustParse(t, "note -> answer"), plain, adapter.Values{"note": s})
+			for i := range 3 {
+				got, err := a.Format(shared, plain, adapter.Values{"note": s})
+				if errText(err) != errText(werr) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, Format %d with the same demos: %v %v\nwant %v %v", a.Name(), i+1, err, got, werr, want)
+				}
 			}
 		}
 	})
