@@ -24,8 +24,10 @@ type Signature struct {
 
 // Memo returns the value kept under key for this signature, calling build
 // to make it the first time (concurrent first calls may each build; one
-// result is kept). Adapters keep here what depends on the signature alone,
-// such as a system message. Keys should be values of an unexported type of
+// result is kept). Adapters keep here what they build for the signature,
+// such as a system message, and may keep what they last built from other
+// arguments beside it (the adapter package keeps its latest demos'
+// messages). Keys should be values of an unexported type of
 // the caller's package, as context keys are. Edits return signatures with
 // their own, empty memo.
 func (s *Signature) Memo(key any, build func() any) any {
