@@ -178,13 +178,6 @@ func isContextWindow(err error) bool {
 	return false
 }
 
-// wrapf wraps a sentinel with a message: "msg: sentinel".
-func wrapf(err error, msg string) error { return fmt.Errorf("%s: %w", msg, err) }
-
-// errNotObject: the reply holds no JSON object, so every output field is
-// missing (errors.Is matches ErrMissingField).
-var errNotObject = fmt.Errorf("reply is not a JSON object: %w", ErrMissingField)
-
 // isFormatRejection reports a provider refusing the request's
 // response_format (an unsupported or invalid schema): HTTP 400 naming the
 // response format, and not about the context window.

@@ -26,8 +26,6 @@ import (
 // .citation (BerriAI/litellm#8382, #9103; what DSPy 3.3.1 reads in
 // BaseLM._extract_citations_from_response and Citations.parse_stream_chunk).
 const (
-	citedAnswer = "[[ ## answer ## ]]\nThe grass is green and the sky is blue.\n\n[[ ## completed ## ]]"
-
 	openaiBody = `{"id":"chatcmpl-BAn5","object":"chat.completion","created":1741720000,"model":"gpt-4o-search-preview-2025-03-11",
 "choices":[{"index":0,"message":{"role":"assistant","content":"[[ ## answer ## ]]\nThe grass is green and the sky is blue.\n\n[[ ## completed ## ]]","refusal":null,
 "annotations":[{"type": "url_citation", "url_citation": {"end_index": 61, "start_index": 19, "title": "Why is the sky blue? <Science & you>", "url": "https://example.org/sky?utm_source=openai"}}]},

@@ -28,9 +28,6 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func wrapf(err error, msg string) error { return fmt.Errorf("%s: %w", msg, err) }
 
-// errStop ends a walk over markers early; it never leaves the package.
-var errStop = errors.New("stop")
-
 // replyErr wraps err as an *Error about no one field, unless it is one.
 func replyErr(field int, err error) error {
 	if err == nil {

@@ -550,17 +550,6 @@ func closeTag(text, name string, start, to int, lastClose int) (end, next int, c
 	return to, to, false
 }
 
-// hasOutputElement reports whether text holds an element of an output
-// field (directly or inside wrapper elements).
-func hasOutputElement(sig *signature.Signature, text string) bool {
-	if !strings.Contains(text, "<") {
-		return false
-	}
-	// Too many elements counts as found: the XML reader then reports it.
-	hit, err := collectXML(sig, text, 0, len(text), make([][]xmlElem, sig.NumOutputs()), 0)
-	return hit || err != nil
-}
-
 // decodeEntities decodes XML entities; an '&' that starts none stays.
 func decodeEntities(s string) string {
 	if !strings.Contains(s, "&") {

@@ -33,7 +33,6 @@ var (
 const maxDepth = 512
 
 var (
-	anyType             = reflect.TypeFor[any]()
 	stringType          = reflect.TypeFor[string]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
