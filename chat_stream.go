@@ -190,38 +190,16 @@ func holdStart(full string, pos int) int {
 	for i := lo; i < len(full); i++ {
 		switch full[i] {
 		case '[', '#', '*', '_', '>', '`', '-', '+':
-			if atLine && i > lo && lineStartNumber(full[lo:i]) {
+			if atLine && i > lo && reply.LineDecoration(full[lo:i]) {
 				return lo // "2. [[ ## …": the number is the marker's decoration
 			}
 			return i
 		}
 	}
-	if atLine && lineStartNumber(full[lo:]) {
+	if atLine && reply.LineDecoration(full[lo:]) {
 		return lo // "2. " may still become a numbered marker
 	}
 	return len(full)
-}
-
-// lineStartNumber reports a line so far that may still become a numbered
-// marker: blanks, up to three digits, then "." or ")" and blanks. Blanks
-// alone may still become one too ("  2. [[ ## …" cut after the blanks).
-func lineStartNumber(line string) bool {
-	t := strings.TrimLeft(line, " \t")
-	if t == "" {
-		return true
-	}
-	d := 0
-	for d < len(t) && t[d] >= '0' && t[d] <= '9' {
-		d++
-	}
-	if d == 0 || d > 3 {
-		return false
-	}
-	rest := t[d:]
-	if rest == "" {
-		return true
-	}
-	return (rest[0] == '.' || rest[0] == ')') && strings.TrimLeft(rest[1:], " \t") == ""
 }
 
 // emit sends full[s.pos:end] to the current section, dropping leading

@@ -158,23 +158,8 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 			start = nameStart
 		}
 	}
-	lineStart := true
-	b := start
-	for b > 0 && s[b-1] != '\n' && s[b-1] != '\r' {
-		switch s[b-1] {
-		case ' ', '\t', '*', '#', '>', '_', '`', '-', '+':
-			b--
-			continue
-		case '.', ')':
-			// A list number: "1. [[ ## answer ## ]]", "2) …".
-			if d := digitsBack(s, b-1); d > 0 && d <= 3 {
-				b -= 1 + d
-				continue
-			}
-		}
-		lineStart = false
-		break
-	}
+	b := decorationStart(s, start)
+	lineStart := b == 0 || s[b-1] == '\n' || s[b-1] == '\r'
 	if lineStart {
 		start = b
 	} else {
@@ -198,6 +183,36 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		return Mark{}, false
 	}
 	return Mark{Start: start, End: end, Field: field, LineStart: lineStart, Strong: strong, nameStart: nameStart, nameEnd: nameEnd}, true
+}
+
+// decorationStart walks back from s[b] over what may decorate a marker
+// at a line start: blanks, '*', '#', '>', '_', '`', '-', '+' and list
+// numbers ("1. [[ ## answer ## ]]", "2) …"). It returns where that run
+// begins: a line start when the marker is at one.
+func decorationStart(s string, b int) int {
+	for b > 0 && s[b-1] != '\n' && s[b-1] != '\r' {
+		switch s[b-1] {
+		case ' ', '\t', '*', '#', '>', '_', '`', '-', '+':
+			b--
+			continue
+		case '.', ')':
+			if d := digitsBack(s, b-1); d > 0 && d <= 3 {
+				b -= 1 + d
+				continue
+			}
+		}
+		return b
+	}
+	return b
+}
+
+// LineDecoration reports whether line, the start of a line so far, may
+// still become the decoration before a marker at the line start (the rule
+// markers are read by): only what decorationStart walks over, the last
+// list number possibly still being written ("12").
+func LineDecoration(line string) bool {
+	d := digitsBack(line, len(line))
+	return d <= 3 && decorationStart(line, len(line)-d) == 0
 }
 
 // digitsBack counts the ASCII digits just before s[i].
