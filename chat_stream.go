@@ -120,8 +120,9 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 	for {
 		m, ok := reply.FindMarker(s.sig, full[s.base:], s.pos-s.base)
 		m.Start, m.End = m.Start+s.base, m.End+s.base
-		// A marker at the very end may still grow ("]]" then ":" or "**").
-		if ok && !final && len(full)-m.End < 2 {
+		// A marker at the very end may still grow ("]]" then ":" or "**", or
+		// blanks and then a decoration).
+		if ok && !final && (len(full)-m.End < 2 || reply.MayGrow(full[m.End:])) {
 			return s.emit(dst, full, m.Start, false)
 		}
 		if !ok {

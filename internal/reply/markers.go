@@ -253,6 +253,22 @@ func markerDecorationEnd(s string, end int) int {
 	return end
 }
 
+// MayGrow reports whether the text after a marker's end, tail, may still
+// become part of the marker (more closing brackets or hashes, or the
+// decoration markerDecorationEnd reads) as more text arrives: it is short
+// and holds only such characters.
+func MayGrow(tail string) bool {
+	if len(tail) > 96 {
+		return false
+	}
+	for i := 0; i < len(tail); i++ {
+		if strings.IndexByte(" \t:*_`-]#", tail[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func isBlankOrEOL(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // SectionText is a section's value: the text after its marker, trimmed.
