@@ -68,9 +68,6 @@ func (s *chatFieldStream) Close(dst []FieldDelta) []FieldDelta {
 	return dst
 }
 
-// maxMarkerTail bounds the text held back as a possible marker start.
-const maxMarkerTail = 96
-
 func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 	if s.done || s.deferred {
 		return dst
@@ -177,10 +174,10 @@ func (s *chatFieldStream) openingFence(pre string) {
 }
 
 // holdStart returns where the undecided tail of full begins: the earliest
-// character after pos, within the last maxMarkerTail bytes and on the last
+// character after pos, within the last reply.MaxMarker bytes and on the last
 // line, that could start a marker.
 func holdStart(full string, pos int) int {
-	lo := max(pos, len(full)-maxMarkerTail)
+	lo := max(pos, len(full)-reply.MaxMarker)
 	for i := len(full) - 1; i >= lo; i-- {
 		if c := full[i]; c == '\n' || c == '\r' {
 			lo = i + 1

@@ -114,6 +114,36 @@ func TestChatStreamHardCases(t *testing.T) {
 	}
 }
 
+// TestMarkerBound: a marker is at most reply.MaxMarker bytes (found by
+// FuzzChatStream: a bracketed marker with a 97-byte name ended a field in
+// Parse after the stream, which holds back that much, had sent its start).
+// Longer is text; line decoration that would make it longer leaves the
+// marker mid-line; blanks beyond the bound before a ':' are not the
+// marker's decoration. The stream agrees at every chunk size.
+func TestMarkerBound(t *testing.T) {
+	sig := mustParse(t, "question -> reasoning, answer")
+	long := "[[ ## " + strings.Repeat("n", 90) + " ## ]]"
+	stars := strings.Repeat("*", 90)
+	for _, c := range []struct{ reply, reasoning, answer string }{
+		{"[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]\nParis\n" + long + "\nmore", "r", "Paris\n" + long + "\nmore"},
+		{"[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]\nParis\n[[ ## short ## ]]\nmore", "r", "Paris"},
+		{"[[ ## reasoning ## ]]\nr\n" + stars + " [[ ## answer ## ]]\nParis", "r\n" + stars, "Paris"},
+		{"[[ ## reasoning ## ]]\nr\n" + stars[:60] + " [[ ## answer ## ]]\nParis", "r", "Paris"},
+		{"[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]" + strings.Repeat(" ", 97) + ": Paris", "r", ": Paris"},
+		{"[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]]" + strings.Repeat(" ", 96) + ": Paris", "r", "Paris"},
+	} {
+		vals, err := adapter.Chat{}.Parse(sig, c.reply)
+		require.NoError(t, err, c.reply)
+		assert.Equal(t, c.reasoning, vals["reasoning"], c.reply)
+		assert.Equal(t, c.answer, vals["answer"], c.reply)
+		for size := 1; size <= 128; size += 7 {
+			got := streamFields(sig, c.reply, size)
+			assert.Equal(t, vals["reasoning"], got["reasoning"], "%q chunk %d", c.reply, size)
+			assert.Equal(t, vals["answer"], got["answer"], "%q chunk %d", c.reply, size)
+		}
+	}
+}
+
 // BenchmarkChatStream measures the field stream over a reply in 16-byte
 // chunks; compare with BenchmarkChatParseStreamed (a one-shot Parse of the
 // same text) and double the reply to see linear growth.

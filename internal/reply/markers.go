@@ -90,6 +90,14 @@ func skipBlankBack(s string, k, lo int) int {
 	return k
 }
 
+// MaxMarker bounds a marker in bytes, from its first bracket or hash (or,
+// at a line start, the decoration before it) to its last closing bracket
+// or hash: a longer one is text, and decoration that would make it longer
+// leaves the marker mid-line. It also bounds the blanks between a marker
+// and a decoration after it (" :"). A field stream therefore never holds
+// back more than this as a possible marker.
+const MaxMarker = 96
+
 // maxHashes bounds a marker's run of hashes ("###" is common, more is a
 // heading rule or noise).
 const maxHashes = 4
@@ -142,6 +150,7 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 	if rb > 0 || h2 > 0 {
 		end = e
 	}
+	core := end
 	end = markerDecorationEnd(s, end)
 
 	// Opening brackets, then decoration before: "**", heading hashes, quote
@@ -159,7 +168,7 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		}
 	}
 	b := decorationStart(s, start)
-	lineStart := b == 0 || s[b-1] == '\n' || s[b-1] == '\r'
+	lineStart := (b == 0 || s[b-1] == '\n' || s[b-1] == '\r') && core-b <= MaxMarker
 	if lineStart {
 		start = b
 	} else {
@@ -168,6 +177,9 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		}
 	}
 	start = max(start, lo)
+	if core-start > MaxMarker {
+		return Mark{}, false
+	}
 	name := s[nameStart:nameEnd]
 	field := OutputIndex(sig, name)
 	known := field != Other || IsInput(sig, name)
@@ -241,7 +253,7 @@ func markerDecorationEnd(s string, end int) int {
 			end++
 		case c == ' ' || c == '\t':
 			k := skipBlank(s, end)
-			if k < len(s) && strings.IndexByte(":*_`-", s[k]) >= 0 && (k+1 >= len(s) || isBlankOrEOL(s[k+1]) || s[k] == ':') {
+			if k-end <= MaxMarker && k < len(s) && strings.IndexByte(":*_`-", s[k]) >= 0 && (k+1 >= len(s) || isBlankOrEOL(s[k+1]) || s[k] == ':') {
 				end = k
 				continue
 			}
@@ -258,7 +270,7 @@ func markerDecorationEnd(s string, end int) int {
 // decoration markerDecorationEnd reads) as more text arrives: it is short
 // and holds only such characters.
 func MayGrow(tail string) bool {
-	if len(tail) > 96 {
+	if len(tail) > MaxMarker {
 		return false
 	}
 	for i := 0; i < len(tail); i++ {
