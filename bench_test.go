@@ -1,10 +1,12 @@
 package adapter_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -343,6 +345,69 @@ func BenchmarkRepairWorstCase(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
 				_, _ = adapter.Chat{}.Parse(sig, text)
+			}
+		})
+	}
+}
+
+// replayTransport answers every request in memory with the response
+// lmtest gave to the same kind of request (streamed or not), byte for
+// byte: go-openai's and the library's client-side work, with no socket,
+// kernel or scheduler time in between.
+type replayTransport struct {
+	header        map[bool]http.Header
+	body          map[bool][]byte
+	recordingFrom http.RoundTripper // set while recording
+}
+
+func (t *replayTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	_ = req.Body.Close()
+	stream := bytes.Contains(body, []byte(`"stream":true`))
+	if t.recordingFrom != nil {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		resp, err := t.recordingFrom.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		t.body[stream], err = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		t.header[stream] = resp.Header
+		resp.Body = io.NopCloser(bytes.NewReader(t.body[stream]))
+		return resp, err
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: t.header[stream], Body: io.NopCloser(bytes.NewReader(t.body[stream])), Request: req}, nil
+}
+
+// BenchmarkCallInMemory runs loopbackPaths with the real go-openai client
+// over replayTransport: the same requests and response bytes as
+// BenchmarkCallLoopback without the network, so the difference between
+// a path and its baseline is the library's overhead alone, measured
+// without the tens of microseconds loopback timing varies by.
+func BenchmarkCallInMemory(b *testing.B) {
+	srv := loopbackServer()
+	defer srv.Close()
+	rt := &replayTransport{header: map[bool]http.Header{}, body: map[bool][]byte{}, recordingFrom: http.DefaultTransport}
+	cfg := srv.Config()
+	cfg.HTTPClient = &http.Client{Transport: rt}
+	paths := loopbackPaths(openai.NewClientWithConfig(cfg))
+	for _, p := range paths {
+		if err := p.run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rt.recordingFrom = nil
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.run(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -266,10 +266,12 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 			}
 			return acc.response(), err
 		}
-		clear(c.Choices)
-		c = wireChunk{Choices: c.Choices[:0]}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return acc.response(), fmt.Errorf("adapter: unreadable stream chunk: %w", err)
+		if c = (wireChunk{Choices: c.Choices[:0]}); !decodeChunk(string(raw), &c) {
+			clear(c.Choices[:cap(c.Choices)]) // encoding/json decodes into old elements
+			c = wireChunk{Choices: c.Choices[:0]}
+			if err := json.Unmarshal(raw, &c); err != nil {
+				return acc.response(), fmt.Errorf("adapter: unreadable stream chunk: %w", err)
+			}
 		}
 		var tools int
 		if len(acc.choices) > 0 {

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/jsonx"
 )
 
 // This file reads what OpenAI-compatible servers put on the wire and
@@ -39,7 +40,7 @@ func (c *wireContent) UnmarshalJSON(b []byte) error {
 		// The document was validated before this call: the literal is a
 		// well-formed JSON string (invalid UTF-8, which encoding/json
 		// replaces, takes the slow path).
-		c.text = unquote(b)
+		c.text = jsonx.Unquote(string(b))
 		return nil
 	case b[0] == '"':
 		return json.Unmarshal(b, &c.text)
@@ -66,63 +67,6 @@ func (c *wireContent) UnmarshalJSON(b []byte) error {
 	}
 	c.text, c.thinking = text.String(), thinking.String()
 	return nil
-}
-
-// unquote decodes a well-formed JSON string literal.
-func unquote(b []byte) string {
-	b = b[1 : len(b)-1]
-	i := bytes.IndexByte(b, '\\')
-	if i < 0 {
-		return string(b)
-	}
-	out := make([]byte, 0, len(b))
-	for i >= 0 {
-		out = append(out, b[:i]...)
-		c := b[i+1]
-		b = b[i+2:]
-		switch c {
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'u':
-			r := rune(hex4(b))
-			b = b[4:]
-			if utf16.IsSurrogate(r) && len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
-				if r2 := utf16.DecodeRune(r, rune(hex4(b[2:]))); r2 != utf8.RuneError {
-					r, b = r2, b[6:]
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default: // " \\ /
-			out = append(out, c)
-		}
-		i = bytes.IndexByte(b, '\\')
-	}
-	return string(append(out, b...))
-}
-
-// hex4 reads four hex digits.
-func hex4(b []byte) int {
-	n := 0
-	for _, c := range b[:4] {
-		n <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			n |= int(c - '0')
-		case c >= 'a' && c <= 'f':
-			n |= int(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			n |= int(c-'A') + 10
-		}
-	}
-	return n
 }
 
 // thinkingText reads a thinking part's text: a string, or a list of text
@@ -188,6 +132,196 @@ func (d *wireDelta) reasoning() string {
 		return d.Delta.Reasoning
 	}
 	return d.Delta.Content.thinking
+}
+
+// decodeChunk reads one stream event into c (zero but for the capacity
+// of its Choices) when it has the shape servers send with every token:
+// string or null content, reasoning, refusal, usage, and members it does
+// not know, skipped as encoding/json skips them. It reports false for
+// anything else (tool calls, logprobs, content parts, annotations, an
+// error object, x_groq, a key repeated or in another case, bad syntax),
+// and the caller decodes the event with encoding/json. For every event it
+// reads, c holds what encoding/json gives (FuzzDecodeChunk); it costs a
+// fraction of it, once per token.
+func decodeChunk(raw string, c *wireChunk) bool {
+	var r jsonx.Cursor
+	r.Reset(raw)
+	var seen uint
+	ok := r.Object(func(key string) bool {
+		switch key {
+		case "id":
+			return once(&seen, 0) && readString(&r, &c.ID)
+		case "created":
+			return once(&seen, 1) && (r.Null() || readInt(&r, &c.Created))
+		case "model":
+			return once(&seen, 2) && readString(&r, &c.Model)
+		case "system_fingerprint":
+			return once(&seen, 3) && readString(&r, &c.SystemFingerprint)
+		case "choices":
+			return once(&seen, 4) && (r.Null() || r.Array(func() bool {
+				c.Choices = append(c.Choices, wireDelta{})
+				return decodeDelta(&r, &c.Choices[len(c.Choices)-1])
+			}))
+		case "usage":
+			return once(&seen, 5) && (r.Null() || decodeUsage(&r, &c.Usage))
+		case "x_groq":
+			return once(&seen, 6) && r.Null()
+		case "error":
+			return once(&seen, 7) && r.Null()
+		}
+		return otherKey(key, "id", "created", "model", "system_fingerprint", "choices", "usage", "x_groq", "error") && r.Skip()
+	})
+	return ok && r.End()
+}
+
+// decodeDelta reads one choice of a stream event (see decodeChunk).
+func decodeDelta(r *jsonx.Cursor, d *wireDelta) bool {
+	var seen uint
+	return r.Object(func(key string) bool {
+		switch key {
+		case "index":
+			var n int64
+			if !once(&seen, 0) || !(r.Null() || readInt(r, &n)) || int64(int(n)) != n {
+				return false
+			}
+			d.Index = int(n)
+			return true
+		case "finish_reason":
+			return once(&seen, 1) && readString(r, (*string)(&d.FinishReason))
+		case "logprobs":
+			return once(&seen, 2) && r.Null()
+		case "delta":
+			if !once(&seen, 3) {
+				return false
+			}
+			var in uint
+			return r.Null() || r.Object(func(key string) bool {
+				switch key {
+				case "content":
+					return once(&in, 0) && readString(r, &d.Delta.Content.text)
+				case "refusal":
+					return once(&in, 1) && readString(r, &d.Delta.Refusal)
+				case "reasoning_content":
+					return once(&in, 2) && readString(r, &d.Delta.ReasoningContent)
+				case "reasoning":
+					return once(&in, 3) && readString(r, &d.Delta.Reasoning)
+				case "tool_calls":
+					return once(&in, 4) && r.Null()
+				case "annotations", "provider_specific_fields":
+					return false
+				}
+				return otherKey(key, "content", "refusal", "reasoning_content", "reasoning", "tool_calls", "annotations", "provider_specific_fields") && r.Skip()
+			})
+		}
+		return otherKey(key, "index", "finish_reason", "logprobs", "delta") && r.Skip()
+	})
+}
+
+// decodeUsage reads a usage object (see decodeChunk).
+func decodeUsage(r *jsonx.Cursor, dst **openai.Usage) bool {
+	u := &openai.Usage{}
+	*dst = u
+	var seen uint
+	return r.Object(func(key string) bool {
+		switch key {
+		case "prompt_tokens":
+			return once(&seen, 0) && readCount(r, &u.PromptTokens)
+		case "completion_tokens":
+			return once(&seen, 1) && readCount(r, &u.CompletionTokens)
+		case "total_tokens":
+			return once(&seen, 2) && readCount(r, &u.TotalTokens)
+		case "prompt_tokens_details":
+			if !once(&seen, 3) {
+				return false
+			}
+			if r.Null() {
+				return true
+			}
+			p := &openai.PromptTokensDetails{}
+			u.PromptTokensDetails = p
+			return readCounts(r, []string{"audio_tokens", "cached_tokens"}, &p.AudioTokens, &p.CachedTokens)
+		case "completion_tokens_details":
+			if !once(&seen, 4) {
+				return false
+			}
+			if r.Null() {
+				return true
+			}
+			d := &openai.CompletionTokensDetails{}
+			u.CompletionTokensDetails = d
+			return readCounts(r, []string{"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"},
+				&d.AudioTokens, &d.ReasoningTokens, &d.AcceptedPredictionTokens, &d.RejectedPredictionTokens)
+		}
+		return otherKey(key, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details") && r.Skip()
+	})
+}
+
+// readCounts reads an object whose members named keys are counts into
+// dst (in the same order); other members are skipped.
+func readCounts(r *jsonx.Cursor, keys []string, dst ...*int) bool {
+	var seen uint
+	return r.Object(func(key string) bool {
+		for i, k := range keys {
+			if key == k {
+				return once(&seen, i) && readCount(r, dst[i])
+			}
+		}
+		return otherKey(key, keys...) && r.Skip()
+	})
+}
+
+// once records member i of an object as read, and reports false when it
+// was already (encoding/json would keep the last, or merge objects).
+func once(seen *uint, i int) bool {
+	if *seen&(1<<i) != 0 {
+		return false
+	}
+	*seen |= 1 << i
+	return true
+}
+
+// readString reads a string or null (which leaves dst as it is).
+func readString(r *jsonx.Cursor, dst *string) bool {
+	if r.Null() {
+		return true
+	}
+	s, ok := r.String()
+	*dst = s
+	return ok
+}
+
+// readInt reads an integer.
+func readInt(r *jsonx.Cursor, dst *int64) bool {
+	n, ok := r.Int()
+	*dst = n
+	return ok
+}
+
+// readCount reads an integer or null into an int.
+func readCount(r *jsonx.Cursor, dst *int) bool {
+	if r.Null() {
+		return true
+	}
+	n, ok := r.Int()
+	*dst = int(n)
+	return ok && int64(int(n)) == n
+}
+
+// otherKey reports whether key, which is none of known, is skipped by
+// encoding/json as well: it matches none of them in another case (or by
+// Unicode folding, hence non-ASCII keys are refused).
+func otherKey(key string, known ...string) bool {
+	for i := range len(key) {
+		if key[i] >= 0x80 {
+			return false
+		}
+	}
+	for _, k := range known {
+		if len(key) == len(k) && strings.EqualFold(key, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxStreamIndex bounds the choice and tool-call indices a stream may
