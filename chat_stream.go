@@ -24,11 +24,12 @@ import (
 // yet, so from such a marker on it holds everything back and, on Close,
 // sends what Parse reads from the whole reply.
 func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &chatFieldStream{sig: sig, cur: reply.Other, hold: -1}
+	return &chatFieldStream{sig: sig, cur: reply.Other, hold: -1, bound: reply.MarkerBound(sig)}
 }
 
 type chatFieldStream struct {
 	sig      *signature.Signature
+	bound    int             // the longest marker (reply.MarkerBound)
 	buf      strings.Builder // the whole reply so far
 	pos      int             // text before pos is decided
 	base     int             // where the answer starts (after a think block): a line start
@@ -125,7 +126,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		if !ok {
 			end := len(full)
 			if !final {
-				end = holdStart(full, s.pos)
+				end = holdStart(full, s.pos, s.bound)
 			}
 			return s.emit(dst, full, end, final)
 		}
@@ -174,10 +175,10 @@ func (s *chatFieldStream) openingFence(pre string) {
 }
 
 // holdStart returns where the undecided tail of full begins: the earliest
-// character after pos, within the last reply.MaxMarker bytes and on the last
+// character after pos, within the last bound bytes and on the last
 // line, that could start a marker.
-func holdStart(full string, pos int) int {
-	lo := max(pos, len(full)-reply.MaxMarker)
+func holdStart(full string, pos, bound int) int {
+	lo := max(pos, len(full)-bound)
 	for i := len(full) - 1; i >= lo; i-- {
 		if c := full[i]; c == '\n' || c == '\r' {
 			lo = i + 1

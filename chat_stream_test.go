@@ -142,6 +142,18 @@ func TestMarkerBound(t *testing.T) {
 			assert.Equal(t, vals["answer"], got["answer"], "%q chunk %d", c.reply, size)
 		}
 	}
+
+	// A field's own name does not count: a signature with a 120-letter
+	// output reads its markers, decorated, whole or streamed.
+	name := strings.Repeat("n", 120)
+	sig = mustParse(t, "question -> reasoning, "+name)
+	reply := "[[ ## reasoning ## ]]\nr\n\n" + strings.Repeat("*", 40) + " [[ ## " + name + " ## ]] :\nParis\n\n[[ ## completed ## ]]"
+	vals, err := adapter.Chat{}.Parse(sig, reply)
+	require.NoError(t, err)
+	assert.Equal(t, adapter.Values{"reasoning": "r", name: "Paris"}, vals)
+	for size := 1; size <= 128; size += 7 {
+		assert.Equal(t, map[string]string{"reasoning": "r", name: "Paris"}, streamFields(sig, reply, size), "chunk %d", size)
+	}
 }
 
 // BenchmarkChatStream measures the field stream over a reply in 16-byte

@@ -92,11 +92,25 @@ func skipBlankBack(s string, k, lo int) int {
 
 // MaxMarker bounds a marker in bytes, from its first bracket or hash (or,
 // at a line start, the decoration before it) to its last closing bracket
-// or hash: a longer one is text, and decoration that would make it longer
-// leaves the marker mid-line. It also bounds the blanks between a marker
-// and a decoration after it (" :"). A field stream therefore never holds
-// back more than this as a possible marker.
+// or hash, not counting the name when it is a field's: a longer one is
+// text, and decoration that would make it longer leaves the marker
+// mid-line. It also bounds the blanks between a marker and a decoration
+// after it (" :"). A field stream therefore never holds back more than
+// MarkerBound as a possible marker.
 const MaxMarker = 96
+
+// MarkerBound is the longest a marker of sig can be: MaxMarker and the
+// longest field name.
+func MarkerBound(sig *signature.Signature) int {
+	n := len("completed")
+	for i := range sig.NumInputs() {
+		n = max(n, len(sig.InputName(i)))
+	}
+	for i := range sig.NumOutputs() {
+		n = max(n, len(sig.OutputName(i)))
+	}
+	return MaxMarker + n
+}
 
 // maxHashes bounds a marker's run of hashes ("###" is common, more is a
 // heading rule or noise).
@@ -167,8 +181,15 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 			start = nameStart
 		}
 	}
+	name := s[nameStart:nameEnd]
+	field := OutputIndex(sig, name)
+	known := field != Other || IsInput(sig, name)
+	limit := MaxMarker // a known name does not count: see MarkerBound
+	if known {
+		limit += len(name)
+	}
 	b := decorationStart(s, start)
-	lineStart := (b == 0 || s[b-1] == '\n' || s[b-1] == '\r') && core-b <= MaxMarker
+	lineStart := (b == 0 || s[b-1] == '\n' || s[b-1] == '\r') && core-b <= limit
 	if lineStart {
 		start = b
 	} else {
@@ -177,12 +198,9 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		}
 	}
 	start = max(start, lo)
-	if core-start > MaxMarker {
+	if core-start > limit {
 		return Mark{}, false
 	}
-	name := s[nameStart:nameEnd]
-	field := OutputIndex(sig, name)
-	known := field != Other || IsInput(sig, name)
 	bracketed := lb > 0 && rb > 0
 	strong := bracketed && h1 > 0 && h2 > 0
 	switch {
