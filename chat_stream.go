@@ -16,7 +16,8 @@ import (
 // wrapped in quotes (Parse drops them), and a last line that may close a
 // code fence around the whole reply. A field's marker given again after
 // its text was sent streams as text outside any field: Parse keeps the
-// first value.
+// first value. A leading <think> block streams as reasoning, as for every
+// adapter.
 //
 // A marker in the middle of a line is recovery only for Parse: it counts
 // unless the reply also marks that field (or, for completed, another
@@ -24,7 +25,7 @@ import (
 // yet, so from such a marker on it holds everything back and, on Close,
 // sends what Parse reads from the whole reply.
 func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &chatFieldStream{sig: sig, cur: reply.Other, hold: -1, bound: reply.MarkerBound(sig)}
+	return withThink(sig, &chatFieldStream{sig: sig, cur: reply.Other, hold: -1, bound: reply.MarkerBound(sig)})
 }
 
 type chatFieldStream struct {
@@ -32,14 +33,11 @@ type chatFieldStream struct {
 	bound    int             // the longest marker (reply.MarkerBound)
 	buf      strings.Builder // the whole reply so far
 	pos      int             // text before pos is decided
-	base     int             // where the answer starts (after a think block): a line start
 	cur      int             // the section being read: output index or reply.Other
 	fresh    bool            // at the start of a section: leading blanks are dropped
 	onLine   bool            // still on the marker's line: its trailing blanks are dropped
 	hold     int             // full[hold:pos] is held trailing whitespace of the section; -1 none
-	think    int             // 0 undecided, 1 inside a leading think block, 2 past it
 	done     bool            // the completed marker was seen
-	thinkTo  string          // the closing tag of the think block
 	sent     streamed        // outputs whose text was sent
 	line     streamed        // outputs marked at the start of a line so far
 	deferred bool            // a mid-line marker may count: decide on Close
@@ -74,50 +72,8 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		return dst
 	}
 	full := s.buf.String()
-	if s.think == 0 {
-		t := strings.TrimLeft(full, " \t\r\n")
-		s.think = 2
-		for _, tag := range reply.ThinkTags {
-			if reply.OutputIndex(s.sig, tag) >= 0 {
-				continue
-			}
-			open := "<" + tag + ">"
-			switch {
-			case len(t) >= len(open) && strings.EqualFold(t[:len(open)], open):
-				s.think, s.thinkTo = 1, "</"+tag+">"
-				s.pos = len(full) - len(t) + len(open)
-			case !final && len(t) < len(open) && strings.HasPrefix(open, strings.ToLower(t)):
-				s.think = 0 // could still become a think block
-				return dst
-			}
-			if s.think == 1 {
-				break
-			}
-		}
-	}
-	if s.think == 1 {
-		if i := reply.IndexFold(full[s.pos:], s.thinkTo); i >= 0 {
-			if i > 0 {
-				dst = append(dst, FieldDelta{Text: full[s.pos : s.pos+i], Reasoning: true})
-			}
-			s.pos += i + len(s.thinkTo)
-			s.base = s.pos
-			s.think = 2
-		} else {
-			end := len(full)
-			if !final {
-				end = max(s.pos, len(full)-len(s.thinkTo)+1)
-			}
-			if end > s.pos {
-				dst = append(dst, FieldDelta{Text: full[s.pos:end], Reasoning: true})
-				s.pos = end
-			}
-			return dst
-		}
-	}
 	for {
-		m, ok := reply.FindMarker(s.sig, full[s.base:], s.pos-s.base)
-		m.Start, m.End = m.Start+s.base, m.End+s.base
+		m, ok := reply.FindMarker(s.sig, full, s.pos)
 		// A marker at the very end may still grow ("]]" then ":" or "**", or
 		// blanks and then a decoration).
 		if ok && !final && (len(full)-m.End < 2 || reply.MayGrow(full[m.End:])) {
@@ -131,7 +87,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			return s.emit(dst, full, end, final)
 		}
 		if s.fence == 0 {
-			s.openingFence(full[s.base:m.Start])
+			s.openingFence(full[:m.Start])
 		}
 		if !m.LineStart {
 			switch {

@@ -257,3 +257,45 @@ func BenchmarkChatStreamTypical(b *testing.B) {
 		fs.Close(ds[:0])
 	}
 }
+
+// TestFieldStreamsReadThink: every adapter's field stream sends a leading
+// reasoning block as reasoning and the rest as Parse reads it (one rule,
+// thinkStream, for all of them: the JSON stream used to send the block as
+// text outside any field).
+func TestFieldStreamsReadThink(t *testing.T) {
+	sig := mustParse(t, "question -> answer")
+	for _, c := range []struct {
+		a interface {
+			adapter.Adapter
+			adapter.Parser
+			adapter.StreamParser
+		}
+		reply string
+	}{
+		{adapter.Chat{}, "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"},
+		{adapter.JSON{}, `{"answer": "Paris"}`},
+		{adapter.XML{}, "<answer>Paris</answer>"},
+	} {
+		reply := " <THINK>It is the capital.</think>\n" + c.reply
+		vals, err := c.a.Parse(sig, reply)
+		require.NoError(t, err, c.a.Name())
+		for _, size := range []int{1, 3, 7, 64} {
+			fs := c.a.NewFieldStream(sig)
+			var reasoning, answer string
+			var ds []adapter.FieldDelta
+			for i := 0; i < len(reply); i += size {
+				ds = append(ds, fs.Write(nil, reply[i:min(i+size, len(reply))])...)
+			}
+			for _, d := range fs.Close(ds) {
+				switch {
+				case d.Reasoning:
+					reasoning += d.Text
+				case d.Field == "answer":
+					answer += d.Text
+				}
+			}
+			assert.Equal(t, "It is the capital.", reasoning, "%s chunk %d", c.a.Name(), size)
+			assert.Equal(t, vals["answer"], answer, "%s chunk %d", c.a.Name(), size)
+		}
+	}
+}

@@ -15,9 +15,10 @@ import (
 // Parse names them: exact, then case-insensitive). A string value streams
 // as it grows, its escapes decoded; any other value (a number, a bool,
 // null, an array, an object) is reported once complete, as its JSON text.
-// Text around the object (prose, a code fence) belongs to no field.
+// Text around the object (prose, a code fence) belongs to no field. A
+// leading <think> block streams as reasoning, as for every adapter.
 func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &jsonFieldStream{sig: sig, field: reply.Other}
+	return withThink(sig, &jsonFieldStream{sig: sig, field: reply.Other})
 }
 
 // NewFieldStream streams as the JSON adapter does.

@@ -294,7 +294,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	if s := r.sink; s != nil {
 		s.adapter, s.fsig, s.fields, s.newFS = a.Name(), fsig, streamed{}, nil
 		if sp, ok := a.(StreamParser); ok {
-			s.newFS = func() FieldStream { return &thinkStream{sig: fsig, inner: sp.NewFieldStream(fsig)} }
+			s.newFS = func() FieldStream { return withThink(fsig, sp.NewFieldStream(fsig)) }
 		}
 		bottom = s.sender(r.stream)
 		base.Stream = true

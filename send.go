@@ -76,13 +76,23 @@ func blockingSender(lm LM) Invoker {
 // thinkStream routes a leading reasoning block (<think>…</think>, also
 // <thinking> and <reasoning>, unless an output has that name) to reasoning
 // deltas and the rest of the reply to the adapter's FieldStream, so that
-// every adapter streams reasoning as Parse strips it.
+// every adapter streams reasoning as Parse strips it. It is the one place
+// a stream reads that block: the built-in adapters' NewFieldStream return
+// their streams inside one, and Stream puts any other adapter's in one.
 type thinkStream struct {
 	sig     *signature.Signature
 	inner   FieldStream
 	state   int    // 0 undecided, 1 inside the block, 2 past it or none
 	held    string // text not yet decided
 	closing string
+}
+
+// withThink puts fs inside a thinkStream, unless it is one already.
+func withThink(sig *signature.Signature, fs FieldStream) FieldStream {
+	if _, ok := fs.(*thinkStream); ok {
+		return fs
+	}
+	return &thinkStream{sig: sig, inner: fs}
 }
 
 func (s *thinkStream) Write(dst []FieldDelta, text string) []FieldDelta {

@@ -11,12 +11,13 @@ import (
 // NewFieldStream returns a FieldStream for XML replies: the text inside an
 // output field's element streams to that field, entities and CDATA
 // decoded and the value trimmed as Parse trims it; a leading <think> block
-// streams as reasoning; everything else belongs to no field. Only a
+// streams as reasoning, as for every adapter; everything else belongs to
+// no field. Only a
 // possible closing tag, entity or CDATA end at the end of the text is held
 // back. (A value containing its own closing tag, which Parse recovers from
 // the whole reply, ends its deltas at the first closing tag.)
 func (XML) NewFieldStream(sig *signature.Signature) FieldStream {
-	return &xmlFieldStream{sig: sig, field: reply.Other}
+	return withThink(sig, &xmlFieldStream{sig: sig, field: reply.Other})
 }
 
 type xmlMode uint8
@@ -25,7 +26,6 @@ const (
 	xmOutside xmlMode = iota
 	xmField           // inside an output field's element
 	xmCDATA           // inside a CDATA section within a field
-	xmThink           // inside a leading reasoning block
 )
 
 type xmlFieldStream struct {
@@ -37,7 +37,6 @@ type xmlFieldStream struct {
 	close string // its closing tag, "</name"
 	fresh bool   // nothing of the field sent yet: leading blanks go
 	hold  string // trailing blanks held until more text comes
-	begun bool   // past the start (a think block is only recognised there)
 	skip  bool   // the field's element is a repeat: nothing is sent
 	sent  streamed
 }
@@ -61,14 +60,10 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		case xmOutside:
 			k := strings.IndexByte(full[s.pos:], '<')
 			if k < 0 {
-				s.begun = s.begun || strings.TrimSpace(full[s.pos:]) != ""
 				s.pos = len(full)
 				return dst
 			}
 			k += s.pos
-			if !s.begun && strings.TrimSpace(full[s.pos:k]) != "" {
-				s.begun = true
-			}
 			el, ok := reply.OpenTag(full, k)
 			if !ok {
 				if !final && !strings.ContainsAny(full[k+1:], "<>") && len(full)-k < 256 {
@@ -87,30 +82,7 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 				// (Parse reads those as its items).
 				s.skip = s.sent.again(i) && !reply.IsList(s.sig.Output(i).Spec)
 				s.sent.mark(i)
-				s.begun = true
-				continue
 			}
-			if !s.begun && reply.IsThinkTag(el.Name) {
-				s.mode, s.close = xmThink, "</"+el.Name
-			}
-			s.begun = true
-		case xmThink:
-			k := reply.IndexFold(full[s.pos:], s.close)
-			end := len(full)
-			if k >= 0 {
-				end = s.pos + k
-			} else if !final {
-				end = max(s.pos, len(full)-len(s.close))
-			}
-			if end > s.pos {
-				dst = append(dst, FieldDelta{Text: full[s.pos:end], Reasoning: true})
-			}
-			if k < 0 {
-				s.pos = end
-				return dst
-			}
-			s.pos = skipPast(full, end, '>')
-			s.mode = xmOutside
 		case xmField:
 			rest := full[s.pos:]
 			k := findClose(rest, s.close, final)
