@@ -68,7 +68,7 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 	}
 	n := sig.NumOutputs()
 	var buf [8]reply.Field
-	fields := buf[:0]
+	var fields []reply.Field
 	if n <= len(buf) {
 		fields = buf[:n]
 	} else {

@@ -207,7 +207,7 @@ func renamedElement(sig *signature.Signature, text string, missing int, fields [
 }
 
 func readJSONShape(sig *signature.Signature, text string, fields []Field) (bool, error) {
-	if strings.IndexAny(text, "{[") < 0 {
+	if !strings.ContainsAny(text, "{[") {
 		return false, nil
 	}
 	if readFlat(sig, text, fields) {
