@@ -261,7 +261,8 @@ func BenchmarkChatStreamTypical(b *testing.B) {
 // TestFieldStreamsReadThink: every adapter's field stream sends a leading
 // reasoning block as reasoning and the rest as Parse reads it (one rule,
 // thinkStream, for all of them: the JSON stream used to send the block as
-// text outside any field).
+// text outside any field), its tags in any case (FuzzXMLStream: a closing
+// "</thinK>" did not end the block).
 func TestFieldStreamsReadThink(t *testing.T) {
 	sig := mustParse(t, "question -> answer")
 	for _, c := range []struct {
@@ -276,7 +277,7 @@ func TestFieldStreamsReadThink(t *testing.T) {
 		{adapter.JSON{}, `{"answer": "Paris"}`},
 		{adapter.XML{}, "<answer>Paris</answer>"},
 	} {
-		reply := " <THINK>It is the capital.</think>\n" + c.reply
+		reply := " <THINK>It is the capital.</Think>\n" + c.reply
 		vals, err := c.a.Parse(sig, reply)
 		require.NoError(t, err, c.a.Name())
 		for _, size := range []int{1, 3, 7, 64} {

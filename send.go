@@ -125,7 +125,7 @@ func (s *thinkStream) Write(dst []FieldDelta, text string) []FieldDelta {
 // the start of its closing tag.
 func (s *thinkStream) inside(dst []FieldDelta, text string, final bool) []FieldDelta {
 	s.held += text
-	if i := strings.Index(s.held, s.closing); i >= 0 {
+	if i := reply.IndexFold(s.held, s.closing); i >= 0 {
 		if i > 0 {
 			dst = append(dst, FieldDelta{Text: s.held[:i], Reasoning: true})
 		}
