@@ -35,10 +35,11 @@ func TestXMLFieldStream(t *testing.T) {
 
 // wellFormedFields matches replies whose two fields are plain elements:
 // each opened once, closed by its own tag, holding no markup but CDATA
-// sections that end at their first "]]>", as XML reads them (FuzzXMLStream
-// found ".*?" spanning "]]></reasoning]]>": a value holding its own
-// closing tag, which the stream documents it cannot follow).
-var wellFormedFields = regexp.MustCompile(`(?is)^[^<]*(?:<think>[^<]*</think>[^<]*)?(?:(?:<reasoning>(?:[^<]|<!\[CDATA\[(?:[^\]]|\][^\]])*\]\]>)*</reasoning>|<answer>(?:[^<]|<!\[CDATA\[(?:[^\]]|\][^\]])*\]\]>)*</answer>)[^<]*){2}$`)
+// sections (the keyword in capitals) that end at their first "]]>", as XML
+// reads them (FuzzXMLStream found ".*?" spanning "]]></reasoning]]>", and
+// "<![cDATA[" taken for a section: values holding their own closing tag,
+// which the stream documents it cannot follow).
+var wellFormedFields = regexp.MustCompile(`(?is)^[^<]*(?:<think>[^<]*</think>[^<]*)?(?:(?:<reasoning>(?:[^<]|(?-i:<!\[CDATA\[)(?:[^\]]|\][^\]])*\]\]>)*</reasoning>|<answer>(?:[^<]|(?-i:<!\[CDATA\[)(?:[^\]]|\][^\]])*\]\]>)*</answer>)[^<]*){2}$`)
 
 // FuzzXMLStream: for replies Parse reads from elements, the joined deltas
 // of each str field equal the parsed value, unless the value held its own
