@@ -208,6 +208,9 @@ func (sp SavedPredictor) Request() openai.ChatCompletionRequest {
 // signature state), and one saved by DSPy 2.5 with an extended_signature,
 // whose optimised instructions DSPy 2.6+ cannot load either.
 func (m *Module) Load(prog Program, name string) (*Module, error) {
+	if err := m.zero(); err != nil {
+		return nil, err
+	}
 	sp, ok := prog.Predictors[name]
 	if !ok {
 		return nil, fmt.Errorf("predict: saved program has no predictor %q (it has %s)", name, strings.Join(prog.Names(), ", "))
@@ -317,10 +320,18 @@ func needsGoValue(t *signature.TypeSpec, depth int) bool {
 // Ignored lists what Load left out of the saved predictor, one line each:
 // demo keys that name no field (DSPy ignores them too) and the saved LM
 // settings. It is nil for a module that was not loaded.
-func (m *Module) Ignored() []string { return slices.Clone(m.ignored) }
+func (m *Module) Ignored() []string {
+	if m == nil {
+		return nil
+	}
+	return slices.Clone(m.ignored)
+}
 
 // Load is Module.Load for a typed Predict.
 func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], error) {
+	if err := p.zero(); err != nil {
+		return nil, err
+	}
 	m, err := p.m.Load(prog, name)
 	if err != nil {
 		return nil, err
@@ -331,6 +342,9 @@ func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], e
 // Load is Module.Load for a ChainOfThought; DSPy saves its predictor
 // under "<name>.predict".
 func (c *ChainOfThought[In, Out]) Load(prog Program, name string) (*ChainOfThought[In, Out], error) {
+	if err := c.zero(); err != nil {
+		return nil, err
+	}
 	m, err := c.p.m.Load(prog, name)
 	if err != nil {
 		return nil, err
