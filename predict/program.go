@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -48,15 +49,55 @@ type SavedPredictor struct {
 	ExtendedSignature *signature.State `json:"extended_signature,omitempty"`
 	// LM is the saved LM configuration, without the endpoint keys DSPy
 	// drops from untrusted files (api_base, base_url, model_list) and
-	// without api_key. Load does not apply it; see Request.
+	// without api_key, in any spelling (API_BASE, Api-Key, apiKey, …) and
+	// at any depth (inside nested objects and lists). Load does not apply
+	// it; see Request.
 	LM map[string]any `json:"lm"`
 
 	noSignature bool // saved before DSPy 2.5: no signature state
 }
 
 // unsafeLMKeys are the LM keys DSPy drops unless the file is trusted, and
-// the credential a saved file should never carry.
-var unsafeLMKeys = []string{"api_base", "base_url", "model_list", "api_key"}
+// the credential a saved file should never carry, as unsafeLMKey compares
+// them: letters and digits only.
+var unsafeLMKeys = []string{"apibase", "baseurl", "modellist", "apikey"}
+
+// unsafeLMKey reports whether k is one of unsafeLMKeys in any spelling:
+// any case (Unicode case folding, so "api_baſe" is api_base), with '_',
+// '-', another separator or none ("API-KEY", "apiKey", "baseURL").
+func unsafeLMKey(k string) bool {
+	n := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, k)
+	for _, u := range unsafeLMKeys {
+		if strings.EqualFold(n, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropUnsafeLMKeys removes the unsafe keys from a decoded LM value at every
+// depth: in nested objects and in the objects of lists.
+func dropUnsafeLMKeys(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if unsafeLMKey(k) {
+				delete(v, k)
+				continue
+			}
+			dropUnsafeLMKeys(x)
+		}
+	case []any:
+		for _, x := range v {
+			dropUnsafeLMKeys(x)
+		}
+	}
+}
 
 // UnmarshalJSON reads a predictor's state, noting a state saved before
 // DSPy 2.5 (no "signature" member) and dropping the unsafe LM keys.
@@ -72,9 +113,7 @@ func (sp *SavedPredictor) UnmarshalJSON(b []byte) error {
 	}
 	_, has := keys["signature"]
 	p.noSignature = !has
-	for _, u := range unsafeLMKeys {
-		delete(p.LM, u)
-	}
+	dropUnsafeLMKeys(p.LM)
 	*sp = SavedPredictor(p)
 	return nil
 }
@@ -92,28 +131,78 @@ func isPredictorState(raw json.RawMessage) bool {
 	return demos || sig
 }
 
+// FlatName is the name LoadProgram gives the one predictor of a bare
+// dspy.Predict saved on its own (dspy.Predict(…).save(path) writes its
+// state at the top level, not under a path): "self", DSPy's own name for
+// it (named_predictors).
+const FlatName = "self"
+
+// predictorStateKeys are the members of a predictor's saved state.
+var predictorStateKeys = []string{"traces", "train", "demos", "signature", "extended_signature", "lm"}
+
+// isFlatState reports whether a saved program's top level is one
+// predictor's state: demos as a list, or a signature state (instructions
+// and fields), where a program with modules holds predictor states.
+func isFlatState(raw map[string]json.RawMessage) bool {
+	if d, ok := raw["demos"]; ok && bytes.HasPrefix(bytes.TrimSpace(d), []byte("[")) {
+		return true
+	}
+	var sig map[string]json.RawMessage
+	if json.Unmarshal(raw["signature"], &sig) != nil {
+		return false
+	}
+	_, fields := sig["fields"]
+	_, instructions := sig["instructions"]
+	return fields || instructions
+}
+
 // LoadProgram reads a saved program. Top-level members that are not
 // predictor states are listed in Skipped; the LM endpoint keys DSPy treats
 // as unsafe are dropped. A malformed predictor state is an error naming it.
+//
+// A bare dspy.Predict saved on its own, whose state sits at the top level
+// (as dspy.Predict(…).save(path) writes it and dspy.Predict(…).load(path)
+// reads it), is a program of one predictor named FlatName ("self").
 func LoadProgram(r io.Reader) (Program, error) {
 	var raw map[string]json.RawMessage
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
 		return Program{}, fmt.Errorf("predict: saved program: %w", err)
 	}
 	prog := Program{Predictors: map[string]SavedPredictor{}}
-	for k, v := range raw {
-		if k == "metadata" || !isPredictorState(v) {
-			prog.Skipped = append(prog.Skipped, k)
-			if k == "metadata" {
-				var md struct {
-					Versions struct {
-						DSPy string `json:"dspy"`
-					} `json:"dependency_versions"`
-				}
-				if json.Unmarshal(v, &md) == nil {
-					prog.DSPyVersion = md.Versions.DSPy
-				}
+	flat := isFlatState(raw)
+	if flat {
+		state := map[string]json.RawMessage{}
+		for _, k := range predictorStateKeys {
+			if v, ok := raw[k]; ok {
+				state[k] = v
 			}
+		}
+		b, err := json.Marshal(state)
+		if err != nil {
+			return Program{}, fmt.Errorf("predict: saved program: %w", err)
+		}
+		var sp SavedPredictor
+		if err := json.Unmarshal(b, &sp); err != nil {
+			return Program{}, fmt.Errorf("predict: saved program: the bare predictor's state: %w", err)
+		}
+		prog.Predictors[FlatName] = sp
+	}
+	for k, v := range raw {
+		if k == "metadata" {
+			var md struct {
+				Versions struct {
+					DSPy string `json:"dspy"`
+				} `json:"dependency_versions"`
+			}
+			if json.Unmarshal(v, &md) == nil {
+				prog.DSPyVersion = md.Versions.DSPy
+			}
+		}
+		if flat && slices.Contains(predictorStateKeys, k) {
+			continue
+		}
+		if flat || k == "metadata" || !isPredictorState(v) {
+			prog.Skipped = append(prog.Skipped, k)
 			continue
 		}
 		var sp SavedPredictor
@@ -213,7 +302,11 @@ func (m *Module) Load(prog Program, name string) (*Module, error) {
 	}
 	sp, ok := prog.Predictors[name]
 	if !ok {
-		return nil, fmt.Errorf("predict: saved program has no predictor %q (it has %s)", name, strings.Join(prog.Names(), ", "))
+		has := strings.Join(prog.Names(), ", ")
+		if _, flat := prog.Predictors[FlatName]; flat && len(prog.Predictors) == 1 {
+			has += ": a bare Predict saved on its own"
+		}
+		return nil, fmt.Errorf("predict: saved program has no predictor %q (it has %s)", name, has)
 	}
 	if sp.noSignature {
 		return nil, fmt.Errorf("predict: predictor %q was saved before DSPy 2.5 (no signature state): DSPy 2.6+ cannot load it either; re-save it with a current DSPy", name)
