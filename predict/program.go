@@ -18,6 +18,7 @@ import (
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 // Program is a program DSPy saved with program.save("x.json"): the saved
@@ -366,13 +367,31 @@ func quoteAll(s []string) []string {
 // raw value. Fields of struct or custom types (Image, a model) take their
 // Go value instead, since only that can format them: a type that decodes
 // JSON itself reads the saved text (its key order with it).
+//
+// A value that is exactly DSPy's custom-type marker — how DSPy saves a
+// dspy.Image in a demo — is read as the Image it stands for (savedImage),
+// in whatever field, as DSPy shows it: an image part in a user message.
 func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	v, err := pyjson.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
+	v, images, err := savedImages(v, 0)
+	if err != nil {
+		return nil, err
+	}
 	if v == nil || !needsGoValue(f.Spec, 0) {
 		return v, nil
+	}
+	if img, ok := v.(types.Image); ok && f.Spec.GoType() == imageType {
+		return img, nil
+	}
+	if images {
+		// The Go value is read from the JSON with each image as
+		// {"url": …}, which Image's UnmarshalJSON reads.
+		if raw, err = pyjson.Marshal(v); err != nil {
+			return nil, err
+		}
 	}
 	if t := f.Spec.GoType(); t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
 		p := reflect.New(t)
@@ -389,7 +408,120 @@ func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	return value.FromJSON(plain, f.Spec)
 }
 
-var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	imageType           = reflect.TypeFor[types.Image]()
+)
+
+// The markers DSPy 3 wraps a custom type's content parts in when it
+// serialises one (dspy.Type.serialize_model), as program.save does with a
+// dspy.Image in a demo.
+const (
+	customTypeStart = "<<CUSTOM-TYPE-START-IDENTIFIER>>"
+	customTypeEnd   = "<<CUSTOM-TYPE-END-IDENTIFIER>>"
+)
+
+// savedImages replaces, at every depth of a decoded demo value, each
+// string that is exactly one custom-type marker with the Image it stands
+// for (savedImage). images reports whether it replaced any.
+func savedImages(v any, depth int) (out any, images bool, err error) {
+	if depth > 64 {
+		return v, false, nil
+	}
+	switch x := v.(type) {
+	case string:
+		if !isCustomTypeMarker(x) {
+			return x, false, nil
+		}
+		img, err := savedImage(x)
+		if err != nil {
+			return nil, false, err
+		}
+		return img, true, nil
+	case []any:
+		var c []any
+		for i, e := range x {
+			o, changed, err := savedImages(e, depth+1)
+			if err != nil {
+				return nil, false, fmt.Errorf("item %d: %w", i+1, err)
+			}
+			if changed && c == nil {
+				c = slices.Clone(x)
+			}
+			if changed {
+				c[i], images = o, true
+			}
+		}
+		if c != nil {
+			return c, true, nil
+		}
+	case pyjson.Object:
+		members := x.Members()
+		for i, m := range members {
+			o, changed, err := savedImages(m.Value, depth+1)
+			if err != nil {
+				return nil, false, fmt.Errorf("key %q: %w", m.Key, err)
+			}
+			if changed {
+				members[i].Value, images = o, true
+			}
+		}
+		if images {
+			return pyjson.NewObject(members...), true, nil
+		}
+	}
+	return v, false, nil
+}
+
+// isCustomTypeMarker reports whether s is exactly one custom-type marker:
+// it starts with the start marker and ends with the end marker, neither of
+// which appears in between. Marker text inside other text stays text, as
+// in every other untrusted text.
+func isCustomTypeMarker(s string) bool {
+	payload, ok := strings.CutPrefix(s, customTypeStart)
+	if !ok {
+		return false
+	}
+	payload, ok = strings.CutSuffix(payload, customTypeEnd)
+	return ok && !strings.Contains(payload, customTypeStart) && !strings.Contains(payload, customTypeEnd)
+}
+
+// savedImage reads the image a custom-type marker stands for: exactly one
+// image_url part ({"type": "image_url", "image_url": {"url": …, "detail":
+// …}}, nothing else), whose URL passes NewImage's checks as an image in
+// any demo does (an http(s) or gs URL, or a valid image data URI; never a
+// local path or file:// URL). Anything else the marker claims (audio, a
+// file, text, several parts, unknown members) is an error, never a part.
+func savedImage(s string) (types.Image, error) {
+	payload := strings.TrimSpace(s[len(customTypeStart) : len(s)-len(customTypeEnd)])
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+	}
+	dec := json.NewDecoder(strings.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&parts); err != nil || dec.More() {
+		return types.Image{}, fmt.Errorf("a saved custom-type value that is not one image part (DSPy's %s[{\"type\": \"image_url\", …}]%s): %s", customTypeStart, customTypeEnd, clipText(payload))
+	}
+	if len(parts) != 1 || parts[0].Type != "image_url" || parts[0].ImageURL == nil {
+		return types.Image{}, fmt.Errorf("a saved custom-type value that is not one image part: %s (only images are read from a saved program's demos)", clipText(payload))
+	}
+	p := parts[0].ImageURL
+	switch p.Detail {
+	case "", "low", "high", "auto":
+	default:
+		return types.Image{}, fmt.Errorf("a saved image with detail %s (want low, high or auto)", clipText(p.Detail))
+	}
+	img, err := types.NewImage(p.URL)
+	if err != nil {
+		return types.Image{}, fmt.Errorf("a saved image: %w", err)
+	}
+	img.Detail = openai.ImageURLDetail(p.Detail)
+	return img, nil
+}
 
 // needsGoValue reports whether a type holds a struct or custom type.
 func needsGoValue(t *signature.TypeSpec, depth int) bool {
