@@ -3,6 +3,7 @@ package predict
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -293,11 +294,26 @@ func (sp SavedPredictor) Request() openai.ChatCompletionRequest {
 // example's dspy_uuid, gold labels, another predictor's fields) are left
 // out, and every demo value keeps its saved JSON: a list in a str field is
 // shown as DSPy shows it, objects keep their key order. Ignored lists what
-// was left out. Load refuses a predictor whose fields do not line up with
-// the signature (another number of fields), one saved before DSPy 2.5 (no
-// signature state), and one saved by DSPy 2.5 with an extended_signature,
-// whose optimised instructions DSPy 2.6+ cannot load either.
-func (m *Module) Load(prog Program, name string) (*Module, error) {
+// was left out.
+//
+// DSPy applies the saved texts to the fields by position, whatever their
+// names. Load does so only where the names agree: a predictor whose saved
+// state shows a field under another name is refused with a
+// FieldMismatchError that lists the saved names, since loading it would
+// give that field's texts to another and drop its demo values. The saved
+// state shows a name through DSPy's default description ("${name}"), a
+// prefix DSPy derived from a name the signature or the demos hold ("News
+// Article:"), the keys of the demos DSPy traced ("augmented": true; they
+// hold exactly the predictor's fields), or labeled demos none of which
+// would keep a key. Where nothing shows a name, the texts go by position,
+// as in DSPy. ByPosition asks for DSPy's positional load whatever the
+// names.
+//
+// Load also refuses a predictor with another number of fields, one saved
+// before DSPy 2.5 (no signature state), and one saved by DSPy 2.5 with an
+// extended_signature, whose optimised instructions DSPy 2.6+ cannot load
+// either.
+func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, error) {
 	if err := m.zero(); err != nil {
 		return nil, err
 	}
@@ -315,11 +331,27 @@ func (m *Module) Load(prog Program, name string) (*Module, error) {
 	if sp.ExtendedSignature != nil {
 		return nil, fmt.Errorf("predict: predictor %q was saved by DSPy 2.5 with an extended_signature, which holds the instructions it ran (the optimised ones); DSPy 2.6+ refuses to load it too: re-save it with a current DSPy", name)
 	}
+	if m.sig == nil {
+		return nil, errors.New("predict: nil signature")
+	}
+	var cfg loadConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyLoad(&cfg)
+		}
+	}
+	var ignored []string
+	mismatch, refuse := checkFieldNames(name, sp, m.sig, cfg)
+	if refuse {
+		return nil, mismatch
+	}
+	if line := positionalRenames(mismatch); line != "" {
+		ignored = append(ignored, line)
+	}
 	sig, err := m.sig.WithState(sp.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("predict: predictor %q: %w", name, err)
 	}
-	var ignored []string
 	demos := make([]adapter.Values, 0, len(sp.Demos))
 	for i, d := range sp.Demos {
 		vals := adapter.Values{}
@@ -552,12 +584,13 @@ func (m *Module) Ignored() []string {
 	return slices.Clone(m.ignored)
 }
 
-// Load is Module.Load for a typed Predict.
-func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], error) {
+// Load is Module.Load for a typed Predict: the saved fields' names must be
+// In's and Out's json names, or ByPosition be given.
+func (p *Predict[In, Out]) Load(prog Program, name string, opts ...LoadOption) (*Predict[In, Out], error) {
 	if err := p.zero(); err != nil {
 		return nil, err
 	}
-	m, err := p.m.Load(prog, name)
+	m, err := p.m.Load(prog, name, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -566,11 +599,11 @@ func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], e
 
 // Load is Module.Load for a ChainOfThought; DSPy saves its predictor
 // under "<name>.predict".
-func (c *ChainOfThought[In, Out]) Load(prog Program, name string) (*ChainOfThought[In, Out], error) {
+func (c *ChainOfThought[In, Out]) Load(prog Program, name string, opts ...LoadOption) (*ChainOfThought[In, Out], error) {
 	if err := c.zero(); err != nil {
 		return nil, err
 	}
-	m, err := c.p.m.Load(prog, name)
+	m, err := c.p.m.Load(prog, name, opts...)
 	if err != nil {
 		return nil, err
 	}
