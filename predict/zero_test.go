@@ -117,3 +117,23 @@ func TestZeroModuleError(t *testing.T) {
 	_, err = m.Call(context.Background(), nil, nil)
 	assert.Equal(t, "predict: a nil or zero Module: build it with predict.NewModule or predict.NewChainOfThoughtModule", fmt.Sprint(err))
 }
+
+// TestNilSignatureModule: a module built over a nil signature is not a
+// zero module, but none of its methods panics either: each that returns
+// an error says the signature is nil.
+func TestNilSignatureModule(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	prog, err := predict.ReadProgram("testdata/program.json")
+	require.NoError(t, err)
+	m := predict.NewModule(nil)
+	require.NotPanics(t, func() {
+		assert.Nil(t, m.Signature())
+		_, err := m.Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
+		assert.ErrorContains(t, err, "nil")
+		assert.ErrorContains(t, lastErr(m.Stream(context.Background(), srv.Client(), adapter.Values{"question": "q"})), "nil")
+		_, err = m.Load(prog, "generate_answer.predict")
+		assert.ErrorContains(t, err, "nil signature")
+	})
+	assert.Empty(t, srv.Requests())
+}
