@@ -24,7 +24,8 @@ import (
 
 // Program is a program DSPy saved with program.save("x.json"): the saved
 // state of each predictor, by path ("predict", "generate_answer.predict",
-// "react", "extract.predict", …).
+// "react", "extract.predict", …; "self", FlatName, for a bare dspy.Predict
+// saved on its own).
 type Program struct {
 	// Predictors holds each predictor's saved state by path.
 	Predictors map[string]SavedPredictor
