@@ -54,6 +54,8 @@ type FieldMismatchError struct {
 	fromDemos bool // the demos show the mismatch, not the saved names
 }
 
+// Error lists the saved names ("?" where the saved state does not show
+// one) and the signature's, and says how to load the program.
 func (e *FieldMismatchError) Error() string {
 	saved := make([]string, len(e.Saved))
 	for i, s := range e.Saved {
