@@ -115,11 +115,21 @@ func withReasoning(sig *signature.Signature) (*signature.Signature, error) {
 	return s, nil
 }
 
-// Signature returns the module's signature.
-func (m *Module) Signature() *signature.Signature { return m.sig }
+// Signature returns the module's signature (nil for a nil Module).
+func (m *Module) Signature() *signature.Signature {
+	if m == nil {
+		return nil
+	}
+	return m.sig
+}
 
-// Demos returns the module's demos.
-func (m *Module) Demos() []adapter.Values { return append([]adapter.Values(nil), m.demos...) }
+// Demos returns the module's demos (nil for a nil Module).
+func (m *Module) Demos() []adapter.Values {
+	if m == nil {
+		return nil
+	}
+	return append([]adapter.Values(nil), m.demos...)
+}
 
 // Call runs the module: its demos and defaults, then opts (which may set
 // this call's demos and instructions).
@@ -127,6 +137,9 @@ func (m *Module) Demos() []adapter.Values { return append([]adapter.Values(nil),
 // Each run is reported to the call's trace as a module run
 // (adapter.StartModule), its LM call as part of it.
 func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
+	if err := m.zero(); err != nil {
+		return nil, err
+	}
 	sig, demos, all := m.forCall(opts)
 	ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
 	res, err := adapter.Call(ctx, lm, sig, demos, inputs, all...)
@@ -137,6 +150,9 @@ func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 // Stream runs the module as adapter.Stream does: field deltas, then a Done
 // chunk with the Result.
 func (m *Module) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
+	if err := m.zero(); err != nil {
+		return errSeq[adapter.Chunk](err)
+	}
 	sig, demos, all := m.forCall(opts)
 	return func(yield func(adapter.Chunk, error) bool) {
 		ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
@@ -192,11 +208,17 @@ func New[In, Out any](opts ...Option) (*Predict[In, Out], error) {
 	return &Predict[In, Out]{m: NewModule(sig, opts...)}, nil
 }
 
-// Module returns the untyped module underneath.
-func (p *Predict[In, Out]) Module() *Module { return p.m }
+// Module returns the untyped module underneath (nil for a nil or zero
+// Predict).
+func (p *Predict[In, Out]) Module() *Module {
+	if p == nil {
+		return nil
+	}
+	return p.m
+}
 
-// Signature returns the signature.
-func (p *Predict[In, Out]) Signature() *signature.Signature { return p.m.sig }
+// Signature returns the signature (nil for a nil or zero Predict).
+func (p *Predict[In, Out]) Signature() *signature.Signature { return p.Module().Signature() }
 
 // Demo is a typed example: its inputs and outputs.
 type Demo[In, Out any] struct {
@@ -206,6 +228,9 @@ type Demo[In, Out any] struct {
 
 // WithDemos returns a copy of p whose demos are demos.
 func (p *Predict[In, Out]) WithDemos(demos ...Demo[In, Out]) (*Predict[In, Out], error) {
+	if err := p.zero(); err != nil {
+		return nil, err
+	}
 	vals := make([]adapter.Values, len(demos))
 	for i, d := range demos {
 		in, err := adapter.ValuesOf(d.In)
@@ -239,6 +264,9 @@ func (p *Predict[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts 
 
 // CallAll returns one Out per choice (a request with n > 1).
 func (p *Predict[In, Out]) CallAll(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) ([]Out, *adapter.Result, error) {
+	if err := p.zero(); err != nil {
+		return nil, nil, err
+	}
 	vals, err := adapter.ValuesOf(in)
 	if err != nil {
 		return nil, nil, err
@@ -268,6 +296,9 @@ type Chunk[Out any] struct {
 // Stream runs the module on in as a stream: field deltas as they arrive,
 // then a Done chunk carrying the Result and Out.
 func (p *Predict[In, Out]) Stream(ctx context.Context, lm adapter.StreamingLM, in In, opts ...adapter.CallOption) iter.Seq2[Chunk[Out], error] {
+	if err := p.zero(); err != nil {
+		return errSeq[Chunk[Out]](err)
+	}
 	return func(yield func(Chunk[Out], error) bool) {
 		vals, err := adapter.ValuesOf(in)
 		if err != nil {
@@ -308,25 +339,90 @@ func NewChainOfThought[In, Out any](opts ...Option) (*ChainOfThought[In, Out], e
 	return &ChainOfThought[In, Out]{p: p}, nil
 }
 
-// Module returns the untyped module underneath.
-func (c *ChainOfThought[In, Out]) Module() *Module { return c.p.m }
+// Module returns the untyped module underneath (nil for a nil or zero
+// ChainOfThought).
+func (c *ChainOfThought[In, Out]) Module() *Module {
+	if c == nil {
+		return nil
+	}
+	return c.p.Module()
+}
 
-// Signature returns the signature, reasoning included.
-func (c *ChainOfThought[In, Out]) Signature() *signature.Signature { return c.p.m.sig }
+// Signature returns the signature, reasoning included (nil for a nil or
+// zero ChainOfThought).
+func (c *ChainOfThought[In, Out]) Signature() *signature.Signature {
+	return c.Module().Signature()
+}
 
 // Stream runs the module as a stream: the reasoning's deltas (Field
 // "reasoning"), Out's fields' deltas, then a Done chunk carrying the
 // Result (the reasoning is Result.Outputs[0]["reasoning"]) and Out.
 func (c *ChainOfThought[In, Out]) Stream(ctx context.Context, lm adapter.StreamingLM, in In, opts ...adapter.CallOption) iter.Seq2[Chunk[Out], error] {
+	if err := c.zero(); err != nil {
+		return errSeq[Chunk[Out]](err)
+	}
 	return c.p.Stream(ctx, lm, in, opts...)
 }
 
 // Call runs the module and returns Out and the reasoning.
 func (c *ChainOfThought[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (Out, string, *adapter.Result, error) {
+	if err := c.zero(); err != nil {
+		var zero Out
+		return zero, "", nil, err
+	}
 	out, res, err := c.p.Call(ctx, lm, in, opts...)
 	if err != nil {
 		return out, "", res, err
 	}
 	reasoning, _ := res.Outputs[0]["reasoning"].(string)
 	return out, reasoning, res, nil
+}
+
+// ErrZeroModule is what the methods of a nil or zero module (Module,
+// Predict, ChainOfThought) return, wrapped in an error that names the type
+// and its constructor: build one with NewModule, NewChainOfThoughtModule,
+// New or NewChainOfThought. The accessors (Signature, Demos, Module,
+// Ignored) return nil instead.
+var ErrZeroModule = errors.New("predict: a nil or zero module")
+
+// zeroError is ErrZeroModule for one type.
+type zeroError struct{ kind, build string }
+
+func (e zeroError) Error() string {
+	return "predict: a nil or zero " + e.kind + ": build it with " + e.build
+}
+
+func (e zeroError) Is(target error) bool { return target == ErrZeroModule }
+
+// zero reports whether m is nil or a zero Module (one no constructor
+// built: NewModule always sets its kind).
+func (m *Module) zero() error {
+	if m == nil || m.kind == "" {
+		return zeroError{"Module", "predict.NewModule or predict.NewChainOfThoughtModule"}
+	}
+	return nil
+}
+
+// zero reports whether p is nil or a zero Predict.
+func (p *Predict[In, Out]) zero() error {
+	if p == nil || p.m.zero() != nil {
+		return zeroError{"Predict", "predict.New"}
+	}
+	return nil
+}
+
+// zero reports whether c is nil or a zero ChainOfThought.
+func (c *ChainOfThought[In, Out]) zero() error {
+	if c == nil || c.p.zero() != nil {
+		return zeroError{"ChainOfThought", "predict.NewChainOfThought"}
+	}
+	return nil
+}
+
+// errSeq is a stream that yields err alone.
+func errSeq[T any](err error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		yield(zero, err)
+	}
 }

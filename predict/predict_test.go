@@ -90,7 +90,7 @@ func TestLoadRefusesMismatch(t *testing.T) {
 	p, err := predict.New[Question, Answer]() // no reasoning field: 2 fields, saved 3
 	require.NoError(t, err)
 	_, err = p.Load(prog, "generate_answer.predict")
-	assert.ErrorContains(t, err, "saved state has 3 fields")
+	assert.ErrorContains(t, err, "was saved with 3 fields (question, reasoning, answer); the signature has 2 (question, answer)")
 	_, err = p.Load(prog, "missing")
 	assert.ErrorContains(t, err, `no predictor "missing"`)
 }

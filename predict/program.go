@@ -3,6 +3,7 @@ package predict
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -17,11 +19,13 @@ import (
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 // Program is a program DSPy saved with program.save("x.json"): the saved
 // state of each predictor, by path ("predict", "generate_answer.predict",
-// "react", "extract.predict", …).
+// "react", "extract.predict", …; "self", FlatName, for a bare dspy.Predict
+// saved on its own).
 type Program struct {
 	// Predictors holds each predictor's saved state by path.
 	Predictors map[string]SavedPredictor
@@ -48,15 +52,55 @@ type SavedPredictor struct {
 	ExtendedSignature *signature.State `json:"extended_signature,omitempty"`
 	// LM is the saved LM configuration, without the endpoint keys DSPy
 	// drops from untrusted files (api_base, base_url, model_list) and
-	// without api_key. Load does not apply it; see Request.
+	// without api_key, in any spelling (API_BASE, Api-Key, apiKey, …) and
+	// at any depth (inside nested objects and lists). Load does not apply
+	// it; see Request.
 	LM map[string]any `json:"lm"`
 
 	noSignature bool // saved before DSPy 2.5: no signature state
 }
 
 // unsafeLMKeys are the LM keys DSPy drops unless the file is trusted, and
-// the credential a saved file should never carry.
-var unsafeLMKeys = []string{"api_base", "base_url", "model_list", "api_key"}
+// the credential a saved file should never carry, as unsafeLMKey compares
+// them: letters and digits only.
+var unsafeLMKeys = []string{"apibase", "baseurl", "modellist", "apikey"}
+
+// unsafeLMKey reports whether k is one of unsafeLMKeys in any spelling:
+// any case (Unicode case folding, so "api_baſe" is api_base), with '_',
+// '-', another separator or none ("API-KEY", "apiKey", "baseURL").
+func unsafeLMKey(k string) bool {
+	n := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, k)
+	for _, u := range unsafeLMKeys {
+		if strings.EqualFold(n, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropUnsafeLMKeys removes the unsafe keys from a decoded LM value at every
+// depth: in nested objects and in the objects of lists.
+func dropUnsafeLMKeys(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if unsafeLMKey(k) {
+				delete(v, k)
+				continue
+			}
+			dropUnsafeLMKeys(x)
+		}
+	case []any:
+		for _, x := range v {
+			dropUnsafeLMKeys(x)
+		}
+	}
+}
 
 // UnmarshalJSON reads a predictor's state, noting a state saved before
 // DSPy 2.5 (no "signature" member) and dropping the unsafe LM keys.
@@ -72,9 +116,7 @@ func (sp *SavedPredictor) UnmarshalJSON(b []byte) error {
 	}
 	_, has := keys["signature"]
 	p.noSignature = !has
-	for _, u := range unsafeLMKeys {
-		delete(p.LM, u)
-	}
+	dropUnsafeLMKeys(p.LM)
 	*sp = SavedPredictor(p)
 	return nil
 }
@@ -92,28 +134,78 @@ func isPredictorState(raw json.RawMessage) bool {
 	return demos || sig
 }
 
+// FlatName is the name LoadProgram gives the one predictor of a bare
+// dspy.Predict saved on its own (dspy.Predict(…).save(path) writes its
+// state at the top level, not under a path): "self", DSPy's own name for
+// it (named_predictors).
+const FlatName = "self"
+
+// predictorStateKeys are the members of a predictor's saved state.
+var predictorStateKeys = []string{"traces", "train", "demos", "signature", "extended_signature", "lm"}
+
+// isFlatState reports whether a saved program's top level is one
+// predictor's state: demos as a list, or a signature state (instructions
+// and fields), where a program with modules holds predictor states.
+func isFlatState(raw map[string]json.RawMessage) bool {
+	if d, ok := raw["demos"]; ok && bytes.HasPrefix(bytes.TrimSpace(d), []byte("[")) {
+		return true
+	}
+	var sig map[string]json.RawMessage
+	if json.Unmarshal(raw["signature"], &sig) != nil {
+		return false
+	}
+	_, fields := sig["fields"]
+	_, instructions := sig["instructions"]
+	return fields || instructions
+}
+
 // LoadProgram reads a saved program. Top-level members that are not
 // predictor states are listed in Skipped; the LM endpoint keys DSPy treats
 // as unsafe are dropped. A malformed predictor state is an error naming it.
+//
+// A bare dspy.Predict saved on its own, whose state sits at the top level
+// (as dspy.Predict(…).save(path) writes it and dspy.Predict(…).load(path)
+// reads it), is a program of one predictor named FlatName ("self").
 func LoadProgram(r io.Reader) (Program, error) {
 	var raw map[string]json.RawMessage
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
 		return Program{}, fmt.Errorf("predict: saved program: %w", err)
 	}
 	prog := Program{Predictors: map[string]SavedPredictor{}}
-	for k, v := range raw {
-		if k == "metadata" || !isPredictorState(v) {
-			prog.Skipped = append(prog.Skipped, k)
-			if k == "metadata" {
-				var md struct {
-					Versions struct {
-						DSPy string `json:"dspy"`
-					} `json:"dependency_versions"`
-				}
-				if json.Unmarshal(v, &md) == nil {
-					prog.DSPyVersion = md.Versions.DSPy
-				}
+	flat := isFlatState(raw)
+	if flat {
+		state := map[string]json.RawMessage{}
+		for _, k := range predictorStateKeys {
+			if v, ok := raw[k]; ok {
+				state[k] = v
 			}
+		}
+		b, err := json.Marshal(state)
+		if err != nil {
+			return Program{}, fmt.Errorf("predict: saved program: %w", err)
+		}
+		var sp SavedPredictor
+		if err := json.Unmarshal(b, &sp); err != nil {
+			return Program{}, fmt.Errorf("predict: saved program: the bare predictor's state: %w", err)
+		}
+		prog.Predictors[FlatName] = sp
+	}
+	for k, v := range raw {
+		if k == "metadata" {
+			var md struct {
+				Versions struct {
+					DSPy string `json:"dspy"`
+				} `json:"dependency_versions"`
+			}
+			if json.Unmarshal(v, &md) == nil {
+				prog.DSPyVersion = md.Versions.DSPy
+			}
+		}
+		if flat && slices.Contains(predictorStateKeys, k) {
+			continue
+		}
+		if flat || k == "metadata" || !isPredictorState(v) {
+			prog.Skipped = append(prog.Skipped, k)
 			continue
 		}
 		var sp SavedPredictor
@@ -203,14 +295,36 @@ func (sp SavedPredictor) Request() openai.ChatCompletionRequest {
 // example's dspy_uuid, gold labels, another predictor's fields) are left
 // out, and every demo value keeps its saved JSON: a list in a str field is
 // shown as DSPy shows it, objects keep their key order. Ignored lists what
-// was left out. Load refuses a predictor whose fields do not line up with
-// the signature (another number of fields), one saved before DSPy 2.5 (no
-// signature state), and one saved by DSPy 2.5 with an extended_signature,
-// whose optimised instructions DSPy 2.6+ cannot load either.
-func (m *Module) Load(prog Program, name string) (*Module, error) {
+// was left out.
+//
+// DSPy applies the saved texts to the fields by position, whatever their
+// names. Load does so only where the names agree: a predictor whose saved
+// state shows a field under another name is refused with a
+// FieldMismatchError that lists the saved names, since loading it would
+// give that field's texts to another and drop its demo values. The saved
+// state shows a name through DSPy's default description ("${name}"), a
+// prefix DSPy derived from a name the signature or the demos hold ("News
+// Article:"), the keys of the demos DSPy traced ("augmented": true; they
+// hold exactly the predictor's fields), or labeled demos none of which
+// would keep a key. Where nothing shows a name, the texts go by position,
+// as in DSPy. ByPosition asks for DSPy's positional load whatever the
+// names.
+//
+// Load also refuses a predictor with another number of fields, one saved
+// before DSPy 2.5 (no signature state), and one saved by DSPy 2.5 with an
+// extended_signature, whose optimised instructions DSPy 2.6+ cannot load
+// either.
+func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, error) {
+	if err := m.zero(); err != nil {
+		return nil, err
+	}
 	sp, ok := prog.Predictors[name]
 	if !ok {
-		return nil, fmt.Errorf("predict: saved program has no predictor %q (it has %s)", name, strings.Join(prog.Names(), ", "))
+		has := strings.Join(prog.Names(), ", ")
+		if _, flat := prog.Predictors[FlatName]; flat && len(prog.Predictors) == 1 {
+			has += ": a bare Predict saved on its own"
+		}
+		return nil, fmt.Errorf("predict: saved program has no predictor %q (it has %s)", name, has)
 	}
 	if sp.noSignature {
 		return nil, fmt.Errorf("predict: predictor %q was saved before DSPy 2.5 (no signature state): DSPy 2.6+ cannot load it either; re-save it with a current DSPy", name)
@@ -218,11 +332,27 @@ func (m *Module) Load(prog Program, name string) (*Module, error) {
 	if sp.ExtendedSignature != nil {
 		return nil, fmt.Errorf("predict: predictor %q was saved by DSPy 2.5 with an extended_signature, which holds the instructions it ran (the optimised ones); DSPy 2.6+ refuses to load it too: re-save it with a current DSPy", name)
 	}
+	if m.sig == nil {
+		return nil, errors.New("predict: nil signature")
+	}
+	var cfg loadConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyLoad(&cfg)
+		}
+	}
+	var ignored []string
+	mismatch, refuse := checkFieldNames(name, sp, m.sig, cfg)
+	if refuse {
+		return nil, mismatch
+	}
+	if line := positionalRenames(mismatch); line != "" {
+		ignored = append(ignored, line)
+	}
 	sig, err := m.sig.WithState(sp.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("predict: predictor %q: %w", name, err)
 	}
-	var ignored []string
 	demos := make([]adapter.Values, 0, len(sp.Demos))
 	for i, d := range sp.Demos {
 		vals := adapter.Values{}
@@ -270,13 +400,31 @@ func quoteAll(s []string) []string {
 // raw value. Fields of struct or custom types (Image, a model) take their
 // Go value instead, since only that can format them: a type that decodes
 // JSON itself reads the saved text (its key order with it).
+//
+// A value that is exactly DSPy's custom-type marker — how DSPy saves a
+// dspy.Image in a demo — is read as the Image it stands for (savedImage),
+// in whatever field, as DSPy shows it: an image part in a user message.
 func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	v, err := pyjson.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
+	v, images, err := savedImages(v, 0)
+	if err != nil {
+		return nil, err
+	}
 	if v == nil || !needsGoValue(f.Spec, 0) {
 		return v, nil
+	}
+	if img, ok := v.(types.Image); ok && f.Spec.GoType() == imageType {
+		return img, nil
+	}
+	if images {
+		// The Go value is read from the JSON with each image as
+		// {"url": …}, which Image's UnmarshalJSON reads.
+		if raw, err = pyjson.Marshal(v); err != nil {
+			return nil, err
+		}
 	}
 	if t := f.Spec.GoType(); t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
 		p := reflect.New(t)
@@ -293,7 +441,120 @@ func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
 	return value.FromJSON(plain, f.Spec)
 }
 
-var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	imageType           = reflect.TypeFor[types.Image]()
+)
+
+// The markers DSPy 3 wraps a custom type's content parts in when it
+// serialises one (dspy.Type.serialize_model), as program.save does with a
+// dspy.Image in a demo.
+const (
+	customTypeStart = "<<CUSTOM-TYPE-START-IDENTIFIER>>"
+	customTypeEnd   = "<<CUSTOM-TYPE-END-IDENTIFIER>>"
+)
+
+// savedImages replaces, at every depth of a decoded demo value, each
+// string that is exactly one custom-type marker with the Image it stands
+// for (savedImage). images reports whether it replaced any.
+func savedImages(v any, depth int) (out any, images bool, err error) {
+	if depth > 64 {
+		return v, false, nil
+	}
+	switch x := v.(type) {
+	case string:
+		if !isCustomTypeMarker(x) {
+			return x, false, nil
+		}
+		img, err := savedImage(x)
+		if err != nil {
+			return nil, false, err
+		}
+		return img, true, nil
+	case []any:
+		var c []any
+		for i, e := range x {
+			o, changed, err := savedImages(e, depth+1)
+			if err != nil {
+				return nil, false, fmt.Errorf("item %d: %w", i+1, err)
+			}
+			if changed && c == nil {
+				c = slices.Clone(x)
+			}
+			if changed {
+				c[i], images = o, true
+			}
+		}
+		if c != nil {
+			return c, true, nil
+		}
+	case pyjson.Object:
+		members := x.Members()
+		for i, m := range members {
+			o, changed, err := savedImages(m.Value, depth+1)
+			if err != nil {
+				return nil, false, fmt.Errorf("key %q: %w", m.Key, err)
+			}
+			if changed {
+				members[i].Value, images = o, true
+			}
+		}
+		if images {
+			return pyjson.NewObject(members...), true, nil
+		}
+	}
+	return v, false, nil
+}
+
+// isCustomTypeMarker reports whether s is exactly one custom-type marker:
+// it starts with the start marker and ends with the end marker, neither of
+// which appears in between. Marker text inside other text stays text, as
+// in every other untrusted text.
+func isCustomTypeMarker(s string) bool {
+	payload, ok := strings.CutPrefix(s, customTypeStart)
+	if !ok {
+		return false
+	}
+	payload, ok = strings.CutSuffix(payload, customTypeEnd)
+	return ok && !strings.Contains(payload, customTypeStart) && !strings.Contains(payload, customTypeEnd)
+}
+
+// savedImage reads the image a custom-type marker stands for: exactly one
+// image_url part ({"type": "image_url", "image_url": {"url": …, "detail":
+// …}}, nothing else), whose URL passes NewImage's checks as an image in
+// any demo does (an http(s) or gs URL, or a valid image data URI; never a
+// local path or file:// URL). Anything else the marker claims (audio, a
+// file, text, several parts, unknown members) is an error, never a part.
+func savedImage(s string) (types.Image, error) {
+	payload := strings.TrimSpace(s[len(customTypeStart) : len(s)-len(customTypeEnd)])
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+	}
+	dec := json.NewDecoder(strings.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&parts); err != nil || dec.More() {
+		return types.Image{}, fmt.Errorf("a saved custom-type value that is not one image part (DSPy's %s[{\"type\": \"image_url\", …}]%s): %s", customTypeStart, customTypeEnd, clipText(payload))
+	}
+	if len(parts) != 1 || parts[0].Type != "image_url" || parts[0].ImageURL == nil {
+		return types.Image{}, fmt.Errorf("a saved custom-type value that is not one image part: %s (only images are read from a saved program's demos)", clipText(payload))
+	}
+	p := parts[0].ImageURL
+	switch p.Detail {
+	case "", "low", "high", "auto":
+	default:
+		return types.Image{}, fmt.Errorf("a saved image with detail %s (want low, high or auto)", clipText(p.Detail))
+	}
+	img, err := types.NewImage(p.URL)
+	if err != nil {
+		return types.Image{}, fmt.Errorf("a saved image: %w", err)
+	}
+	img.Detail = openai.ImageURLDetail(p.Detail)
+	return img, nil
+}
 
 // needsGoValue reports whether a type holds a struct or custom type.
 func needsGoValue(t *signature.TypeSpec, depth int) bool {
@@ -317,11 +578,20 @@ func needsGoValue(t *signature.TypeSpec, depth int) bool {
 // Ignored lists what Load left out of the saved predictor, one line each:
 // demo keys that name no field (DSPy ignores them too) and the saved LM
 // settings. It is nil for a module that was not loaded.
-func (m *Module) Ignored() []string { return slices.Clone(m.ignored) }
+func (m *Module) Ignored() []string {
+	if m == nil {
+		return nil
+	}
+	return slices.Clone(m.ignored)
+}
 
-// Load is Module.Load for a typed Predict.
-func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], error) {
-	m, err := p.m.Load(prog, name)
+// Load is Module.Load for a typed Predict: the saved fields' names must be
+// In's and Out's json names, or ByPosition be given.
+func (p *Predict[In, Out]) Load(prog Program, name string, opts ...LoadOption) (*Predict[In, Out], error) {
+	if err := p.zero(); err != nil {
+		return nil, err
+	}
+	m, err := p.m.Load(prog, name, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -330,8 +600,11 @@ func (p *Predict[In, Out]) Load(prog Program, name string) (*Predict[In, Out], e
 
 // Load is Module.Load for a ChainOfThought; DSPy saves its predictor
 // under "<name>.predict".
-func (c *ChainOfThought[In, Out]) Load(prog Program, name string) (*ChainOfThought[In, Out], error) {
-	m, err := c.p.m.Load(prog, name)
+func (c *ChainOfThought[In, Out]) Load(prog Program, name string, opts ...LoadOption) (*ChainOfThought[In, Out], error) {
+	if err := c.zero(); err != nil {
+		return nil, err
+	}
+	m, err := c.p.m.Load(prog, name, opts...)
 	if err != nil {
 		return nil, err
 	}

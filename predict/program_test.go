@@ -1,8 +1,12 @@
 package predict_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
@@ -86,4 +90,115 @@ func TestSavedLMRequest(t *testing.T) {
 	cot, err = cot.Load(prog, "generate_answer.predict")
 	require.NoError(t, err)
 	assert.Equal(t, []string{`lm: the saved LM settings are not applied (model 'openai/gpt-4o-mini'); pass SavedPredictor.Request() to WithRequest to use its options`}, cot.Module().Ignored())
+}
+
+// spellings returns every upper/lower-case spelling of s, and s with its
+// separators as '-', none, or camel case.
+func spellings(s string) []string {
+	var out []string
+	letters := []rune(s)
+	for mask := range 1 << len(letters) {
+		r := slices.Clone(letters)
+		for i := range r {
+			if mask&(1<<i) != 0 {
+				r[i] = unicode.ToUpper(r[i])
+			}
+		}
+		out = append(out, string(r))
+	}
+	parts := strings.Split(s, "_")
+	camel := parts[0]
+	for _, p := range parts[1:] {
+		camel += strings.ToUpper(p[:1]) + p[1:]
+	}
+	return append(out, strings.ReplaceAll(s, "_", "-"), strings.ReplaceAll(s, "_", ""), camel,
+		strings.ReplaceAll(s, "s", "ſ"), strings.ReplaceAll(strings.ToUpper(s), "K", "\u212a")) // long s, Kelvin sign: they fold to s and k
+}
+
+// lmHolds reports whether a decoded LM value holds key k at any depth.
+func lmHolds(v any, k string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for key, x := range v {
+			if key == k || lmHolds(x, k) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if lmHolds(x, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestLoadProgramDropsUnsafeLMKeys: the endpoint keys DSPy drops from an
+// untrusted file (api_base, base_url, model_list) and api_key are dropped
+// from a predictor's saved LM in every spelling (any case, '-' or no
+// separator, camel case, Unicode case folding) and at every depth (inside
+// nested objects and lists), top-level and flat programs alike; the other
+// settings stay.
+func TestLoadProgramDropsUnsafeLMKeys(t *testing.T) {
+	var checked int
+	for _, base := range []string{"api_base", "base_url", "model_list", "api_key"} {
+		for _, k := range spellings(base) {
+			kq, err := json.Marshal(k)
+			require.NoError(t, err)
+			lm := fmt.Sprintf(`{"model": "openai/m", "temperature": 0.5, %s: "http://attacker.example",
+				"kwargs": {%s: "x", "keep": {"deeper": [{%s: "y", "ok": 1}]}}, "list": [[{%s: {"nested": true}}]]}`, kq, kq, kq, kq)
+			for _, doc := range []string{
+				`{"p": {"demos": [], "signature": {"instructions": "", "fields": []}, "lm": ` + lm + `}}`,
+				`{"demos": [], "signature": {"instructions": "", "fields": []}, "lm": ` + lm + `}`, // a bare Predict's own state
+			} {
+				prog, err := predict.LoadProgram(strings.NewReader(doc))
+				require.NoError(t, err)
+				require.Len(t, prog.Predictors, 1, doc)
+				for _, sp := range prog.Predictors {
+					require.False(t, lmHolds(sp.LM, k), "%q is dropped at every depth: %v", k, sp.LM)
+					assert.Equal(t, "openai/m", sp.LM["model"])
+					assert.Equal(t, 0.5, sp.LM["temperature"])
+					assert.Equal(t, map[string]any{"keep": map[string]any{"deeper": []any{map[string]any{"ok": 1.0}}}}, sp.LM["kwargs"])
+					assert.Equal(t, []any{[]any{map[string]any{}}}, sp.LM["list"])
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d spellings × layouts checked", checked)
+	prog, err := predict.LoadProgram(strings.NewReader(`{"p": {"demos": [], "signature": {"instructions": "", "fields": []},
+		"lm": {"model": "m", "api_base_note": "kept", "my_api_key_hint": "kept", "base": "kept"}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"model": "m", "api_base_note": "kept", "my_api_key_hint": "kept", "base": "kept"}, prog.Predictors["p"].LM,
+		"only those keys, not every key that contains them")
+}
+
+// TestLoadFlatPredict: a bare dspy.Predict saved on its own (its state at
+// the top level, as dspy.Predict(...).save(path) writes it; file 48, from
+// noelo/dspy-experiments) is a program of one predictor, "self", which
+// loads as DSPy's Predict.load loads it.
+func TestLoadFlatPredict(t *testing.T) {
+	prog, err := predict.ReadProgram("testdata/realworld/48-dspy-experiments-mipro-prompt.json")
+	require.NoError(t, err)
+	assert.Equal(t, []string{predict.FlatName}, prog.Names())
+	assert.Equal(t, []string{"metadata"}, prog.Skipped)
+	assert.Equal(t, "3.0.3", prog.DSPyVersion, "metadata is read")
+
+	type Text struct {
+		InputText string `json:"input_text"`
+	}
+	type Verdict struct {
+		Result int `json:"result"`
+	}
+	p, err := predict.New[Text, Verdict]()
+	require.NoError(t, err)
+	p, err = p.Load(prog, "self")
+	require.NoError(t, err)
+	assert.Len(t, p.Module().Demos(), 4)
+	assert.Equal(t, "text to be evaluated", p.Signature().Input(0).Desc)
+	assert.Contains(t, p.Signature().Instructions(), "return `Result: 1`")
+
+	_, err = p.Load(prog, "predict")
+	assert.EqualError(t, err, `predict: saved program has no predictor "predict" (it has self: a bare Predict saved on its own)`)
 }

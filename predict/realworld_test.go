@@ -20,9 +20,10 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// The real saved programs of testdata/realworld (39 files that DSPy's
-// program.save wrote, from 26 public repositories; origins in each
-// .meta.json) and dspy_reference.json: what DSPy 3.3.1 itself does with
+// The real saved programs of testdata/realworld (57 files that DSPy's
+// program.save wrote, from 40 public repositories; origins in each
+// .meta.json; 40–57 are the second set, a bare Predict saved on its own
+// and image demos among them) and dspy_reference.json: what DSPy 3.3.1 itself does with
 // each (FILE|PREDICTOR|VARIANT → load outcome, instructions, fields, demo
 // count, and ChatAdapter.format's messages for fixed sample inputs).
 
