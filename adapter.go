@@ -125,7 +125,8 @@ type Result struct {
 	// fallback it is the fallback's name.
 	Adapter string
 	// FallbackCause is why the fallback ran: the first adapter's error,
-	// when the fallback adapter produced Outputs (nil otherwise).
+	// whenever the fallback ran (nil otherwise). When the fallback failed
+	// too, the call's *FallbackError holds the same error as First.
 	FallbackCause error
 	// Usage is the token usage summed over every LM request sent (a cache
 	// hit spends none); UsageByModel splits it by the model that answered,
@@ -169,7 +170,9 @@ type Result struct {
 // the token limit ([ErrTruncated]) and an empty reply ([ErrEmptyResponse]).
 // A parse failure of an adapter with a [Fallbacker] fallback is retried
 // once with the fallback adapter (never after truncation, a refusal or an
-// LM error); if that fails too, the error wraps both failures.
+// LM error); if that fails too, the error is a *[FallbackError]: of the
+// fallback's class only (an LM failure is an *LMError and not a
+// *ParseError), with the first adapter's *ParseError as data.
 //
 // On an error after the first LM request, Call returns the Result as far
 // as it got (calls, usage, raw completions) with the error.

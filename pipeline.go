@@ -190,7 +190,8 @@ func isNilLM(lm LM) bool {
 }
 
 // do runs the adapter and, after a parse failure it could not recover,
-// its fallback once. The error after a failed fallback wraps both.
+// its fallback once. The error after a failed fallback is a
+// *FallbackError: the fallback's error, with the first one as data.
 func (r *run) do(ctx context.Context) (err error) {
 	t, id := r.cfg.trace, r.cfg.callID()
 	if t != nil && t.CallStart != nil {
@@ -220,13 +221,13 @@ func (r *run) do(ctx context.Context) (err error) {
 	if next == nil || ctx.Err() != nil {
 		return err // no fallback, or no time left for one
 	}
+	r.res.FallbackCause = err
 	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {
 			return ferr
 		}
-		return fmt.Errorf("%w (after %s: %w)", ferr, a.Name(), err)
+		return &FallbackError{First: err, Err: ferr}
 	}
-	r.res.FallbackCause = err
 	return nil
 }
 
