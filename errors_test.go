@@ -149,10 +149,11 @@ func TestFallbackErrorClass(t *testing.T) {
 					return c.second(cancel)
 				})
 				var err error
+				var res *adapter.Result
 				if stream {
 					_, _, err = drain(adapter.Stream(ctx, srv.Client(), sig, nil, in, adapter.NoRetry()))
 				} else {
-					_, err = adapter.Call(ctx, srv.Client(), sig, nil, in, adapter.NoRetry())
+					res, err = adapter.Call(ctx, srv.Client(), sig, nil, in, adapter.NoRetry())
 				}
 				require.Error(t, err)
 				require.EqualValues(t, 2, n.Load(), "the fallback ran")
@@ -177,6 +178,9 @@ func TestFallbackErrorClass(t *testing.T) {
 				assert.Equal(t, first, firstPE.Completion)
 				assert.ErrorIs(t, fe.First, adapter.ErrMissingField)
 				assert.Contains(t, err.Error(), "after chat", "the message still tells both")
+				if res != nil {
+					assert.Same(t, fe.First, res.FallbackCause, "the result says why the fallback ran")
+				}
 			})
 		}
 	}
