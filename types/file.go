@@ -33,7 +33,7 @@ type File struct {
 func NewFile(src string) (File, error) {
 	s := strings.TrimSpace(src)
 	if !strings.HasPrefix(s, "data:") {
-		return File{}, fmt.Errorf("types: unrecognized file %q: give a data URI (data:application/pdf;base64,…); local files must be loaded with FileFromFile, URLs with DownloadFile", clip(s))
+		return File{}, fmt.Errorf("types: unrecognized file %q: give a data URI (data:application/pdf;base64,…); local files must be loaded with FileFromFile, URLs with DownloadFile", showURL(s))
 	}
 	f := File{FileData: s}
 	return f, f.check()
