@@ -12,10 +12,10 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	adapter "github.com/sigwire/adapter"
@@ -347,18 +347,45 @@ func redactURLError(err error) error {
 	return err
 }
 
-// urlBase is the last element of a URL's path ("report.pdf"), "" when it
-// has none.
-func urlBase(rawURL string) string {
+// downloadName is the name DownloadFile gives a file whose URL names
+// none that is safe (see fileName).
+const downloadName = "download"
+
+// maxFileName is the longest name fileName takes, in bytes (NAME_MAX on
+// most file systems).
+const maxFileName = 255
+
+// fileName is the name a downloaded file is given: the URL's last path
+// element, decoded ("report.pdf"), when it is a safe base name, else
+// downloadName. A safe base name is valid UTF-8, at most maxFileName
+// bytes, not blank, not "." or "..", and holds no path separator ('/' or
+// '\\'), control character (C0, DEL, C1), format character (Unicode Cf:
+// bidirectional overrides, zero-width characters, BOM) or line or
+// paragraph separator: nothing that walks out of a directory, reorders how
+// the name reads or starts a new line in a prompt or a log.
+func fileName(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return ""
+		return downloadName
 	}
-	b := path.Base(u.Path)
-	if b == "." || b == "/" || !utf8.ValidString(b) {
-		return ""
+	name := u.Path[strings.LastIndexByte(u.Path, '/')+1:]
+	if !safeFileName(name) {
+		return downloadName
 	}
-	return b
+	return name
+}
+
+// safeFileName reports a safe base name (see fileName).
+func safeFileName(name string) bool {
+	if name == "." || name == ".." || len(name) > maxFileName || strings.TrimSpace(name) == "" || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return false
+		}
+	}
+	return true
 }
 
 // refusePrivate is the built-in dialer's check, run on the address
