@@ -139,10 +139,15 @@ type Result struct {
 	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string
-	// Mode is how the adapter asked for its format, for adapters that
-	// shape the request: the JSON adapter reports json_schema, json_object
-	// or prompt. After a provider rejected a response format it names the
-	// lower tier actually used.
+	// Mode is how the last request asked for the reply's format:
+	// ModeJSONSchema ("json_schema", strict structured outputs),
+	// ModeJSONObject ("json_object", JSON mode) or ModePrompt ("prompt":
+	// the prompt alone, no response_format). The JSON and BAML adapters
+	// report their tier — after a provider rejected a response format, the
+	// lower tier actually used; Chat, XML and TwoStep report "prompt",
+	// unless the request template sets a response format, whose type they
+	// report. A custom adapter's RequestShaper names its own mode. It is
+	// "" only when no request was sent.
 	Mode string
 	// Retries counts the requests the retry middleware repeated (not
 	// included in Calls) and RetryWait the waits it scheduled between them;

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -212,4 +213,57 @@ func ExampleFallbackError() {
 	// Output:
 	// LM error: true parse error: false
 	// the fallback ran after chat could not read "I think it is forty-two."
+}
+
+// TestTimeoutSaysItOnce: a call's own WithTimeout running out is named
+// once in the error, for Call and Stream, and the error still matches
+// context.DeadlineExceeded.
+func TestTimeoutSaysItOnce(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nlate").Delay(time.Minute) })
+	timeout := adapter.WithTimeout(50 * time.Millisecond)
+	_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, in, timeout)
+	_, _, serr := drain(adapter.Stream(t.Context(), srv.Client(), sig, nil, in, timeout))
+	for _, err := range []error{err, serr} {
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, 1, strings.Count(err.Error(), "WithTimeout"), "said once: %v", err)
+		assert.Contains(t, err.Error(), "WithTimeout(50ms) ran out")
+	}
+}
+
+// TestResultModeEveryAdapter: Result.Mode names how the format was asked
+// for with every adapter: "prompt" for those that set no response format
+// (Chat, XML), the tier for JSON; the same in Call and Stream.
+func TestResultModeEveryAdapter(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		if r.Chat.ResponseFormat != nil {
+			return lmtest.Text(`{"a": "ok"}`)
+		}
+		return lmtest.Text("[[ ## a ## ]]\nok\n\n<a>ok</a>")
+	})
+	gpt := adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"})
+	for _, c := range []struct {
+		a    adapter.Adapter
+		want string
+	}{
+		{adapter.Chat{}, adapter.ModePrompt},
+		{adapter.XML{}, adapter.ModePrompt},
+		{adapter.JSON{}, adapter.ModeJSONSchema},
+	} {
+		res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, in, adapter.UseAdapter(c.a), gpt)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, res.Mode, "%s: Call", c.a.Name())
+		_, sres, err := drain(adapter.Stream(t.Context(), srv.Client(), sig, nil, in, adapter.UseAdapter(c.a), gpt))
+		require.NoError(t, err)
+		assert.Equal(t, c.want, sres.Mode, "%s: Stream", c.a.Name())
+	}
 }

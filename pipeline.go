@@ -139,9 +139,13 @@ type run struct {
 // errNoOutputFields: a signature without outputs asks the LM for nothing.
 var errNoOutputFields = errors.New("adapter: the signature has no output fields: nothing to ask the LM for")
 
-// errCallTimeout is the cause of a call's own WithTimeout expiring, told
-// apart from the caller's deadline.
-var errCallTimeout = errors.New("adapter: WithTimeout ran out")
+// callTimeout is the cause of a call's own WithTimeout expiring, told
+// apart from the caller's deadline: it names the option and its duration.
+type callTimeout time.Duration
+
+func (d callTimeout) Error() string {
+	return fmt.Sprintf("the call's WithTimeout(%v) ran out", time.Duration(d))
+}
 
 // errNilContext is every entry point's answer to a nil context.
 var errNilContext = errors.New("adapter: nil context: pass context.Background() or a request's context")
@@ -175,7 +179,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	ctx = context.WithValue(ctx, stateKey{}, &r.state)
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
-		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, errCallTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, callTimeout(r.cfg.timeout))
 	}
 	return r, ctx, cancel, nil
 }
@@ -200,8 +204,8 @@ func (r *run) do(ctx context.Context) (err error) {
 	}
 	start := time.Now()
 	defer func() {
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) == errCallTimeout {
-			err = fmt.Errorf("%w (the call's WithTimeout(%v) ran out)", err, r.cfg.timeout)
+		if c, ok := context.Cause(ctx).(callTimeout); ok && err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, c) {
+			err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
 		}
 		r.finish()
 		if t != nil && t.CallDone != nil {
@@ -312,16 +316,18 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		r.shaped = base
 		req := &r.shaped
 		req.Messages = msgs
+		mode := ""
 		if shapes {
-			mode, ok, err := shaper.ShapeRequest(fsig, req, r.caps, level)
+			m, ok, err := shaper.ShapeRequest(fsig, req, r.caps, level)
 			if err != nil {
 				return openai.ChatCompletionResponse{}, err
 			}
 			if !ok {
 				return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: rejected}
 			}
-			r.res.Mode = mode
+			mode = m
 		}
+		r.res.Mode = requestMode(mode, req)
 		if err := ctx.Err(); err != nil {
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
@@ -351,6 +357,18 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		}
 		return resp, &LMError{Adapter: a.Name(), Err: err}
 	}
+}
+
+// requestMode is the Mode a request reports: the shaper's, else the
+// response format the request carries, else ModePrompt.
+func requestMode(mode string, req *openai.ChatCompletionRequest) string {
+	switch {
+	case mode != "":
+		return mode
+	case req.ResponseFormat != nil && req.ResponseFormat.Type != "":
+		return string(req.ResponseFormat.Type)
+	}
+	return ModePrompt
 }
 
 // invoker builds an attempt's chain around the sender: the call's
