@@ -111,10 +111,13 @@ func AdapterFrom(ctx context.Context) (Adapter, bool) {
 	return a, ok && a != nil
 }
 
-// ZeroTemperature is the smallest temperature go-openai will send. Its
-// request struct drops a temperature of 0 (omitempty), which makes the
-// server use its default (often 1); set Temperature to ZeroTemperature for
-// deterministic decoding.
+// ZeroTemperature asks for a temperature of 0. go-openai's request struct
+// drops a temperature of 0 (omitempty), which makes the server use its
+// default (often 1); set Temperature to ZeroTemperature for deterministic
+// decoding. It is the smallest float32 above 0: through a client wrapped
+// with [HTTPDoer] the pipeline sends it as "temperature": 0, through any
+// other as go-openai writes it, 1e-45. The request itself (in a [Trace],
+// a cache key) keeps ZeroTemperature.
 const ZeroTemperature float32 = 1e-45
 
 // Result is what a call produced.

@@ -281,6 +281,9 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 		}
 		ctx = context.WithValue(ctx, rawPartsKey{}, true)
 	}
+	if req.Temperature == ZeroTemperature {
+		ctx = context.WithValue(ctx, zeroTemperatureKey{}, true)
+	}
 	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
 	if err == nil {
 		err = r.read(a, tr, ps, fsig, dropped, resp)
