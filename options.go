@@ -3,7 +3,6 @@ package adapter
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -129,27 +128,15 @@ var (
 // '}' is the request's own member, and a message quoting it is never
 // touched.
 func withZeroTemperature(req *http.Request) (*http.Request, error) {
-	if req.Body == nil {
-		return req, nil
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	out := body
-	if i := bytes.Index(body, zeroTemperatureJSON); i >= 0 {
-		if end := i + len(zeroTemperatureJSON); end < len(body) && (body[end] == ',' || body[end] == '}') {
-			out = make([]byte, 0, len(body))
-			out = append(append(append(out, body[:i]...), cleanTemperatureOut...), body[end:]...)
+	return rewriteBody(req, func(body []byte) ([]byte, error) {
+		i := bytes.Index(body, zeroTemperatureJSON)
+		end := i + len(zeroTemperatureJSON)
+		if i < 0 || end >= len(body) || body[end] != ',' && body[end] != '}' {
+			return body, nil
 		}
-	}
-	r := req.Clone(req.Context())
-	r.Body = io.NopCloser(bytes.NewReader(out))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	r.ContentLength = int64(len(out))
-	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
-	return r, nil
+		out := make([]byte, 0, len(body))
+		return append(append(append(out, body[:i]...), cleanTemperatureOut...), body[end:]...), nil
+	})
 }
 
 // mergeRequest copies the non-zero fields of src into dst.
