@@ -111,10 +111,13 @@ func AdapterFrom(ctx context.Context) (Adapter, bool) {
 	return a, ok && a != nil
 }
 
-// ZeroTemperature is the smallest temperature go-openai will send. Its
-// request struct drops a temperature of 0 (omitempty), which makes the
-// server use its default (often 1); set Temperature to ZeroTemperature for
-// deterministic decoding.
+// ZeroTemperature asks for a temperature of 0. go-openai's request struct
+// drops a temperature of 0 (omitempty), which makes the server use its
+// default (often 1); set Temperature to ZeroTemperature for deterministic
+// decoding. It is the smallest float32 above 0: through a client wrapped
+// with [HTTPDoer] the pipeline sends it as "temperature": 0, through any
+// other as go-openai writes it, 1e-45. The request itself (in a [Trace],
+// a cache key) keeps ZeroTemperature.
 const ZeroTemperature float32 = 1e-45
 
 // Result is what a call produced.
@@ -125,7 +128,8 @@ type Result struct {
 	// fallback it is the fallback's name.
 	Adapter string
 	// FallbackCause is why the fallback ran: the first adapter's error,
-	// when the fallback adapter produced Outputs (nil otherwise).
+	// whenever the fallback ran (nil otherwise). When the fallback failed
+	// too, the call's *FallbackError holds the same error as First.
 	FallbackCause error
 	// Usage is the token usage summed over every LM request sent (a cache
 	// hit spends none); UsageByModel splits it by the model that answered,
@@ -138,10 +142,15 @@ type Result struct {
 	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string
-	// Mode is how the adapter asked for its format, for adapters that
-	// shape the request: the JSON adapter reports json_schema, json_object
-	// or prompt. After a provider rejected a response format it names the
-	// lower tier actually used.
+	// Mode is how the last request asked for the reply's format:
+	// ModeJSONSchema ("json_schema", strict structured outputs),
+	// ModeJSONObject ("json_object", JSON mode) or ModePrompt ("prompt":
+	// the prompt alone, no response_format). The JSON and BAML adapters
+	// report their tier — after a provider rejected a response format, the
+	// lower tier actually used; Chat, XML and TwoStep report "prompt",
+	// unless the request template sets a response format, whose type they
+	// report. A custom adapter's RequestShaper names its own mode. It is
+	// "" only when no request was sent.
 	Mode string
 	// Retries counts the requests the retry middleware repeated (not
 	// included in Calls) and RetryWait the waits it scheduled between them;
@@ -169,7 +178,9 @@ type Result struct {
 // the token limit ([ErrTruncated]) and an empty reply ([ErrEmptyResponse]).
 // A parse failure of an adapter with a [Fallbacker] fallback is retried
 // once with the fallback adapter (never after truncation, a refusal or an
-// LM error); if that fails too, the error wraps both failures.
+// LM error); if that fails too, the error is a *[FallbackError]: of the
+// fallback's class only (an LM failure is an *LMError and not a
+// *ParseError), with the first adapter's *ParseError as data.
 //
 // On an error after the first LM request, Call returns the Result as far
 // as it got (calls, usage, raw completions) with the error.

@@ -82,5 +82,8 @@
 // failures are *[LMError], which wraps go-openai's error and the context's
 // (errors.Is(err, context.Canceled) works) and matches [ErrContextWindow]
 // when the prompt is too long and [ErrRateLimited] on a 429. Bad inputs are *[InputError], returned before
-// any LM call. Nothing panics on model output.
+// any LM call. Nothing panics on model output. After a fallback that failed
+// too, the error is a *[FallbackError] of the fallback's class alone (an
+// LM failure is never also a *ParseError); the first adapter's
+// *ParseError is data in it.
 package adapter

@@ -193,6 +193,43 @@ func isFormatRejection(err error) bool {
 	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_schema") || strings.Contains(msg, "schema")
 }
 
+// FallbackError is a call's error when its adapter could not read the
+// reply and the fallback adapter ([Fallbacker]: Chat and XML fall back to
+// JSON) then failed too. It tells what ended the call, and only that: it
+// unwraps to the fallback's error alone, so that errors.As and errors.Is
+// see one class of failure —
+//
+//   - a failed LM request, or a cancelled or expired context: an
+//     *[LMError], never a *[ParseError];
+//   - a second reply that could not be read: the fallback's *ParseError
+//     (the last one; truncated, it matches [ErrTruncated]);
+//   - a refusal: a *[RefusalError].
+//
+// The first adapter's error, why the fallback ran, is kept as data in
+// First (a *ParseError, or an error wrapping one) and is not in the
+// chain: errors.Is(err, ErrMissingField) does not match the first
+// adapter's missing field. A call whose fallback succeeds returns no
+// error and reports the same cause in [Result].FallbackCause.
+type FallbackError struct {
+	// First is the first adapter's error: why the fallback ran.
+	First error
+	// Err is the fallback adapter's error: what ended the call.
+	Err error
+}
+
+// Error gives the fallback's error, then the first adapter's.
+func (e *FallbackError) Error() string {
+	name := "the first adapter"
+	var pe *ParseError
+	if errors.As(e.First, &pe) && pe.Adapter != "" {
+		name = pe.Adapter
+	}
+	return fmt.Sprintf("%v (after %s: %v)", e.Err, name, e.First)
+}
+
+// Unwrap returns the fallback's error only; First is not in the chain.
+func (e *FallbackError) Unwrap() error { return e.Err }
+
 // ErrRefusal matches a *RefusalError.
 var ErrRefusal = errors.New("the model refused")
 

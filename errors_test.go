@@ -1,10 +1,19 @@
 package adapter_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
@@ -93,4 +102,168 @@ func TestConstraintPartial(t *testing.T) {
 		}
 	}
 	check("Stream", streamErr)
+}
+
+// TestFallbackErrorClass: after a fallback, the error is of the class of
+// what ended the call — the fallback's failure — and only that: an LM
+// failure (a 503, a cancelled context) is an *LMError and never a
+// *ParseError; a second parse failure is the fallback's *ParseError. The
+// first adapter's *ParseError stays reachable as data, through
+// *FallbackError, and is not in the chain. For Call and Stream alike.
+func TestFallbackErrorClass(t *testing.T) {
+	sig := mustParse(t, "question -> answer: int")
+	in := adapter.Values{"question": "x"}
+	const first = "I think it is forty-two." // Chat cannot read it: the JSON fallback runs
+	cases := []struct {
+		name string
+		// second is the fallback's reply; cancel is called before it.
+		second    func(cancel context.CancelFunc) lmtest.Reply
+		lm, parse bool  // the error's class
+		is        error // the error matches it
+		adapter   string
+	}{
+		{"parse then parse", func(context.CancelFunc) lmtest.Reply { return lmtest.Text(`{"answer": "many"}`) },
+			false, true, nil, "json"},
+		{"parse then LM error", func(context.CancelFunc) lmtest.Reply {
+			return lmtest.Error(http.StatusServiceUnavailable, `{"error":{"message":"overloaded","type":"server_error"}}`)
+		}, true, false, nil, ""},
+		{"parse then cancelled", func(cancel context.CancelFunc) lmtest.Reply {
+			cancel()
+			return lmtest.Text(`{"answer": 42}`).Delay(time.Minute)
+		}, true, false, context.Canceled, ""},
+		{"parse then truncated", func(context.CancelFunc) lmtest.Reply {
+			return lmtest.Text(`{"answer": 4`).WithFinish("length")
+		}, false, true, adapter.ErrTruncated, "json"},
+	}
+	for _, c := range cases {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", c.name, stream), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				srv := lmtest.NewServer()
+				defer srv.Close()
+				var n atomic.Int32
+				srv.Handle(func(lmtest.Request) lmtest.Reply {
+					if n.Add(1) == 1 {
+						return lmtest.Text(first)
+					}
+					return c.second(cancel)
+				})
+				var err error
+				var res *adapter.Result
+				if stream {
+					_, _, err = drain(adapter.Stream(ctx, srv.Client(), sig, nil, in, adapter.NoRetry()))
+				} else {
+					res, err = adapter.Call(ctx, srv.Client(), sig, nil, in, adapter.NoRetry())
+				}
+				require.Error(t, err)
+				require.EqualValues(t, 2, n.Load(), "the fallback ran")
+
+				var le *adapter.LMError
+				var pe *adapter.ParseError
+				assert.Equal(t, c.lm, errors.As(err, &le), "an *LMError: %v", err)
+				assert.Equal(t, c.parse, errors.As(err, &pe), "a *ParseError: %v", err)
+				if c.is != nil {
+					assert.ErrorIs(t, err, c.is)
+				}
+				if c.parse {
+					assert.Equal(t, c.adapter, pe.Adapter, "errors.As gives the fallback's parse error, the last one")
+				}
+				assert.NotErrorIs(t, err, adapter.ErrMissingField, "the first adapter's cause is not in the chain")
+
+				var fe *adapter.FallbackError
+				require.ErrorAs(t, err, &fe, "the error says a fallback ran")
+				var firstPE *adapter.ParseError
+				require.ErrorAs(t, fe.First, &firstPE, "the first adapter's parse error is reachable as data")
+				assert.Equal(t, "chat", firstPE.Adapter)
+				assert.Equal(t, first, firstPE.Completion)
+				assert.ErrorIs(t, fe.First, adapter.ErrMissingField)
+				assert.Contains(t, err.Error(), "after chat", "the message still tells both")
+				if res != nil {
+					assert.Same(t, fe.First, res.FallbackCause, "the result says why the fallback ran")
+				}
+			})
+		}
+	}
+}
+
+// After a fallback that failed too, the error is of one class: here the
+// JSON fallback's request failed, so it is an *LMError and not a
+// *ParseError, and the Chat adapter's parse error is data in the
+// *FallbackError.
+func ExampleFallbackError() {
+	srv := lmtest.NewServer(
+		lmtest.Text("I think it is forty-two."), // Chat cannot read it: the JSON fallback runs
+		lmtest.Error(http.StatusServiceUnavailable, `{"error":{"message":"overloaded","type":"server_error"}}`),
+	)
+	defer srv.Close()
+	sig, err := signature.Parse("question -> answer: int")
+	if err != nil {
+		panic(err)
+	}
+	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "6 times 7?"}, adapter.NoRetry())
+
+	var le *adapter.LMError
+	var pe *adapter.ParseError
+	fmt.Println("LM error:", errors.As(err, &le), "parse error:", errors.As(err, &pe))
+	var fe *adapter.FallbackError
+	if errors.As(err, &fe) && errors.As(fe.First, &pe) {
+		fmt.Printf("the fallback ran after %s could not read %q\n", pe.Adapter, pe.Completion)
+	}
+	// Output:
+	// LM error: true parse error: false
+	// the fallback ran after chat could not read "I think it is forty-two."
+}
+
+// TestTimeoutSaysItOnce: a call's own WithTimeout running out is named
+// once in the error, for Call and Stream, and the error still matches
+// context.DeadlineExceeded.
+func TestTimeoutSaysItOnce(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nlate").Delay(time.Minute) })
+	timeout := adapter.WithTimeout(50 * time.Millisecond)
+	_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, in, timeout)
+	_, _, serr := drain(adapter.Stream(t.Context(), srv.Client(), sig, nil, in, timeout))
+	for _, err := range []error{err, serr} {
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, 1, strings.Count(err.Error(), "WithTimeout"), "said once: %v", err)
+		assert.Contains(t, err.Error(), "WithTimeout(50ms) ran out")
+	}
+}
+
+// TestResultModeEveryAdapter: Result.Mode names how the format was asked
+// for with every adapter: "prompt" for those that set no response format
+// (Chat, XML), the tier for JSON; the same in Call and Stream.
+func TestResultModeEveryAdapter(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		if r.Chat.ResponseFormat != nil {
+			return lmtest.Text(`{"a": "ok"}`)
+		}
+		return lmtest.Text("[[ ## a ## ]]\nok\n\n<a>ok</a>")
+	})
+	gpt := adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o"})
+	for _, c := range []struct {
+		a    adapter.Adapter
+		want string
+	}{
+		{adapter.Chat{}, adapter.ModePrompt},
+		{adapter.XML{}, adapter.ModePrompt},
+		{adapter.JSON{}, adapter.ModeJSONSchema},
+	} {
+		res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, in, adapter.UseAdapter(c.a), gpt)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, res.Mode, "%s: Call", c.a.Name())
+		_, sres, err := drain(adapter.Stream(t.Context(), srv.Client(), sig, nil, in, adapter.UseAdapter(c.a), gpt))
+		require.NoError(t, err)
+		assert.Equal(t, c.want, sres.Mode, "%s: Stream", c.a.Name())
+	}
 }

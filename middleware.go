@@ -227,9 +227,11 @@ type retryAfterKey struct{}
 //	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
 //	client := openai.NewClientWithConfig(cfg)
 //
-// The wrapper keeps nothing after the call; it rewrites a request body
-// only when the pipeline marked it as holding raw parts, and outside the
-// pipeline it only passes requests through.
+// It also sends [ZeroTemperature] as a clean 0, which go-openai's types
+// cannot. The wrapper keeps nothing after the call; it rewrites a request
+// body only when the pipeline marked it as holding raw parts or asking for
+// ZeroTemperature, and outside the pipeline it only passes requests
+// through.
 func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
 	if next == nil {
 		next = http.DefaultClient
@@ -246,6 +248,13 @@ const maxCapturedBody = 32 << 20
 func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 	if req.Context().Value(rawPartsKey{}) != nil {
 		r, err := withRawParts(req)
+		if err != nil {
+			return nil, err
+		}
+		req = r
+	}
+	if req.Context().Value(zeroTemperatureKey{}) != nil {
+		r, err := withZeroTemperature(req)
 		if err != nil {
 			return nil, err
 		}

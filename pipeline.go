@@ -139,9 +139,13 @@ type run struct {
 // errNoOutputFields: a signature without outputs asks the LM for nothing.
 var errNoOutputFields = errors.New("adapter: the signature has no output fields: nothing to ask the LM for")
 
-// errCallTimeout is the cause of a call's own WithTimeout expiring, told
-// apart from the caller's deadline.
-var errCallTimeout = errors.New("adapter: WithTimeout ran out")
+// callTimeout is the cause of a call's own WithTimeout expiring, told
+// apart from the caller's deadline: it names the option and its duration.
+type callTimeout time.Duration
+
+func (d callTimeout) Error() string {
+	return fmt.Sprintf("the call's WithTimeout(%v) ran out", time.Duration(d))
+}
 
 // errNilContext is every entry point's answer to a nil context.
 var errNilContext = errors.New("adapter: nil context: pass context.Background() or a request's context")
@@ -175,7 +179,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	ctx = context.WithValue(ctx, stateKey{}, &r.state)
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
-		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, errCallTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, callTimeout(r.cfg.timeout))
 	}
 	return r, ctx, cancel, nil
 }
@@ -190,7 +194,8 @@ func isNilLM(lm LM) bool {
 }
 
 // do runs the adapter and, after a parse failure it could not recover,
-// its fallback once. The error after a failed fallback wraps both.
+// its fallback once. The error after a failed fallback is a
+// *FallbackError: the fallback's error, with the first one as data.
 func (r *run) do(ctx context.Context) (err error) {
 	t, id := r.cfg.trace, r.cfg.callID()
 	if t != nil && t.CallStart != nil {
@@ -199,8 +204,8 @@ func (r *run) do(ctx context.Context) (err error) {
 	}
 	start := time.Now()
 	defer func() {
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) == errCallTimeout {
-			err = fmt.Errorf("%w (the call's WithTimeout(%v) ran out)", err, r.cfg.timeout)
+		if c, ok := context.Cause(ctx).(callTimeout); ok && err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, c) {
+			err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
 		}
 		r.finish()
 		if t != nil && t.CallDone != nil {
@@ -220,13 +225,13 @@ func (r *run) do(ctx context.Context) (err error) {
 	if next == nil || ctx.Err() != nil {
 		return err // no fallback, or no time left for one
 	}
+	r.res.FallbackCause = err
 	if ferr := r.attempt(ctx, next, 2, err); ferr != nil {
 		if r.stopped() {
 			return ferr
 		}
-		return fmt.Errorf("%w (after %s: %w)", ferr, a.Name(), err)
+		return &FallbackError{First: err, Err: ferr}
 	}
-	r.res.FallbackCause = err
 	return nil
 }
 
@@ -276,6 +281,9 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 		}
 		ctx = context.WithValue(ctx, rawPartsKey{}, true)
 	}
+	if req.Temperature == ZeroTemperature {
+		ctx = context.WithValue(ctx, zeroTemperatureKey{}, true)
+	}
 	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
 	if err == nil {
 		err = r.read(a, tr, ps, fsig, dropped, resp)
@@ -311,16 +319,18 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		r.shaped = base
 		req := &r.shaped
 		req.Messages = msgs
+		mode := ""
 		if shapes {
-			mode, ok, err := shaper.ShapeRequest(fsig, req, r.caps, level)
+			m, ok, err := shaper.ShapeRequest(fsig, req, r.caps, level)
 			if err != nil {
 				return openai.ChatCompletionResponse{}, err
 			}
 			if !ok {
 				return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: rejected}
 			}
-			r.res.Mode = mode
+			mode = m
 		}
+		r.res.Mode = requestMode(mode, req)
 		if err := ctx.Err(); err != nil {
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
@@ -350,6 +360,18 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		}
 		return resp, &LMError{Adapter: a.Name(), Err: err}
 	}
+}
+
+// requestMode is the Mode a request reports: the shaper's, else the
+// response format the request carries, else ModePrompt.
+func requestMode(mode string, req *openai.ChatCompletionRequest) string {
+	switch {
+	case mode != "":
+		return mode
+	case req.ResponseFormat != nil && req.ResponseFormat.Type != "":
+		return string(req.ResponseFormat.Type)
+	}
+	return ModePrompt
 }
 
 // invoker builds an attempt's chain around the sender: the call's

@@ -135,6 +135,12 @@ type rawPartsKey struct{}
 // withRawParts rewrites a request body whose messages hold raw parts: each
 // {"type":"x-sigwire-raw-part","text":"<json>"} object becomes <json>.
 func withRawParts(req *http.Request) (*http.Request, error) {
+	return rewriteBody(req, replaceRawParts)
+}
+
+// rewriteBody returns req with its body rewritten by f: the wrapper's one
+// way to change what goes on the wire.
+func rewriteBody(req *http.Request, f func([]byte) ([]byte, error)) (*http.Request, error) {
 	if req.Body == nil {
 		return req, nil
 	}
@@ -143,7 +149,7 @@ func withRawParts(req *http.Request) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := replaceRawParts(body)
+	out, err := f(body)
 	if err != nil {
 		return nil, err
 	}

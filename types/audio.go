@@ -40,7 +40,7 @@ var ErrNotAudio = errors.New("types: not audio")
 func NewAudio(src string) (Audio, error) {
 	s := strings.TrimSpace(src)
 	if !strings.HasPrefix(s, "data:") {
-		return Audio{}, fmt.Errorf("types: unrecognized audio %q: give a data URI (data:audio/wav;base64,…); local files must be loaded with AudioFromFile, URLs with DownloadAudio", clip(s))
+		return Audio{}, fmt.Errorf("types: unrecognized audio %q: give a data URI (data:audio/wav;base64,…); local files must be loaded with AudioFromFile, URLs with DownloadAudio", showURL(s))
 	}
 	d, err := parseDataURI(s)
 	if err != nil {
@@ -148,7 +148,7 @@ func DownloadAudio(ctx context.Context, rawURL string, opt DownloadOptions) (Aud
 		f = audioFormat(http.DetectContentType(data))
 	}
 	if f == "" {
-		return Audio{}, fmt.Errorf("types: download %q: %w (Content-Type %q)", clip(rawURL), ErrNotAudio, ct)
+		return Audio{}, fmt.Errorf("types: download %q: %w (Content-Type %q)", showURL(rawURL), ErrNotAudio, ct)
 	}
 	a := Audio{Data: base64.StdEncoding.EncodeToString(data), Format: f}
 	return a, a.check()

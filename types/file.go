@@ -33,7 +33,7 @@ type File struct {
 func NewFile(src string) (File, error) {
 	s := strings.TrimSpace(src)
 	if !strings.HasPrefix(s, "data:") {
-		return File{}, fmt.Errorf("types: unrecognized file %q: give a data URI (data:application/pdf;base64,…); local files must be loaded with FileFromFile, URLs with DownloadFile", clip(s))
+		return File{}, fmt.Errorf("types: unrecognized file %q: give a data URI (data:application/pdf;base64,…); local files must be loaded with FileFromFile, URLs with DownloadFile", showURL(s))
 	}
 	f := File{FileData: s}
 	return f, f.check()
@@ -89,17 +89,25 @@ func FileFromID(id, filename string) File {
 	return File{FileID: id, Filename: filename}
 }
 
-// DownloadFile fetches an http(s) file into a File's data URI, named by the
-// URL's last path element. It obeys DownloadImage's rules (no other
-// schemes, no address that is not public unless allowed, the size limit,
-// MaxMediaBytes by default, the timeout). Its media type is the
-// Content-Type, else found as FileFromBytes finds it.
+// DownloadFile fetches an http(s) file into a File's data URI. It obeys
+// DownloadImage's rules (no other schemes, no address that is not public
+// unless allowed, the size limit, MaxMediaBytes by default, the timeout).
+// Its media type is the Content-Type, else found as FileFromBytes finds
+// it.
+//
+// The file is named by the URL's last path element, decoded, when that is
+// a safe base name: valid UTF-8, at most 255 bytes, not blank, not "." or
+// "..", without a path separator ('/', '\\'), a control or format
+// character (a bidirectional override, a zero-width space) or a line
+// separator. Otherwise — and when the URL ends in '/' — it is named
+// "download". The name is never cleaned up into another: it is the URL's,
+// or "download".
 func DownloadFile(ctx context.Context, rawURL string, opt DownloadOptions) (File, error) {
 	data, ct, err := download(ctx, rawURL, opt, MaxMediaBytes)
 	if err != nil {
 		return File{}, err
 	}
-	name := urlBase(rawURL)
+	name := fileName(rawURL)
 	if ct == "" {
 		ct = detectFileType(name, data)
 	}

@@ -49,7 +49,7 @@ func NewImage(src string) (Image, error) {
 	case strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"), strings.HasPrefix(s, "gs://"):
 		return Image{URL: s}, nil
 	}
-	return Image{}, fmt.Errorf("types: unrecognized image %q: give an http(s) or gs URL or a data URI; local files must be loaded with ImageFromFile", clip(s))
+	return Image{}, fmt.Errorf("types: unrecognized image %q: give an http(s) or gs URL or a data URI; local files must be loaded with ImageFromFile", showURL(s))
 }
 
 // checkImageURI accepts data:image/<subtype>[;param…][;base64],<data>
@@ -131,7 +131,7 @@ func DownloadImage(ctx context.Context, rawURL string, opt DownloadOptions) (Ima
 		m = imageMIME(http.DetectContentType(data))
 	}
 	if m == "" {
-		return Image{}, fmt.Errorf("types: download %q: %w (Content-Type %q)", clip(rawURL), ErrNotImage, ct)
+		return Image{}, fmt.Errorf("types: download %q: %w (Content-Type %q)", showURL(rawURL), ErrNotImage, ct)
 	}
 	return Image{URL: "data:" + m + ";base64," + base64.StdEncoding.EncodeToString(data)}, nil
 }

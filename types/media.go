@@ -12,10 +12,10 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	adapter "github.com/sigwire/adapter"
@@ -169,6 +169,13 @@ func readLocal(what, path string, limit int64) ([]byte, error) {
 }
 
 // DownloadOptions bound DownloadImage, DownloadAudio and DownloadFile.
+//
+// Their errors, and those of the constructors refusing a URL (NewImage,
+// NewAudio, NewFile), show the URL without what may be a secret: the
+// userinfo is REDACTED entirely (user name and password), and so is every
+// query value (the keys stay: "?token=REDACTED&size=REDACTED") and the
+// fragment; the URL that Go's HTTP client reports (after a redirect, the
+// one it was sent to) is redacted the same way. The path stays.
 type DownloadOptions struct {
 	MaxBytes int64         // default MaxImageBytes for images, MaxMediaBytes otherwise
 	Timeout  time.Duration // default 30 s
@@ -199,12 +206,18 @@ var ErrUncheckedClient = errors.New("types: DownloadOptions.Client bypasses the 
 // connection closed when it ends) and returns the body with its declared
 // media type (normalized, "" when absent or malformed).
 func download(ctx context.Context, rawURL string, opt DownloadOptions, limit int64) ([]byte, string, error) {
+	shown := showURL(rawURL)
 	if ctx == nil {
-		return nil, "", fmt.Errorf("types: download %q: nil context", clip(rawURL))
+		return nil, "", fmt.Errorf("types: download %q: nil context", shown)
 	}
 	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, "", fmt.Errorf("types: download %q: only http and https URLs can be downloaded", clip(rawURL))
+	if err != nil {
+		// url.Parse's error repeats the URL, or the part that is wrong
+		// (a password, as a bad port): it is not kept.
+		return nil, "", fmt.Errorf("types: download %q: not a valid URL", shown)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, "", fmt.Errorf("types: download %q: only http and https URLs can be downloaded", shown)
 	}
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = limit
@@ -229,38 +242,150 @@ func download(ctx context.Context, rawURL string, opt DownloadOptions, limit int
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("types: download %q: %w", shown, redactURLError(err))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("types: download %q: %w", clip(rawURL), err)
+		return nil, "", fmt.Errorf("types: download %q: %w", shown, redactURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("types: download %q: HTTP %d", clip(rawURL), resp.StatusCode)
+		return nil, "", fmt.Errorf("types: download %q: HTTP %d", shown, resp.StatusCode)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, opt.MaxBytes+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("types: download %q: %w", clip(rawURL), err)
+		return nil, "", fmt.Errorf("types: download %q: %w", shown, redactURLError(err))
 	}
 	if int64(len(data)) > opt.MaxBytes {
-		return nil, "", fmt.Errorf("types: download %q: larger than %d bytes", clip(rawURL), opt.MaxBytes)
+		return nil, "", fmt.Errorf("types: download %q: larger than %d bytes", shown, opt.MaxBytes)
 	}
 	return data, mediaType(resp.Header.Get("Content-Type")), nil
 }
 
-// urlBase is the last element of a URL's path ("report.pdf"), "" when it
-// has none.
-func urlBase(rawURL string) string {
+// redacted replaces a secret in a URL shown in an error.
+const redacted = "REDACTED"
+
+// showURL is how an error shows a URL: clipped, with its secrets
+// redacted (see redactURL).
+func showURL(s string) string { return clip(redactURL(s)) }
+
+// redactURL removes what may be a secret from a URL, so that an error can
+// show it: the userinfo entirely (user name and password: a token is
+// often given as the user name), every query value (the keys stay), and
+// the fragment. It works on the text as written, whether or not it
+// parses: a URL that does not parse loses everything from its authority
+// up to its last '@'.
+func redactURL(s string) string {
+	s, frag, hasFrag := strings.Cut(s, "#")
+	s, query, hasQuery := strings.Cut(s, "?")
+	var b strings.Builder
+	b.Grow(len(s) + len(query) + 2*len(redacted))
+	b.WriteString(redactUserinfo(s))
+	if hasQuery {
+		b.WriteByte('?')
+		for i, part := range strings.Split(query, "&") {
+			if i > 0 {
+				b.WriteByte('&')
+			}
+			key, value, ok := strings.Cut(part, "=")
+			switch {
+			case !ok && part != "":
+				b.WriteString(redacted) // a bare value: "?<token>"
+			case ok:
+				b.WriteString(key)
+				b.WriteByte('=')
+				if value != "" {
+					b.WriteString(redacted)
+				}
+			}
+		}
+	}
+	if hasFrag && frag != "" {
+		b.WriteString("#" + redacted)
+	}
+	return b.String()
+}
+
+// redactUserinfo removes the userinfo of a URL without its query and
+// fragment: the part of the authority up to its last '@', as url.Parse
+// reads it; in a URL that does not parse, up to the last '@' anywhere
+// after the scheme.
+func redactUserinfo(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "//"); i >= 0 {
+		start = i + 2
+	} else if i := strings.IndexByte(s, ':'); i >= 0 {
+		start = i + 1 // an opaque URL: "http:user:pass@host"
+	}
+	end := len(s)
+	if u, err := url.Parse(s); err == nil {
+		if u.User == nil && !strings.Contains(u.Opaque, "@") {
+			return s // an '@' in the path ("https://host/@user/a.png")
+		}
+		if i := strings.IndexByte(s[start:], '/'); i >= 0 {
+			end = start + i
+		}
+	}
+	at := strings.LastIndexByte(s[start:end], '@')
+	if at < 0 {
+		return s
+	}
+	return s[:start] + redacted + s[start+at:]
+}
+
+// redactURLError redacts the URL of the *url.Error inside err (Go's HTTP
+// client reports the URL it requested, query values and user name
+// included, and after a redirect the URL it was sent to).
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(ue.URL)
+	}
+	return err
+}
+
+// downloadName is the name DownloadFile gives a file whose URL names
+// none that is safe (see fileName).
+const downloadName = "download"
+
+// maxFileName is the longest name fileName takes, in bytes (NAME_MAX on
+// most file systems).
+const maxFileName = 255
+
+// fileName is the name a downloaded file is given: the URL's last path
+// element, decoded ("report.pdf"), when it is a safe base name, else
+// downloadName. A safe base name is valid UTF-8, at most maxFileName
+// bytes, not blank, not "." or "..", and holds no path separator ('/' or
+// '\\'), control character (C0, DEL, C1), format character (Unicode Cf:
+// bidirectional overrides, zero-width characters, BOM) or line or
+// paragraph separator: nothing that walks out of a directory, reorders how
+// the name reads or starts a new line in a prompt or a log.
+func fileName(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return ""
+		return downloadName
 	}
-	b := path.Base(u.Path)
-	if b == "." || b == "/" || !utf8.ValidString(b) {
-		return ""
+	name := u.Path[strings.LastIndexByte(u.Path, '/')+1:]
+	if !safeFileName(name) {
+		return downloadName
 	}
-	return b
+	return name
+}
+
+// safeFileName reports a safe base name (see fileName).
+func safeFileName(name string) bool {
+	if name == "." || name == ".." || len(name) > maxFileName || strings.TrimSpace(name) == "" || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return false
+		}
+	}
+	return true
 }
 
 // refusePrivate is the built-in dialer's check, run on the address

@@ -47,12 +47,8 @@ func main() {
 	q := Question{"When was the Eiffel Tower completed, and where is it?"}
 
 	out, reasoning, res, err := cot.Call(ctx, lm, q)
-	var pe *adapter.ParseError
-	switch {
-	case errors.As(err, &pe):
-		log.Fatalf("the reply could not be read (field %q): %v\nreply: %s", pe.Field, err, pe.Completion)
-	case err != nil:
-		log.Fatal(err)
+	if err != nil {
+		log.Fatal(explain(err))
 	}
 	fmt.Printf("reasoning: %s\n", reasoning)
 	fmt.Printf("year:      %d (%T)\n", out.Year, out.Year)
@@ -72,6 +68,33 @@ func main() {
 			fmt.Printf("[%s] %s\n", chunk.Field, chunk.Delta)
 		}
 	}
+}
+
+// explain says what failed, by the error's class. The classes exclude
+// each other — after a fallback too, where an LM failure is an *LMError
+// and not a *ParseError — so the order of the cases does not matter.
+func explain(err error) string {
+	var (
+		pe  *adapter.ParseError
+		ref *adapter.RefusalError
+		lme *adapter.LMError
+		in  *adapter.InputError
+	)
+	switch {
+	case errors.As(err, &pe):
+		msg := fmt.Sprintf("the reply could not be read (field %q): %v\nreply: %s", pe.Field, err, pe.Completion)
+		if errors.Is(err, adapter.ErrTruncated) {
+			msg += "\n(the reply was cut off: raise MaxCompletionTokens)"
+		}
+		return msg
+	case errors.As(err, &ref):
+		return fmt.Sprintf("the model refused: %v", err)
+	case errors.As(err, &lme):
+		return fmt.Sprintf("the LM call failed, so there was no reply to read: %v", err)
+	case errors.As(err, &in):
+		return fmt.Sprintf("input %q does not fit the question: %v", in.Field, err)
+	}
+	return err.Error()
 }
 
 // client returns the live model when OPENAI_API_KEY is set, else an lmtest
