@@ -9,6 +9,7 @@ import (
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/types"
 )
 
 // ToolArgs are the arguments of one tool call as the model wrote them: a
@@ -83,10 +84,14 @@ func (a *ToolArgs) ParseField(raw string) error {
 	return nil
 }
 
-// Decode decodes the arguments into v, as encoding/json does.
+// Decode decodes the arguments into v exactly as a tool made by
+// types.NewTool decodes them (types.DecodeArgs): a key must be an
+// argument's name exactly, so arguments a tool would refuse ("amount"
+// beside "AMOUNT") are refused here too, and code that inspects or
+// approves the arguments reads the values the tool runs with.
 func (a ToolArgs) Decode(v any) error {
 	b, _ := a.MarshalJSON()
-	return json.Unmarshal(b, v)
+	return types.DecodeArgs(b, v)
 }
 
 // toolArgsOf decodes s, which must be one JSON object without a key given

@@ -19,8 +19,13 @@ type Func[A, R any] func(ctx context.Context, args A) (R, error)
 // NewTool makes a Tool from a Go function whose arguments are a struct.
 // The arguments' JSON Schema comes from the struct (invopop/jsonschema:
 // json tags name the arguments, jsonschema tags describe them); calling
-// the tool decodes JSON arguments strictly into the struct (unknown
-// arguments are refused) before calling fn.
+// the tool decodes JSON arguments strictly into the struct before calling
+// fn, as [DecodeArgs] does: a key must be an argument's name exactly (the
+// json tag's name, or the Go field name of a field without one), so an
+// unknown key, or a case or Unicode-folding variant of a name ("AMOUNT"
+// beside "amount"), is an error matching ErrArgumentName and fn does not
+// run. The tool therefore runs with exactly the values its arguments show
+// as written, in a trace or to an approval step.
 func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	if name == "" || fn == nil {
 		return Tool{}, errors.New("types: NewTool needs a name and a function")
@@ -41,9 +46,7 @@ func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	}
 	call := func(ctx context.Context, raw []byte) (any, error) {
 		var args A
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&args); err != nil {
+		if err := DecodeArgs(raw, &args); err != nil {
 			return nil, fmt.Errorf("types: tool %s: arguments: %w", name, err)
 		}
 		return fn(ctx, args)
