@@ -23,7 +23,8 @@ const DefaultMaxIters = 20
 
 // MaxIters sets how many steps (tool calls) a ReAct run makes at most
 // before it extracts the outputs from what it has (default 20, as DSPy),
-// for a ReAct or, on a call, for that call.
+// for a ReAct or, on a call, for that call. A "max_iters" input may lower
+// it for a call; raising it takes MaxItersFromInputs.
 func MaxIters(n int) Option { return maxItersOption{n: n} }
 
 type maxItersOption struct {
@@ -32,6 +33,17 @@ type maxItersOption struct {
 }
 
 func (o maxItersOption) applyModule(c *config) { c.maxIters = &o.n }
+
+// MaxItersFromInputs lets "max_iters" in a call's inputs raise the step
+// limit above MaxIters (as DSPy lets it), for a ReAct or, on a call, for
+// that call. Without it an input may only lower the limit: inputs often
+// come from end users, and each step is an LM call.
+func MaxItersFromInputs() Option { return maxItersFromInputsOption{} }
+
+type maxItersFromInputsOption struct{ adapter.EmptyCallOption }
+
+// applyModule: ReAct finds the option among its options itself.
+func (maxItersFromInputsOption) applyModule(*config) {}
 
 // ReAct is DSPy's dspy.ReAct: an agent that, step by step, thinks, picks a
 // tool and its arguments, and reads the tool's result, until it calls the
@@ -46,8 +58,11 @@ type ReAct struct {
 	tools    []types.Tool // the caller's tools, then finish
 	byName   map[string]types.Tool
 	maxIters int
-	react    *Module
-	extract  *Module
+	// itersFromInputs: "max_iters" in the inputs may raise maxIters
+	// (MaxItersFromInputs).
+	itersFromInputs bool
+	react           *Module
+	extract         *Module
 }
 
 // finishName is the tool that ends a run.
@@ -80,7 +95,7 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 			return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", maxIters)
 		}
 	}
-	r := &ReAct{sig: sig, maxIters: maxIters, byName: map[string]types.Tool{}}
+	r := &ReAct{sig: sig, maxIters: maxIters, itersFromInputs: hasOption[maxItersFromInputsOption](opts), byName: map[string]types.Tool{}}
 	for _, t := range tools {
 		switch {
 		case t.Name == "":
@@ -329,9 +344,11 @@ type run struct {
 // that picks a tool and a run of that tool, then the extract call. The
 // Result's Outputs[0] holds the extract's outputs (reasoning and the
 // signature's outputs) and "trajectory", a Trajectory; Calls and Usage
-// count every LM call. inputs may hold "max_iters" (an int) to override
-// MaxIters for this call, as in DSPy, unless the signature has such an
-// input.
+// count every LM call. inputs may hold "max_iters" (an int) to lower the
+// step limit for this call, unless the signature has such an input; it
+// raises the limit above MaxIters (as DSPy lets any max_iters do) only
+// with MaxItersFromInputs, since inputs often come from end users and each
+// step is an LM call.
 //
 // As in DSPy, a tool's error becomes the step's observation and the run
 // goes on; a reply naming no tool the agent has (after the adapter's
@@ -365,6 +382,7 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 
 func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
 	maxIters := r.maxIters
+	fromInputs := r.itersFromInputs || hasOption[maxItersFromInputsOption](opts)
 	c, opts := split(opts)
 	switch {
 	case c.instructions != nil || c.demosSet:
@@ -380,12 +398,24 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 			if !ok || n < 0 {
 				return nil, fmt.Errorf("predict: ReAct: max_iters %v is not a number of steps", v)
 			}
-			maxIters = n
+			if fromInputs || n < maxIters {
+				maxIters = n
+			}
 			inputs = withoutInput(inputs, "max_iters")
 		}
 	}
 	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
 		status: func(string) bool { return true }}, nil
+}
+
+// hasOption reports whether opts hold an option of type O.
+func hasOption[O adapter.CallOption](opts []adapter.CallOption) bool {
+	for _, o := range opts {
+		if _, ok := o.(O); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func wholeNumber(v any) (int, bool) {

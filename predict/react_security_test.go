@@ -2,6 +2,7 @@ package predict_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,4 +73,49 @@ func TestReActToolArgsSmuggling(t *testing.T) {
 			assert.JSONEq(t, args, traced[0], "the trace shows the arguments as written")
 		})
 	}
+}
+
+// neverFinishes serves a model that always calls a tool and never
+// finishes; the extract call gets an answer.
+func neverFinishes(t *testing.T) *lmtest.Server {
+	t.Helper()
+	srv := lmtest.NewServer()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		if strings.Contains(r.Chat.Messages[0].Content, "`reasoning`") {
+			return answer("x")
+		}
+		return step("again", "search", `{"query": "q"}`)
+	})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestReActMaxItersFromInputs is the review's N7: max_iters in the inputs
+// (which often come from end users) may lower the developer's MaxIters,
+// never raise it, unless the developer opts in with MaxItersFromInputs.
+func TestReActMaxItersFromInputs(t *testing.T) {
+	ctx := context.Background()
+	steps := func(t *testing.T, r *predict.ReAct, in adapter.Values, opts ...adapter.CallOption) int {
+		t.Helper()
+		srv := neverFinishes(t)
+		res, err := r.Call(ctx, srv.Client(), in, opts...)
+		require.NoError(t, err)
+		traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+		assert.Equal(t, len(traj)+1, res.Calls)
+		assert.Len(t, srv.Requests(), len(traj)+1)
+		return len(traj)
+	}
+	q := func(maxIters any) adapter.Values { return adapter.Values{"question": "q", "max_iters": maxIters} }
+
+	assert.Equal(t, 3, steps(t, searchAgent(t, predict.MaxIters(3)), q(2147483647)), "the review's probe: 3 steps, not 1137 calls and counting")
+	assert.Equal(t, 20, steps(t, searchAgent(t), q(100)), "at most the default")
+	assert.Equal(t, 2, steps(t, searchAgent(t, predict.MaxIters(3)), q(2)), "lowering is the input's to ask")
+	assert.Equal(t, 1, steps(t, searchAgent(t, predict.MaxIters(3)), q(5), predict.MaxIters(1)), "a call's MaxIters is the limit")
+
+	assert.Equal(t, 5, steps(t, searchAgent(t, predict.MaxIters(3), predict.MaxItersFromInputs()), q(5)), "opted in: the input raises it")
+	assert.Equal(t, 5, steps(t, searchAgent(t, predict.MaxIters(3)), q(5), predict.MaxItersFromInputs()), "opted in on the call")
+	assert.Equal(t, 3, steps(t, searchAgent(t, predict.MaxIters(3), predict.MaxItersFromInputs()), adapter.Values{"question": "q"}))
+
+	_, err := searchAgent(t).Call(ctx, neverFinishes(t).Client(), q(-1))
+	assert.ErrorContains(t, err, "max_iters")
 }
