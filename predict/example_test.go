@@ -3,6 +3,7 @@ package predict_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -112,4 +113,28 @@ func ExampleMaxItersFromInputs() {
 	// Output:
 	// 2 steps <nil>
 	// 4 steps <nil>
+}
+
+// A failed step's observation is the tool's error, verbatim, as in DSPy;
+// WithToolErrorText decides what the model is shown instead.
+func ExampleWithToolErrorText() {
+	srv := lmtest.NewServer(
+		lmtest.Text("[[ ## next_thought ## ]]\nCheck.\n\n[[ ## next_tool_name ## ]]\nweather\n\n[[ ## next_tool_args ## ]]\n{\"city\": \"Bergen\"}"),
+		lmtest.Text("[[ ## next_thought ## ]]\nDone.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{}"),
+		lmtest.Text("[[ ## reasoning ## ]]\nNo data.\n\n[[ ## answer ## ]]\nUnknown."))
+	defer srv.Close()
+	weather, _ := types.NewTool("weather", "Today's weather in a city.", func(_ context.Context, a cityArgs) (string, error) {
+		return "", errors.New("GET https://weather.example/?city=" + a.City + "&key=SECRET: 503")
+	})
+	sig, _ := signature.Parse("question -> answer")
+	agent, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.WithToolErrorText(func(tool string, err error) string {
+		return "Execution error in " + tool + ": the service is unavailable"
+	}))
+	res, _ := agent.Call(context.Background(), srv.Client(), adapter.Values{"question": "Umbrella in Bergen?"})
+	step := res.Outputs[0]["trajectory"].(predict.Trajectory)[0]
+	fmt.Println(step.Observation)
+	fmt.Println(step.Err)
+	// Output:
+	// Execution error in weather: the service is unavailable
+	// GET https://weather.example/?city=Bergen&key=SECRET: 503
 }

@@ -61,8 +61,11 @@ type ReAct struct {
 	// itersFromInputs: "max_iters" in the inputs may raise maxIters
 	// (MaxItersFromInputs).
 	itersFromInputs bool
-	react           *Module
-	extract         *Module
+	// errorText is the observation of a failed step (WithToolErrorText);
+	// nil for DSPy's.
+	errorText func(tool string, err error) string
+	react     *Module
+	extract   *Module
 }
 
 // finishName is the tool that ends a run.
@@ -95,7 +98,8 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 			return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", maxIters)
 		}
 	}
-	r := &ReAct{sig: sig, maxIters: maxIters, itersFromInputs: hasOption[maxItersFromInputsOption](opts), byName: map[string]types.Tool{}}
+	r := &ReAct{sig: sig, maxIters: maxIters, itersFromInputs: hasOption[maxItersFromInputsOption](opts),
+		errorText: errorTextOf(opts, nil), byName: map[string]types.Tool{}}
 	for _, t := range tools {
 		switch {
 		case t.Name == "":
@@ -280,7 +284,8 @@ type Step struct {
 	Tool    string
 	Args    ToolArgs
 	// Observation is the tool's result or, when it failed, the text the
-	// model was shown: "Execution error in <tool>: <error>".
+	// model was shown: "Execution error in <tool>: <error>", or what
+	// WithToolErrorText made of the error.
 	Observation any
 	// Err is the tool's error, nil when it succeeded.
 	Err error
@@ -333,6 +338,8 @@ type run struct {
 	total  *adapter.Result
 	// maxIters is this call's step limit.
 	maxIters int
+	// errorText is this call's observation of a failed step.
+	errorText func(tool string, err error) string
 	// status reports a tool starting and ending (Stream); false stops.
 	status func(string) bool
 	// sent is set once a chunk of the extract stream reached the caller:
@@ -383,6 +390,10 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
 	maxIters := r.maxIters
 	fromInputs := r.itersFromInputs || hasOption[maxItersFromInputsOption](opts)
+	errorText := errorTextOf(opts, r.errorText)
+	if errorText == nil {
+		errorText = executionError
+	}
 	c, opts := split(opts)
 	switch {
 	case c.instructions != nil || c.demosSet:
@@ -404,7 +415,7 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 			inputs = withoutInput(inputs, "max_iters")
 		}
 	}
-	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
+	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters, errorText: errorText,
 		status: func(string) bool { return true }}, nil
 }
 
@@ -498,7 +509,7 @@ func (st *run) steps() error {
 			}
 		}
 		if err != nil {
-			step.Observation, step.Err = fmt.Sprintf("Execution error in %s: %v", step.Tool, err), err
+			step.Observation, step.Err = st.errorText(step.Tool, err), err
 		} else {
 			step.Observation = obs
 		}
@@ -629,4 +640,43 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 			yield(adapter.Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)
 		}
 	}
+}
+
+// WithToolErrorText sets the observation a failed step shows the model,
+// for a ReAct or, on a call, for that call: f gets the tool's name and the
+// error (the tool's own; arguments the tool refused; a tool the agent does
+// not have; a result that cannot be shown). By default the observation is
+// DSPy's "Execution error in <tool>: <error>", the error's text verbatim,
+// so whatever a tool's error holds (a URL with an API key in its query, a
+// path, a stack) reaches the model and the provider in the next prompt,
+// and stays in the trajectory; f may redact or replace it. Step.Err and
+// the trace's ToolDone keep the error itself. A nil f keeps the default.
+// For native tool calls, types.WithToolErrorText does the same for
+// ToolCalls.Execute.
+func WithToolErrorText(f func(tool string, err error) string) Option {
+	return toolErrorTextOption{f: f}
+}
+
+type toolErrorTextOption struct {
+	adapter.EmptyCallOption
+	f func(string, error) string
+}
+
+// applyModule: ReAct finds the option among its options itself.
+func (toolErrorTextOption) applyModule(*config) {}
+
+// errorTextOf returns the function of the last WithToolErrorText in opts,
+// or def.
+func errorTextOf(opts []adapter.CallOption, def func(string, error) string) func(string, error) string {
+	for _, o := range opts {
+		if t, ok := o.(toolErrorTextOption); ok {
+			def = t.f
+		}
+	}
+	return def
+}
+
+// executionError is DSPy's observation for a failed step.
+func executionError(tool string, err error) string {
+	return fmt.Sprintf("Execution error in %s: %v", tool, err)
 }

@@ -2,6 +2,7 @@ package predict_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -118,4 +119,58 @@ func TestReActMaxItersFromInputs(t *testing.T) {
 
 	_, err := searchAgent(t).Call(ctx, neverFinishes(t).Client(), q(-1))
 	assert.ErrorContains(t, err, "max_iters")
+}
+
+// TestReActToolErrorText is the review's N8, second half: a tool's error
+// reaches the next prompt verbatim by default (as in DSPy), and
+// WithToolErrorText decides what the model is shown instead; the Go side
+// (Step.Err, the trace) keeps the error itself.
+func TestReActToolErrorText(t *testing.T) {
+	const secret = "https://api.example.com/v1?api_key=SECRET123"
+	tool, err := types.NewTool("fetch", "Fetch a page.", func(_ context.Context, a queryArgs) (string, error) {
+		return "", errors.New("GET " + secret + ": 503")
+	})
+	require.NoError(t, err)
+	sig, _ := signature.Parse("question -> answer")
+	replies := func() *lmtest.Server {
+		return lmtest.NewServer(step("Fetch.", "fetch", `{"query": "x"}`), step("Done.", "finish", "{}"), answer("x"))
+	}
+	redact := func(tool string, err error) string {
+		return "Execution error in " + tool + ": " + strings.ReplaceAll(err.Error(), "SECRET123", "[redacted]")
+	}
+	for name, c := range map[string]struct {
+		module, call []predict.Option
+		want         string
+	}{
+		"default: verbatim, as DSPy": {want: "Execution error in fetch: GET " + secret + ": 503"},
+		"on the module":              {module: []predict.Option{predict.WithToolErrorText(redact)}, want: "api_key=[redacted]"},
+		"on the call":                {call: []predict.Option{predict.WithToolErrorText(redact)}, want: "api_key=[redacted]"},
+		"the call's wins": {module: []predict.Option{predict.WithToolErrorText(func(string, error) string { return "module" })},
+			call: []predict.Option{predict.WithToolErrorText(func(string, error) string { return "call" })}, want: "call"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := replies()
+			defer srv.Close()
+			var traced error
+			tr := &adapter.Trace{ToolDone: func(i adapter.ToolDoneInfo) {
+				if i.Tool == "fetch" {
+					traced = i.Err
+				}
+			}}
+			r, err := predict.NewReAct(sig, []types.Tool{tool}, c.module...)
+			require.NoError(t, err)
+			res, err := r.Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, append(c.call, adapter.UseTrace(tr))...)
+			require.NoError(t, err)
+			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+			obs := traj[0].Observation.(string)
+			assert.Contains(t, obs, c.want)
+			assert.Contains(t, lastUser(srv.Requests()[1]), "[[ ## observation_0 ## ]]\n"+obs+"\n")
+			assert.Contains(t, lastUser(srv.Requests()[2]), "[[ ## observation_0 ## ]]\n"+obs+"\n", "the extract call sees the same text")
+			if c.want != "" && !strings.Contains(c.want, secret) {
+				assert.NotContains(t, lastUser(srv.Requests()[1]), "SECRET123")
+			}
+			assert.ErrorContains(t, traj[0].Err, "SECRET123", "the Go side keeps the error")
+			assert.ErrorContains(t, traced, "SECRET123")
+		})
+	}
 }

@@ -279,6 +279,7 @@ type namesShadow struct {
 	namesA
 	Y string
 }
+
 // NamesE is exported: encoding/json cannot set an embedded pointer to an
 // unexported struct.
 type NamesE struct {
@@ -346,4 +347,84 @@ func TestArgumentNamesAgreeWithEncodingJSON(t *testing.T) {
 	var d namesDash
 	require.NoError(t, types.DecodeArgs([]byte(`{"-": 1, "Bad": 2}`), &d))
 	assert.Equal(t, namesDash{Dash: 1, Bad: 2}, d)
+}
+
+// TestExecuteToolErrorText: Execute shows a failed call's error as its
+// result, verbatim by default; WithToolErrorText decides the text (every
+// error result: the tool's, an unknown tool, unreadable arguments).
+func TestExecuteToolErrorText(t *testing.T) {
+	tool, err := types.NewTool("fetch", "", func(_ context.Context, a weatherArgs) (string, error) {
+		return "", errors.New("GET https://x.example/?key=SECRET: 503")
+	})
+	require.NoError(t, err)
+	calls := types.ToolCalls{Calls: []types.ToolCall{
+		{ID: "1", Name: "fetch", Args: map[string]any{"city": "Rome"}},
+		{ID: "2", Name: "nope", Args: map[string]any{}},
+		{ID: "3", Name: "fetch", Err: types.ErrToolArguments, RawArgs: "{"},
+	}}
+	res := calls.Execute(context.Background(), []types.Tool{tool})
+	assert.Equal(t, "GET https://x.example/?key=SECRET: 503", res.Results[0].Value, "verbatim by default")
+
+	var seen []string
+	res = calls.Execute(context.Background(), []types.Tool{tool}, types.WithToolErrorText(func(name string, err error) string {
+		seen = append(seen, name+": "+err.Error())
+		return "the call to " + name + " failed"
+	}))
+	require.Len(t, res.Results, 3)
+	for i, r := range res.Results {
+		assert.True(t, r.IsError, i)
+		assert.Equal(t, "the call to "+r.Name+" failed", r.Value, i)
+	}
+	require.Len(t, seen, 3)
+	assert.Contains(t, seen[0], "SECRET", "the hook gets the error itself")
+	assert.Contains(t, seen[1], `no tool named "nope"`)
+}
+
+// TestNativeToolErrorTextEndToEnd: a native tool call's error, redacted,
+// is what the next request's tool message carries.
+func TestNativeToolErrorTextEndToEnd(t *testing.T) {
+	tool, err := types.NewTool("fetch", "", func(_ context.Context, a weatherArgs) (string, error) {
+		return "", errors.New("GET https://x.example/?key=SECRET: 503")
+	})
+	require.NoError(t, err)
+	srv := lmtest.NewServer(
+		lmtest.Text("").WithFinish("tool_calls").WithToolCalls(openai.ToolCall{ID: "call_1", Type: "function",
+			Function: openai.FunctionCall{Name: "fetch", Arguments: `{"city": "Rome"}`}}),
+		lmtest.Text(`{"answer": "sorry"}`))
+	defer srv.Close()
+	sig := parse(t, "question, tools: list[Tool], history: History -> answer, calls: ToolCalls")
+	lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true, JSONMode: true})
+	in := adapter.Values{"question": "q", "tools": []types.Tool{tool}, "history": types.History{}}
+	res, err := adapter.Call(context.Background(), lm, sig, nil, in, adapter.UseAdapter(adapter.JSON{}))
+	require.NoError(t, err)
+	calls := res.Outputs[0]["calls"].(types.ToolCalls)
+	out := calls.Execute(context.Background(), []types.Tool{tool}, types.WithToolErrorText(func(name string, err error) string {
+		return "Execution error in " + name + ": " + strings.ReplaceAll(err.Error(), "SECRET", "[redacted]")
+	}))
+	calls.Results = &out
+	in["history"] = types.History{Messages: []map[string]any{{"question": "q", "answer": res.Outputs[0]["answer"], "calls": calls}}}
+	_, err = adapter.Call(context.Background(), lm, sig, nil, in, adapter.UseAdapter(adapter.JSON{}))
+	require.NoError(t, err)
+	body := string(srv.Requests()[1].Body)
+	assert.Contains(t, body, "key=[redacted]")
+	assert.NotContains(t, body, "SECRET")
+}
+
+// A tool's error is the call's result, verbatim; WithToolErrorText decides
+// what the model is shown instead.
+func ExampleWithToolErrorText() {
+	fetch, _ := types.NewTool("fetch", "Fetch a page.", func(_ context.Context, a struct {
+		URL string `json:"url"`
+	}) (string, error) {
+		return "", errors.New("GET " + a.URL + "?key=SECRET: 503")
+	})
+	calls := types.ToolCalls{Calls: []types.ToolCall{{ID: "1", Name: "fetch", Args: map[string]any{"url": "https://x.example/"}}}}
+	fmt.Println(calls.Execute(context.Background(), []types.Tool{fetch}).Results[0].Value)
+	redact := types.WithToolErrorText(func(tool string, err error) string {
+		return tool + " failed: " + strings.ReplaceAll(err.Error(), "SECRET", "…")
+	})
+	fmt.Println(calls.Execute(context.Background(), []types.Tool{fetch}, redact).Results[0].Value)
+	// Output:
+	// GET https://x.example/?key=SECRET: 503
+	// fetch failed: GET https://x.example/?key=…: 503
 }
