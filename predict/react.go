@@ -492,6 +492,9 @@ func (st *run) steps() error {
 		step.Thought, _ = pred["next_thought"].(string)
 		step.Tool, _ = pred["next_tool_name"].(string)
 		step.Args, _ = pred["next_tool_args"].(ToolArgs)
+		if len(res.Completions) > 0 {
+			step.Args = step.Args.inModelOrder(res.Completions[0])
+		}
 		args, _ := step.Args.MarshalJSON()
 		if !st.status(toolStartStatus(step.Tool)) {
 			return errStopped

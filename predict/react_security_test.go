@@ -174,3 +174,50 @@ func TestReActToolErrorText(t *testing.T) {
 		})
 	}
 }
+
+type priceArgs struct {
+	Query    string         `json:"query"`
+	MinPrice int            `json:"min_price"`
+	MaxPrice int            `json:"max_price"`
+	Filters  map[string]int `json:"filters,omitempty"`
+}
+
+// TestReActToolArgsModelOrderJSON (issue 30 item 12): DSPy keeps the
+// model's key order in the tool arguments it renders; a reply read as
+// JSON (the JSON adapter, the Chat adapter's JSON fallback, JSON in a
+// fence) rendered them sorted.
+func TestReActToolArgsModelOrderJSON(t *testing.T) {
+	const args = `{"query": "shoes", "min_price": 50, "max_price": 150, "filters": {"z": 1, "a": 2}}`
+	reply := `{"next_thought": "Search.", "next_tool_name": "search", "next_tool_args": ` + args + `}`
+	tool, err := types.NewTool("search", "Search the shop.", func(_ context.Context, a priceArgs) (string, error) { return "3 hits", nil })
+	require.NoError(t, err)
+	sig, _ := signature.Parse("question -> answer")
+	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.MaxIters(1))
+	require.NoError(t, err)
+	for name, c := range map[string]struct {
+		ctx     context.Context
+		replies []lmtest.Reply
+	}{
+		"json":          {adapter.WithAdapter(context.Background(), adapter.JSON{}), []lmtest.Reply{lmtest.Text(reply), lmtest.Text(`{"reasoning": "r", "answer": "x"}`)}},
+		"chat fallback": {context.Background(), []lmtest.Reply{lmtest.Text(reply), lmtest.Text(reply), answer("x")}},
+		"json fenced":   {adapter.WithAdapter(context.Background(), adapter.JSON{}), []lmtest.Reply{lmtest.Text("Here:\n```json\n" + reply + "\n```"), lmtest.Text(`{"reasoning": "r", "answer": "x"}`)}},
+		"chat markers":  {context.Background(), []lmtest.Reply{step("Search.", "search", args), answer("x")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := lmtest.NewServer(c.replies...)
+			defer srv.Close()
+			var traced string
+			tr := &adapter.Trace{ToolStart: func(i adapter.ToolStartInfo) { traced = string(i.Args) }}
+			res, err := r.Call(c.ctx, srv.Client(), adapter.Values{"question": "q"}, adapter.UseTrace(tr))
+			require.NoError(t, err)
+			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+			require.Len(t, traj, 1)
+			const compact = `{"query":"shoes","min_price":50,"max_price":150,"filters":{"z":1,"a":2}}`
+			assert.Equal(t, compact, string(traj[0].Args), "Step.Args in the model's order")
+			assert.Equal(t, compact, traced, "the trace too")
+			assert.Equal(t, "3 hits", traj[0].Observation)
+			reqs := srv.Requests()
+			assert.Contains(t, lastUser(reqs[len(reqs)-1]), "[[ ## tool_args_0 ## ]]\n"+args+"\n", "the extract prompt renders them as the model wrote them")
+		})
+	}
+}
