@@ -357,12 +357,21 @@ type run struct {
 // with MaxItersFromInputs, since inputs often come from end users and each
 // step is an LM call.
 //
-// As in DSPy, a tool's error becomes the step's observation and the run
-// goes on; a reply naming no tool the agent has (after the adapter's
-// fallback) ends the steps and goes to the extract call; when the prompt
-// exceeds the context window (errors.Is(err, adapter.ErrContextWindow)),
-// the oldest step is dropped and the call tried again, up to three times.
-// Every tool run is reported to the call's Trace (ToolStart, ToolDone).
+// As in DSPy, a tool's error becomes the step's observation (see
+// WithToolErrorText) and the run goes on; a reply naming no tool the agent
+// has (the reply the adapter read last: the fallback's, when there was
+// one) ends the steps and goes to the extract call, while a last reply
+// that yields none of the react fields, a refusal or an LM error ends the
+// call with that error; when the prompt exceeds the context window
+// (errors.Is(err, adapter.ErrContextWindow)), the oldest step is dropped
+// and the call tried again, up to three times. Every tool run is reported
+// to the call's Trace (ToolStart, ToolDone).
+//
+// What a tool receives: the arguments the model wrote, decoded as
+// types.DecodeArgs decodes them (a key must be an argument's name
+// exactly), which are the arguments Step.Args and the trace show. What the
+// model receives: each tool's result and, for a failed step, its error's
+// text verbatim unless WithToolErrorText says otherwise.
 func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
 	ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
 	res, err := r.call(ctx, lm, inputs, opts)
@@ -529,13 +538,43 @@ func (st *run) steps() error {
 
 // toolChoiceError reports a reply that has the react fields but one whose
 // value is not of its type — a tool the agent does not have, arguments
-// that are not an object — after the adapter's fallback: DSPy's ValueError,
-// on which ReAct stops stepping and extracts.
+// that are not an object — in the reply the adapter read last: DSPy's
+// ValueError, on which ReAct stops stepping and extracts. Anything else
+// the last reply or call gave (no output fields, a refusal, an LM error)
+// is DSPy's AdapterParseError or the LM's own error, which ends the call;
+// the first adapter's error, which a failed fallback's error also wraps,
+// does not decide (DSPy's fallback replaces it).
 func toolChoiceError(err error) bool {
-	var pe *adapter.ParseError
-	return errors.As(err, &pe) && pe.Field != "" &&
-		!errors.Is(err, adapter.ErrMissingField) && !errors.Is(err, adapter.ErrTruncated) &&
-		!errors.Is(err, adapter.ErrEmptyResponse) && !errors.Is(err, adapter.ErrParserPanic)
+	pe := lastParseError(err)
+	return pe != nil && pe.Field != "" &&
+		!errors.Is(pe, adapter.ErrMissingField) && !errors.Is(pe, adapter.ErrTruncated) &&
+		!errors.Is(pe, adapter.ErrEmptyResponse) && !errors.Is(pe, adapter.ErrParserPanic)
+}
+
+// lastParseError is the *adapter.ParseError of the attempt that failed
+// last, nil when that attempt failed otherwise (an LM error, a refusal).
+// A failed fallback's error wraps its own error first and the first
+// adapter's after it ("… (after chat: …)"): only the first of several
+// wrapped errors is followed.
+func lastParseError(err error) *adapter.ParseError {
+	for depth := 0; err != nil && depth < 100; depth++ {
+		if pe, ok := err.(*adapter.ParseError); ok {
+			return pe
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			errs := u.Unwrap()
+			if len(errs) == 0 {
+				return nil
+			}
+			err = errs[0]
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // withTruncation makes a call with the trajectory's text and, while the

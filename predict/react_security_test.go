@@ -221,3 +221,45 @@ func TestReActToolArgsModelOrderJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestReActFallbackOutcome (issue 30 item 12): what ends the steps is
+// decided by the reply the adapter read last, as in DSPy. A fallback reply
+// that yields none of the output fields (prose, a refusal), or a fallback
+// call that failed, ends the call with that error (DSPy's
+// AdapterParseError or the LM's error, not a ValueError); a fallback
+// reply naming a tool the agent does not have ends the steps and runs
+// extract, whatever the first reply was.
+func TestReActFallbackOutcome(t *testing.T) {
+	badTool := step("a", "google", "{}")
+	jsonBadTool := lmtest.Text(`{"next_thought": "a", "next_tool_name": "google", "next_tool_args": {}}`)
+	for name, c := range map[string]struct {
+		replies []lmtest.Reply
+		extract bool
+		is      error
+	}{
+		"bad tool, then prose":            {replies: []lmtest.Reply{badTool, lmtest.Text("I cannot help.")}, is: adapter.ErrMissingField},
+		"bad tool, then a refusal":        {replies: []lmtest.Reply{badTool, lmtest.Text("").WithRefusal("I can't help with that.")}, is: adapter.ErrRefusal},
+		"bad tool, then an LM error":      {replies: []lmtest.Reply{badTool, lmtest.Error(400, `{"error": {"message": "bad request"}}`)}},
+		"bad tool, then a bad tool":       {replies: []lmtest.Reply{badTool, jsonBadTool}, extract: true},
+		"prose, then a bad tool":          {replies: []lmtest.Reply{lmtest.Text("Let me think."), jsonBadTool}, extract: true},
+		"missing fields, then a bad tool": {replies: []lmtest.Reply{lmtest.Text("[[ ## next_thought ## ]]\na"), jsonBadTool}, extract: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := lmtest.NewServer(append(c.replies, answer("x"))...)
+			defer srv.Close()
+			res, err := searchAgent(t).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, adapter.NoRetry())
+			if c.extract {
+				require.NoError(t, err)
+				assert.Equal(t, "x", res.Outputs[0]["answer"])
+				assert.Empty(t, res.Outputs[0]["trajectory"])
+				assert.Len(t, srv.Requests(), 3)
+				return
+			}
+			require.Error(t, err)
+			if c.is != nil {
+				assert.ErrorIs(t, err, c.is)
+			}
+			assert.Len(t, srv.Requests(), 2, "no extract call")
+		})
+	}
+}
