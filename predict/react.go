@@ -52,7 +52,9 @@ func (maxItersFromInputsOption) applyModule(*config) {}
 // "extract.predict", send exactly the prompts DSPy 3.3.1 sends, so a
 // program optimised with DSPy loads with Load and runs here unchanged.
 //
-// A ReAct is safe for concurrent use; Load returns a new one.
+// A ReAct is safe for concurrent use; Load returns a new one. Build it
+// with NewReAct: a nil or zero ReAct's Call, Stream and Load return an
+// error.
 type ReAct struct {
 	sig      *signature.Signature
 	tools    []types.Tool // the caller's tools, then finish
@@ -208,24 +210,57 @@ func extractSignature(sig *signature.Signature) (*signature.Signature, error) {
 	return ex.WithInstructions(sig.Instructions()), nil
 }
 
-// Signature returns the task signature.
-func (r *ReAct) Signature() *signature.Signature { return r.sig }
+// errNotBuilt is the error of a nil or zero ReAct's Call, Stream and Load.
+var errNotBuilt = errors.New("predict: ReAct is nil or a zero value: build it with NewReAct")
 
-// React returns the "react" predictor: the module that picks each step.
-func (r *ReAct) React() *Module { return r.react }
+// built reports whether r was made by NewReAct (or Load).
+func (r *ReAct) built() bool {
+	return r != nil && r.sig != nil && r.react != nil && r.extract != nil && r.byName != nil
+}
+
+// Signature returns the task signature (nil for a nil or zero ReAct).
+func (r *ReAct) Signature() *signature.Signature {
+	if r == nil {
+		return nil
+	}
+	return r.sig
+}
+
+// React returns the "react" predictor: the module that picks each step
+// (nil for a nil or zero ReAct).
+func (r *ReAct) React() *Module {
+	if r == nil {
+		return nil
+	}
+	return r.react
+}
 
 // Extract returns the "extract.predict" predictor: the ChainOfThought that
-// reads the outputs from the trajectory.
-func (r *ReAct) Extract() *Module { return r.extract }
+// reads the outputs from the trajectory (nil for a nil or zero ReAct).
+func (r *ReAct) Extract() *Module {
+	if r == nil {
+		return nil
+	}
+	return r.extract
+}
 
-// Tools returns the tools the agent may call, finish last.
-func (r *ReAct) Tools() []types.Tool { return slices.Clone(r.tools) }
+// Tools returns the tools the agent may call, finish last (none for a nil
+// or zero ReAct).
+func (r *ReAct) Tools() []types.Tool {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.tools)
+}
 
 // Load returns a copy of r with the saved "react" and "extract.predict"
 // predictors of prog (instructions, field texts, demos) loaded as
 // Module.Load loads them. For a ReAct saved inside another module, load
-// prog.Sub("its.path").
+// prog.Sub("its.path"). A nil or zero ReAct cannot load.
 func (r *ReAct) Load(prog Program) (*ReAct, error) {
+	if !r.built() {
+		return nil, errNotBuilt
+	}
 	react, err := r.react.Load(prog, "react")
 	if err != nil {
 		return nil, err
@@ -242,6 +277,9 @@ func (r *ReAct) Load(prog Program) (*ReAct, error) {
 // Ignored lists what Load left out of the two saved predictors, each line
 // prefixed by the predictor's name.
 func (r *ReAct) Ignored() []string {
+	if !r.built() {
+		return nil
+	}
 	var out []string
 	for _, p := range []struct {
 		name string
@@ -397,6 +435,9 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 }
 
 func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
+	if !r.built() {
+		return nil, errNotBuilt
+	}
 	maxIters := r.maxIters
 	fromInputs := r.itersFromInputs || hasOption[maxItersFromInputsOption](opts)
 	errorText := errorTextOf(opts, r.errorText)

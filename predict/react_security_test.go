@@ -263,3 +263,30 @@ func TestReActFallbackOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestReActZeroValue (issue 30 item 10): a nil *ReAct and a zero ReAct
+// return errors, never panic.
+func TestReActZeroValue(t *testing.T) {
+	srv := lmtest.NewServer(answer("x"))
+	defer srv.Close()
+	for name, r := range map[string]*predict.ReAct{"nil": nil, "zero": {}} {
+		t.Run(name, func(t *testing.T) {
+			_, err := r.Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
+			assert.ErrorContains(t, err, "NewReAct")
+			n := 0
+			for _, err := range r.Stream(context.Background(), srv.Client(), adapter.Values{"question": "q"}) {
+				n++
+				assert.ErrorContains(t, err, "NewReAct")
+			}
+			assert.Equal(t, 1, n)
+			_, err = r.Load(predict.Program{})
+			assert.ErrorContains(t, err, "NewReAct")
+			assert.Nil(t, r.Signature())
+			assert.Nil(t, r.React())
+			assert.Nil(t, r.Extract())
+			assert.Empty(t, r.Tools())
+			assert.Empty(t, r.Ignored())
+		})
+	}
+	assert.Empty(t, srv.Requests())
+}
