@@ -84,3 +84,26 @@ func mustSorted(t *testing.T, a ToolArgs) string {
 	}
 	return s
 }
+
+// FuzzInModelOrder: the reply is the model's text. inModelOrder never
+// panics and never changes the arguments' values, only their order.
+func FuzzInModelOrder(f *testing.F) {
+	f.Add(`{"b": 1, "a": {"y": 2, "x": 3}}`, `{"next_tool_args": {"b": 1, "a": {"y": 2, "x": 3}}}`)
+	f.Add(`{"b": 1, "a": 2}`, "```json\n{\"next_tool_args\": \"{\\\"b\\\": 1, \\\"a\\\": 2}\"}\n```")
+	f.Add(`{"b": 1, "a": 2}`, `{"a": 2, "b": 1.0} {"b": 1, "a": 2}`)
+	f.Add(`{"k": [1, {"z": 0, "y": 1}]}`, `{{{{`)
+	f.Fuzz(func(t *testing.T, argsText, reply string) {
+		var a ToolArgs
+		if a.ParseField(argsText) != nil {
+			return
+		}
+		got := a.inModelOrder(reply)
+		if mustSorted(t, got) != mustSorted(t, a) {
+			t.Fatalf("inModelOrder(%s, %q) = %s: other values", a, reply, got)
+		}
+		var back ToolArgs
+		if err := back.ParseField(string(got)); err != nil || string(back) != string(got) {
+			t.Fatalf("inModelOrder gave %s, which reads back as %s (%v)", got, back, err)
+		}
+	})
+}

@@ -428,3 +428,74 @@ func ExampleWithToolErrorText() {
 	// GET https://x.example/?key=SECRET: 503
 	// fetch failed: GET https://x.example/?key=…: 503
 }
+
+// FuzzDecodeArgs: tool arguments are the model's text. DecodeArgs never
+// panics, and what it accepts gives the tool exactly the values the
+// arguments show: every key of an object decoded into a struct is a field's
+// name as written, and the fields hold those keys' values.
+func FuzzDecodeArgs(f *testing.F) {
+	for _, s := range []string{`{"account":"A","amount":5}`, `{"account":"A","amount":5,"AMOUNT":5000}`, `{"aſk":"x"}`,
+		`{"filter":{"max":5,"MAX":6}}`, `{"items":[{"id":"a"},{"ID":"b"}]}`, `{"meta":{"k":{"account":"A"}}}`, `{"amount":1,"amount":2}`, `[1]`, `null`} {
+		f.Add(s)
+	}
+	type item struct {
+		ID string `json:"id"`
+	}
+	type args struct {
+		Account string `json:"account"`
+		Amount  int    `json:"amount"`
+		Filter  *struct {
+			Max int `json:"max"`
+		} `json:"filter"`
+		Items []item         `json:"items"`
+		Meta  map[string]any `json:"meta"`
+	}
+	top := map[string]bool{"account": true, "amount": true, "filter": true, "items": true, "meta": true}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var a args
+		if types.DecodeArgs([]byte(raw), &a) != nil {
+			return
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(raw), &obj) != nil || obj == nil {
+			return // null: nothing decoded
+		}
+		for k, v := range obj {
+			if !top[k] {
+				t.Fatalf("%s: key %q accepted", raw, k)
+			}
+			switch k {
+			case "account":
+				var s string
+				if json.Unmarshal(v, &s) == nil && s != a.Account {
+					t.Fatalf("%s: account %q, the tool got %q", raw, s, a.Account)
+				}
+			case "amount":
+				var n int
+				if json.Unmarshal(v, &n) == nil && n != a.Amount {
+					t.Fatalf("%s: amount %d, the tool got %d", raw, n, a.Amount)
+				}
+			case "filter":
+				var m map[string]json.RawMessage
+				if json.Unmarshal(v, &m) == nil {
+					for fk := range m {
+						if fk != "max" {
+							t.Fatalf("%s: filter key %q accepted", raw, fk)
+						}
+					}
+				}
+			case "items":
+				var list []map[string]json.RawMessage
+				if json.Unmarshal(v, &list) == nil {
+					for _, m := range list {
+						for ik := range m {
+							if ik != "id" {
+								t.Fatalf("%s: item key %q accepted", raw, ik)
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
