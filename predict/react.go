@@ -320,7 +320,12 @@ type Step struct {
 	Index   int
 	Thought string
 	Tool    string
-	Args    ToolArgs
+	// Args are the arguments as the model wrote them, in its order: the
+	// JSON the tool was called with and the trace's ToolStart shows. The
+	// tool decodes them as Args.Decode does, so what they show is what it
+	// ran with; arguments it refused (a key that is not exactly an
+	// argument's name) ran nothing, and Err says why.
+	Args ToolArgs
 	// Observation is the tool's result or, when it failed, the text the
 	// model was shown: "Execution error in <tool>: <error>", or what
 	// WithToolErrorText made of the error.
