@@ -55,7 +55,9 @@ type NativeRequest struct {
 
 // ParallelToolCalls is the adapters' option for parallel_tool_calls: sent
 // with native tool calls when set, unless the request template already
-// says (DSPy's Adapter(parallel_tool_calls=...)).
+// says (DSPy's Adapter(parallel_tool_calls=...)), together with
+// tool_choice "auto" unless the template sets a tool_choice, as DSPy
+// sends it.
 func ParallelToolCalls(allow bool) *bool { return &allow }
 
 // Plan is what a NativeHook decides for one call.
@@ -96,10 +98,12 @@ type nativeField struct {
 // planNative applies the outputs' native hooks to req and returns the
 // signature the adapter formats and parses (without the dropped fields),
 // the inputs without the dropped inputs, and the dropped outputs. When a
-// hook puts tools in the request, tool_choice is "auto" (as DSPy sends
-// it) unless the template sets one, and parallel_tool_calls follows the
-// adapter's option. A hook's Err stops the call (an *InputError naming
-// the field).
+// hook puts tools in the request, parallel_tool_calls follows the
+// adapter's option unless the template sets it, and a request that then
+// has parallel_tool_calls gets tool_choice "auto" unless the template sets
+// one: DSPy's LM layer adds it only then, so a request without
+// parallel_tool_calls leaves tool_choice to the provider. A hook's Err
+// stops the call (an *InputError naming the field).
 func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField, error) {
 	if !traitsOfSig(sig).native {
 		return sig, inputs, nil, nil
@@ -128,11 +132,11 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 			*req = *shaped
 		}
 		if !hadTools && len(req.Tools) > 0 {
-			if req.ToolChoice == nil {
-				req.ToolChoice = "auto"
-			}
 			if p := parallelOf(nt); p != nil && req.ParallelToolCalls == nil {
 				req.ParallelToolCalls = *p
+			}
+			if req.ParallelToolCalls != nil && req.ToolChoice == nil {
+				req.ToolChoice = "auto"
 			}
 		}
 		if plan.Drop {

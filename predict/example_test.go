@@ -3,8 +3,10 @@ package predict_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
@@ -82,4 +84,57 @@ func ExampleNewReAct() {
 	// Output:
 	// Yes, take an umbrella. <nil>
 	// {"thought_0":"Check the weather.","tool_name_0":"weather","tool_args_0":{"city":"Bergen"},"observation_0":"rain in Bergen","thought_1":"Done.","tool_name_1":"finish","tool_args_1":{},"observation_1":"Completed."}
+}
+
+// A max_iters input may lower the step limit; raising it above MaxIters
+// takes MaxItersFromInputs.
+func ExampleMaxItersFromInputs() {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply { // a model that never calls finish
+		if strings.Contains(r.Chat.Messages[0].Content, "`reasoning`") {
+			return lmtest.Text("[[ ## reasoning ## ]]\nIt rains.\n\n[[ ## answer ## ]]\nYes.")
+		}
+		return lmtest.Text("[[ ## next_thought ## ]]\nLook again.\n\n[[ ## next_tool_name ## ]]\nweather\n\n[[ ## next_tool_args ## ]]\n{\"city\": \"Bergen\"}")
+	})
+	weather, _ := types.NewTool("weather", "Today's weather in a city.", func(_ context.Context, a cityArgs) (string, error) {
+		return "rain in " + a.City, nil
+	})
+	sig, _ := signature.Parse("question -> answer")
+	in := adapter.Values{"question": "Umbrella in Bergen?", "max_iters": 4}
+
+	capped, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.MaxIters(2))
+	res, err := capped.Call(context.Background(), srv.Client(), in)
+	fmt.Println(len(res.Outputs[0]["trajectory"].(predict.Trajectory)), "steps", err)
+
+	raised, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.MaxIters(2), predict.MaxItersFromInputs())
+	res, err = raised.Call(context.Background(), srv.Client(), in)
+	fmt.Println(len(res.Outputs[0]["trajectory"].(predict.Trajectory)), "steps", err)
+	// Output:
+	// 2 steps <nil>
+	// 4 steps <nil>
+}
+
+// A failed step's observation is the tool's error, verbatim, as in DSPy;
+// WithToolErrorText decides what the model is shown instead.
+func ExampleWithToolErrorText() {
+	srv := lmtest.NewServer(
+		lmtest.Text("[[ ## next_thought ## ]]\nCheck.\n\n[[ ## next_tool_name ## ]]\nweather\n\n[[ ## next_tool_args ## ]]\n{\"city\": \"Bergen\"}"),
+		lmtest.Text("[[ ## next_thought ## ]]\nDone.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{}"),
+		lmtest.Text("[[ ## reasoning ## ]]\nNo data.\n\n[[ ## answer ## ]]\nUnknown."))
+	defer srv.Close()
+	weather, _ := types.NewTool("weather", "Today's weather in a city.", func(_ context.Context, a cityArgs) (string, error) {
+		return "", errors.New("GET https://weather.example/?city=" + a.City + "&key=SECRET: 503")
+	})
+	sig, _ := signature.Parse("question -> answer")
+	agent, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.WithToolErrorText(func(tool string, err error) string {
+		return "Execution error in " + tool + ": the service is unavailable"
+	}))
+	res, _ := agent.Call(context.Background(), srv.Client(), adapter.Values{"question": "Umbrella in Bergen?"})
+	step := res.Outputs[0]["trajectory"].(predict.Trajectory)[0]
+	fmt.Println(step.Observation)
+	fmt.Println(step.Err)
+	// Output:
+	// Execution error in weather: the service is unavailable
+	// GET https://weather.example/?city=Bergen&key=SECRET: 503
 }

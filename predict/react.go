@@ -23,7 +23,8 @@ const DefaultMaxIters = 20
 
 // MaxIters sets how many steps (tool calls) a ReAct run makes at most
 // before it extracts the outputs from what it has (default 20, as DSPy),
-// for a ReAct or, on a call, for that call.
+// for a ReAct or, on a call, for that call. A "max_iters" input may lower
+// it for a call; raising it takes MaxItersFromInputs.
 func MaxIters(n int) Option { return maxItersOption{n: n} }
 
 type maxItersOption struct {
@@ -33,6 +34,17 @@ type maxItersOption struct {
 
 func (o maxItersOption) applyModule(c *config) { c.maxIters = &o.n }
 
+// MaxItersFromInputs lets "max_iters" in a call's inputs raise the step
+// limit above MaxIters (as DSPy lets it), for a ReAct or, on a call, for
+// that call. Without it an input may only lower the limit: inputs often
+// come from end users, and each step is an LM call.
+func MaxItersFromInputs() Option { return maxItersFromInputsOption{} }
+
+type maxItersFromInputsOption struct{ adapter.EmptyCallOption }
+
+// applyModule: ReAct finds the option among its options itself.
+func (maxItersFromInputsOption) applyModule(*config) {}
+
 // ReAct is DSPy's dspy.ReAct: an agent that, step by step, thinks, picks a
 // tool and its arguments, and reads the tool's result, until it calls the
 // finish tool or runs out of steps; then a ChainOfThought extracts the
@@ -40,14 +52,22 @@ func (o maxItersOption) applyModule(c *config) { c.maxIters = &o.n }
 // "extract.predict", send exactly the prompts DSPy 3.3.1 sends, so a
 // program optimised with DSPy loads with Load and runs here unchanged.
 //
-// A ReAct is safe for concurrent use; Load returns a new one.
+// A ReAct is safe for concurrent use; Load returns a new one. Build it
+// with NewReAct: a nil or zero ReAct's Call, Stream and Load return an
+// error.
 type ReAct struct {
 	sig      *signature.Signature
 	tools    []types.Tool // the caller's tools, then finish
 	byName   map[string]types.Tool
 	maxIters int
-	react    *Module
-	extract  *Module
+	// itersFromInputs: "max_iters" in the inputs may raise maxIters
+	// (MaxItersFromInputs).
+	itersFromInputs bool
+	// errorText is the observation of a failed step (WithToolErrorText);
+	// nil for DSPy's.
+	errorText func(tool string, err error) string
+	react     *Module
+	extract   *Module
 }
 
 // finishName is the tool that ends a run.
@@ -80,7 +100,8 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 			return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", maxIters)
 		}
 	}
-	r := &ReAct{sig: sig, maxIters: maxIters, byName: map[string]types.Tool{}}
+	r := &ReAct{sig: sig, maxIters: maxIters, itersFromInputs: hasOption[maxItersFromInputsOption](opts),
+		errorText: errorTextOf(opts, nil), byName: map[string]types.Tool{}}
 	for _, t := range tools {
 		switch {
 		case t.Name == "":
@@ -189,24 +210,57 @@ func extractSignature(sig *signature.Signature) (*signature.Signature, error) {
 	return ex.WithInstructions(sig.Instructions()), nil
 }
 
-// Signature returns the task signature.
-func (r *ReAct) Signature() *signature.Signature { return r.sig }
+// errNotBuilt is the error of a nil or zero ReAct's Call, Stream and Load.
+var errNotBuilt = errors.New("predict: ReAct is nil or a zero value: build it with NewReAct")
 
-// React returns the "react" predictor: the module that picks each step.
-func (r *ReAct) React() *Module { return r.react }
+// built reports whether r was made by NewReAct (or Load).
+func (r *ReAct) built() bool {
+	return r != nil && r.sig != nil && r.react != nil && r.extract != nil && r.byName != nil
+}
+
+// Signature returns the task signature (nil for a nil or zero ReAct).
+func (r *ReAct) Signature() *signature.Signature {
+	if r == nil {
+		return nil
+	}
+	return r.sig
+}
+
+// React returns the "react" predictor: the module that picks each step
+// (nil for a nil or zero ReAct).
+func (r *ReAct) React() *Module {
+	if r == nil {
+		return nil
+	}
+	return r.react
+}
 
 // Extract returns the "extract.predict" predictor: the ChainOfThought that
-// reads the outputs from the trajectory.
-func (r *ReAct) Extract() *Module { return r.extract }
+// reads the outputs from the trajectory (nil for a nil or zero ReAct).
+func (r *ReAct) Extract() *Module {
+	if r == nil {
+		return nil
+	}
+	return r.extract
+}
 
-// Tools returns the tools the agent may call, finish last.
-func (r *ReAct) Tools() []types.Tool { return slices.Clone(r.tools) }
+// Tools returns the tools the agent may call, finish last (none for a nil
+// or zero ReAct).
+func (r *ReAct) Tools() []types.Tool {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.tools)
+}
 
 // Load returns a copy of r with the saved "react" and "extract.predict"
 // predictors of prog (instructions, field texts, demos) loaded as
 // Module.Load loads them. For a ReAct saved inside another module, load
-// prog.Sub("its.path").
+// prog.Sub("its.path"). A nil or zero ReAct cannot load.
 func (r *ReAct) Load(prog Program) (*ReAct, error) {
+	if !r.built() {
+		return nil, errNotBuilt
+	}
 	react, err := r.react.Load(prog, "react")
 	if err != nil {
 		return nil, err
@@ -223,6 +277,9 @@ func (r *ReAct) Load(prog Program) (*ReAct, error) {
 // Ignored lists what Load left out of the two saved predictors, each line
 // prefixed by the predictor's name.
 func (r *ReAct) Ignored() []string {
+	if !r.built() {
+		return nil
+	}
 	var out []string
 	for _, p := range []struct {
 		name string
@@ -263,9 +320,15 @@ type Step struct {
 	Index   int
 	Thought string
 	Tool    string
-	Args    ToolArgs
+	// Args are the arguments as the model wrote them, in its order: the
+	// JSON the tool was called with and the trace's ToolStart shows. The
+	// tool decodes them as Args.Decode does, so what they show is what it
+	// ran with; arguments it refused (a key that is not exactly an
+	// argument's name) ran nothing, and Err says why.
+	Args ToolArgs
 	// Observation is the tool's result or, when it failed, the text the
-	// model was shown: "Execution error in <tool>: <error>".
+	// model was shown: "Execution error in <tool>: <error>", or what
+	// WithToolErrorText made of the error.
 	Observation any
 	// Err is the tool's error, nil when it succeeded.
 	Err error
@@ -318,6 +381,8 @@ type run struct {
 	total  *adapter.Result
 	// maxIters is this call's step limit.
 	maxIters int
+	// errorText is this call's observation of a failed step.
+	errorText func(tool string, err error) string
 	// status reports a tool starting and ending (Stream); false stops.
 	status func(string) bool
 	// sent is set once a chunk of the extract stream reached the caller:
@@ -329,16 +394,27 @@ type run struct {
 // that picks a tool and a run of that tool, then the extract call. The
 // Result's Outputs[0] holds the extract's outputs (reasoning and the
 // signature's outputs) and "trajectory", a Trajectory; Calls and Usage
-// count every LM call. inputs may hold "max_iters" (an int) to override
-// MaxIters for this call, as in DSPy, unless the signature has such an
-// input.
+// count every LM call. inputs may hold "max_iters" (an int) to lower the
+// step limit for this call, unless the signature has such an input; it
+// raises the limit above MaxIters (as DSPy lets any max_iters do) only
+// with MaxItersFromInputs, since inputs often come from end users and each
+// step is an LM call.
 //
-// As in DSPy, a tool's error becomes the step's observation and the run
-// goes on; a reply naming no tool the agent has (after the adapter's
-// fallback) ends the steps and goes to the extract call; when the prompt
-// exceeds the context window (errors.Is(err, adapter.ErrContextWindow)),
-// the oldest step is dropped and the call tried again, up to three times.
-// Every tool run is reported to the call's Trace (ToolStart, ToolDone).
+// As in DSPy, a tool's error becomes the step's observation (see
+// WithToolErrorText) and the run goes on; a reply naming no tool the agent
+// has (the reply the adapter read last: the fallback's, when there was
+// one) ends the steps and goes to the extract call, while a last reply
+// that yields none of the react fields, a refusal or an LM error ends the
+// call with that error; when the prompt exceeds the context window
+// (errors.Is(err, adapter.ErrContextWindow)), the oldest step is dropped
+// and the call tried again, up to three times. Every tool run is reported
+// to the call's Trace (ToolStart, ToolDone).
+//
+// What a tool receives: the arguments the model wrote, decoded as
+// types.DecodeArgs decodes them (a key must be an argument's name
+// exactly), which are the arguments Step.Args and the trace show. What the
+// model receives: each tool's result and, for a failed step, its error's
+// text verbatim unless WithToolErrorText says otherwise.
 func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
 	ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
 	res, err := r.call(ctx, lm, inputs, opts)
@@ -364,7 +440,15 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 }
 
 func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
+	if !r.built() {
+		return nil, errNotBuilt
+	}
 	maxIters := r.maxIters
+	fromInputs := r.itersFromInputs || hasOption[maxItersFromInputsOption](opts)
+	errorText := errorTextOf(opts, r.errorText)
+	if errorText == nil {
+		errorText = executionError
+	}
 	c, opts := split(opts)
 	switch {
 	case c.instructions != nil || c.demosSet:
@@ -380,12 +464,24 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 			if !ok || n < 0 {
 				return nil, fmt.Errorf("predict: ReAct: max_iters %v is not a number of steps", v)
 			}
-			maxIters = n
+			if fromInputs || n < maxIters {
+				maxIters = n
+			}
 			inputs = withoutInput(inputs, "max_iters")
 		}
 	}
-	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
+	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters, errorText: errorText,
 		status: func(string) bool { return true }}, nil
+}
+
+// hasOption reports whether opts hold an option of type O.
+func hasOption[O adapter.CallOption](opts []adapter.CallOption) bool {
+	for _, o := range opts {
+		if _, ok := o.(O); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func wholeNumber(v any) (int, bool) {
@@ -451,6 +547,9 @@ func (st *run) steps() error {
 		step.Thought, _ = pred["next_thought"].(string)
 		step.Tool, _ = pred["next_tool_name"].(string)
 		step.Args, _ = pred["next_tool_args"].(ToolArgs)
+		if len(res.Completions) > 0 {
+			step.Args = step.Args.inModelOrder(res.Completions[0])
+		}
 		args, _ := step.Args.MarshalJSON()
 		if !st.status(toolStartStatus(step.Tool)) {
 			return errStopped
@@ -468,7 +567,7 @@ func (st *run) steps() error {
 			}
 		}
 		if err != nil {
-			step.Observation, step.Err = fmt.Sprintf("Execution error in %s: %v", step.Tool, err), err
+			step.Observation, step.Err = st.errorText(step.Tool, err), err
 		} else {
 			step.Observation = obs
 		}
@@ -485,13 +584,43 @@ func (st *run) steps() error {
 
 // toolChoiceError reports a reply that has the react fields but one whose
 // value is not of its type — a tool the agent does not have, arguments
-// that are not an object — after the adapter's fallback: DSPy's ValueError,
-// on which ReAct stops stepping and extracts.
+// that are not an object — in the reply the adapter read last: DSPy's
+// ValueError, on which ReAct stops stepping and extracts. Anything else
+// the last reply or call gave (no output fields, a refusal, an LM error)
+// is DSPy's AdapterParseError or the LM's own error, which ends the call;
+// the first adapter's error, which a failed fallback's error also wraps,
+// does not decide (DSPy's fallback replaces it).
 func toolChoiceError(err error) bool {
-	var pe *adapter.ParseError
-	return errors.As(err, &pe) && pe.Field != "" &&
-		!errors.Is(err, adapter.ErrMissingField) && !errors.Is(err, adapter.ErrTruncated) &&
-		!errors.Is(err, adapter.ErrEmptyResponse) && !errors.Is(err, adapter.ErrParserPanic)
+	pe := lastParseError(err)
+	return pe != nil && pe.Field != "" &&
+		!errors.Is(pe, adapter.ErrMissingField) && !errors.Is(pe, adapter.ErrTruncated) &&
+		!errors.Is(pe, adapter.ErrEmptyResponse) && !errors.Is(pe, adapter.ErrParserPanic)
+}
+
+// lastParseError is the *adapter.ParseError of the attempt that failed
+// last, nil when that attempt failed otherwise (an LM error, a refusal).
+// A failed fallback's error wraps its own error first and the first
+// adapter's after it ("… (after chat: …)"): only the first of several
+// wrapped errors is followed.
+func lastParseError(err error) *adapter.ParseError {
+	for depth := 0; err != nil && depth < 100; depth++ {
+		if pe, ok := err.(*adapter.ParseError); ok {
+			return pe
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			errs := u.Unwrap()
+			if len(errs) == 0 {
+				return nil
+			}
+			err = errs[0]
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // withTruncation makes a call with the trajectory's text and, while the
@@ -599,4 +728,43 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 			yield(adapter.Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)
 		}
 	}
+}
+
+// WithToolErrorText sets the observation a failed step shows the model,
+// for a ReAct or, on a call, for that call: f gets the tool's name and the
+// error (the tool's own; arguments the tool refused; a tool the agent does
+// not have; a result that cannot be shown). By default the observation is
+// DSPy's "Execution error in <tool>: <error>", the error's text verbatim,
+// so whatever a tool's error holds (a URL with an API key in its query, a
+// path, a stack) reaches the model and the provider in the next prompt,
+// and stays in the trajectory; f may redact or replace it. Step.Err and
+// the trace's ToolDone keep the error itself. A nil f keeps the default.
+// For native tool calls, types.WithToolErrorText does the same for
+// ToolCalls.Execute.
+func WithToolErrorText(f func(tool string, err error) string) Option {
+	return toolErrorTextOption{f: f}
+}
+
+type toolErrorTextOption struct {
+	adapter.EmptyCallOption
+	f func(string, error) string
+}
+
+// applyModule: ReAct finds the option among its options itself.
+func (toolErrorTextOption) applyModule(*config) {}
+
+// errorTextOf returns the function of the last WithToolErrorText in opts,
+// or def.
+func errorTextOf(opts []adapter.CallOption, def func(string, error) string) func(string, error) string {
+	for _, o := range opts {
+		if t, ok := o.(toolErrorTextOption); ok {
+			def = t.f
+		}
+	}
+	return def
+}
+
+// executionError is DSPy's observation for a failed step.
+func executionError(tool string, err error) string {
+	return fmt.Sprintf("Execution error in %s: %v", tool, err)
 }

@@ -1,14 +1,17 @@
 package predict
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/types"
 )
 
 // ToolArgs are the arguments of one tool call as the model wrote them: a
@@ -83,10 +86,120 @@ func (a *ToolArgs) ParseField(raw string) error {
 	return nil
 }
 
-// Decode decodes the arguments into v, as encoding/json does.
+// Decode decodes the arguments into v exactly as a tool made by
+// types.NewTool decodes them (types.DecodeArgs): a key must be an
+// argument's name exactly, so arguments a tool would refuse ("amount"
+// beside "AMOUNT") are refused here too, and code that inspects or
+// approves the arguments reads the values the tool runs with.
 func (a ToolArgs) Decode(v any) error {
 	b, _ := a.MarshalJSON()
-	return json.Unmarshal(b, v)
+	return types.DecodeArgs(b, v)
+}
+
+// inModelOrder returns a with its members in the order the model wrote
+// them in reply, the text a was read from. An adapter that reads the reply
+// as JSON (the JSON adapter, the Chat adapter's JSON fallback) hands
+// ToolArgs a decoded Go map, which has no order, so the members come
+// sorted; DSPy keeps the model's order, and the reply still has it. The
+// first object in reply, at any depth (a JSON string holding one
+// included), whose members and values are a's is a as written. Without
+// one (the arguments were repaired), a is kept.
+func (a ToolArgs) inModelOrder(reply string) ToolArgs {
+	if len(a) == 0 || reply == "" {
+		return a
+	}
+	want, err := sortedJSON(a)
+	if err != nil {
+		return a
+	}
+	var keys []string
+	if obj, err := pyjson.Decode(a); err == nil {
+		if o, ok := obj.(pyjson.Object); ok {
+			keys = o.Keys()
+			slices.Sort(keys)
+		}
+	}
+	if len(keys) < 2 && !strings.Contains(string(a[1:]), "{") {
+		return a // one member and nothing nested: no order to recover
+	}
+	f := orderFinder{want: want, keys: keys, budget: maxOrderChecks}
+	for _, span := range jsonx.Objects(reply, 8) {
+		v, err := pyjson.Decode([]byte(span))
+		if err != nil {
+			continue
+		}
+		if found, ok := f.find(v, 0); ok {
+			return found
+		}
+	}
+	return a
+}
+
+// maxOrderChecks bounds the candidate objects inModelOrder compares in
+// full (each costs a re-encoding), so a reply full of look-alikes costs
+// linear time.
+const maxOrderChecks = 64
+
+type orderFinder struct {
+	want   string   // the arguments, keys sorted
+	keys   []string // their top-level keys, sorted
+	budget int
+}
+
+// find walks v depth first, in order, for an object equal to the wanted
+// arguments.
+func (f *orderFinder) find(v any, depth int) (ToolArgs, bool) {
+	if depth > 64 || f.budget <= 0 {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case pyjson.Object:
+		if x.Len() == len(f.keys) {
+			keys := x.Keys()
+			slices.Sort(keys)
+			if slices.Equal(keys, f.keys) {
+				f.budget--
+				if b, err := x.MarshalJSON(); err == nil {
+					if args, err := toolArgsOf(string(b)); err == nil {
+						if got, err := sortedJSON(args); err == nil && got == f.want {
+							return args, true
+						}
+					}
+				}
+			}
+		}
+		for _, m := range x.Members() {
+			if found, ok := f.find(m.Value, depth+1); ok {
+				return found, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if found, ok := f.find(e, depth+1); ok {
+				return found, true
+			}
+		}
+	case string:
+		if t := strings.TrimSpace(x); strings.HasPrefix(t, "{") {
+			if inner, err := pyjson.Decode([]byte(t)); err == nil {
+				return f.find(inner, depth+1)
+			}
+		}
+	}
+	return nil, false
+}
+
+// sortedJSON is a's JSON with every object's keys sorted: equal for two
+// sets of arguments that differ only in order.
+func sortedJSON(a ToolArgs) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(a))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 // toolArgsOf decodes s, which must be one JSON object without a key given

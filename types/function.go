@@ -19,8 +19,13 @@ type Func[A, R any] func(ctx context.Context, args A) (R, error)
 // NewTool makes a Tool from a Go function whose arguments are a struct.
 // The arguments' JSON Schema comes from the struct (invopop/jsonschema:
 // json tags name the arguments, jsonschema tags describe them); calling
-// the tool decodes JSON arguments strictly into the struct (unknown
-// arguments are refused) before calling fn.
+// the tool decodes JSON arguments strictly into the struct before calling
+// fn, as [DecodeArgs] does: a key must be an argument's name exactly (the
+// json tag's name, or the Go field name of a field without one), so an
+// unknown key, or a case or Unicode-folding variant of a name ("AMOUNT"
+// beside "amount"), is an error matching ErrArgumentName and fn does not
+// run. The tool therefore runs with exactly the values its arguments show
+// as written, in a trace or to an approval step.
 func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	if name == "" || fn == nil {
 		return Tool{}, errors.New("types: NewTool needs a name and a function")
@@ -41,9 +46,7 @@ func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 	}
 	call := func(ctx context.Context, raw []byte) (any, error) {
 		var args A
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&args); err != nil {
+		if err := DecodeArgs(raw, &args); err != nil {
 			return nil, fmt.Errorf("types: tool %s: arguments: %w", name, err)
 		}
 		return fn(ctx, args)
@@ -68,7 +71,8 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 }
 
 // Execute runs each call with the tool of its name and returns the
-// results, errors included as results (IsError), in call order. A call
+// results, errors included as results (IsError, the error's text unless
+// WithToolErrorText says otherwise), in call order. A call
 // whose arguments could not be read (its Err is set) is not run: its
 // result is the error, for the model to see and correct. Once ctx is done,
 // the remaining calls are not run either (with a nil ctx, none is). Every
@@ -76,7 +80,19 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 // its arguments (for a call whose arguments could not be read, their text
 // as a JSON string), ToolDone with its result or error (an unknown tool,
 // unreadable arguments and a call not run included).
-func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
+func (tc ToolCalls) Execute(ctx context.Context, tools []Tool, opts ...ExecuteOption) ToolCallResults {
+	var cfg executeConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	errText := func(tool string, err error) string {
+		if cfg.errorText != nil {
+			return cfg.errorText(tool, err)
+		}
+		return err.Error()
+	}
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
 		byName[t.Name] = t
@@ -85,7 +101,7 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 	if ctx == nil {
 		for _, c := range tc.Calls {
 			out.Results = append(out.Results, ToolCallResult{CallID: c.ID, Name: c.Name, IsError: true,
-				Value: fmt.Sprintf("the call to %q was not run: nil context", c.Name)})
+				Value: errText(c.Name, fmt.Errorf("the call to %q was not run: nil context", c.Name))})
 		}
 		return out
 	}
@@ -119,9 +135,28 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool) ToolCallResults {
 			})
 		}
 		if err != nil {
-			res.Value, res.IsError = err.Error(), true
+			res.Value, res.IsError = errText(c.Name, err), true
 		}
 		out.Results = append(out.Results, res)
 	}
 	return out
+}
+
+// ExecuteOption configures Execute.
+type ExecuteOption func(*executeConfig)
+
+type executeConfig struct {
+	errorText func(tool string, err error) string
+}
+
+// WithToolErrorText sets the text a failed call's result shows the model
+// (its Value): f gets the tool's name and the error: the tool's own, an
+// unknown tool, arguments that could not be read or were refused, a call
+// not run because the context was done. By default the result is the
+// error's text verbatim, as in DSPy, so whatever a tool's error holds (a
+// URL with an API key in its query, a path, a stack) reaches the model and
+// the provider; f may redact or replace it. The trace's ToolDone still
+// gets the error itself. A nil f keeps the default.
+func WithToolErrorText(f func(tool string, err error) string) ExecuteOption {
+	return func(c *executeConfig) { c.errorText = f }
 }

@@ -45,11 +45,12 @@ func TestToolCallsReminder(t *testing.T) {
 	assert.Contains(t, msgs[len(msgs)-1].Content, "`[[ ## n ## ]]` (must be formatted as a valid Python int)")
 }
 
-// TestNativeToolRequestOptions: with native tool calling, tool_choice
-// "auto" is sent as DSPy sends it, parallel_tool_calls follows the
-// adapter's option (a template's own value wins); the JSON adapter without
-// native tools sends none of the three (a tool_choice without tools is an
-// HTTP 400 at OpenAI).
+// TestNativeToolRequestOptions: with native tool calling,
+// parallel_tool_calls follows the adapter's option (a template's own value
+// wins), and tool_choice "auto" is sent only with parallel_tool_calls, as
+// DSPy's LM layer adds it (issue 30 item 12: it was sent with every native
+// tool request); the JSON adapter without native tools sends none of the
+// three (a tool_choice without tools is an HTTP 400 at OpenAI).
 func TestNativeToolRequestOptions(t *testing.T) {
 	sig := parse(t, "question, tools: list[Tool] -> answer, tool_calls: ToolCalls")
 	in := adapter.Values{"question": "q", "tools": parityTools}
@@ -67,14 +68,25 @@ func TestNativeToolRequestOptions(t *testing.T) {
 	}
 
 	m := body(t, adapter.JSON{}, openai.ChatCompletionRequest{})
-	assert.JSONEq(t, `"auto"`, string(m["tool_choice"]))
 	_, parallel := m["parallel_tool_calls"]
 	_, tools := m["tools"]
+	_, choice := m["tool_choice"]
 	assert.False(t, parallel, "parallel_tool_calls is left to the provider")
+	assert.False(t, choice, "so is tool_choice, as in DSPy")
 	assert.True(t, tools)
 
 	m = body(t, adapter.JSON{ParallelToolCalls: adapter.ParallelToolCalls(false)}, openai.ChatCompletionRequest{})
 	assert.JSONEq(t, `false`, string(m["parallel_tool_calls"]))
+	assert.JSONEq(t, `"auto"`, string(m["tool_choice"]), "parallel_tool_calls brings tool_choice auto, as DSPy's LM layer adds it")
+
+	m = body(t, adapter.Chat{NativeTools: true}, openai.ChatCompletionRequest{ParallelToolCalls: true})
+	assert.JSONEq(t, `true`, string(m["parallel_tool_calls"]))
+	assert.JSONEq(t, `"auto"`, string(m["tool_choice"]), "the template's parallel_tool_calls too")
+
+	m = body(t, adapter.Chat{NativeTools: true}, openai.ChatCompletionRequest{ToolChoice: "required"})
+	assert.JSONEq(t, `"required"`, string(m["tool_choice"]), "the template's tool_choice is sent as it is")
+	_, parallel = m["parallel_tool_calls"]
+	assert.False(t, parallel)
 
 	m = body(t, adapter.Chat{NativeTools: true, ParallelToolCalls: adapter.ParallelToolCalls(true)},
 		openai.ChatCompletionRequest{ToolChoice: "required", ParallelToolCalls: false})

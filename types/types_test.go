@@ -353,7 +353,8 @@ func TestNewToolAndExecute(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "sunny in Oslo", out)
 	_, err = tool.Call(context.Background(), json.RawMessage(`{"city": "Oslo", "extra": 1}`))
-	assert.ErrorContains(t, err, "unknown field", "arguments are decoded strictly")
+	assert.ErrorIs(t, err, types.ErrArgumentName, "arguments are decoded strictly")
+	assert.ErrorContains(t, err, `"extra" is not an argument (the arguments are "city", "units")`)
 
 	calls := types.ToolCalls{Calls: []types.ToolCall{{ID: "1", Name: "weather", Args: map[string]any{"city": "Rome"}}, {ID: "2", Name: "nope"}, {ID: "3", Name: "weather", Args: map[string]any{}}}}
 	res := calls.Execute(context.Background(), []types.Tool{tool})
