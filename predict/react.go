@@ -588,39 +588,14 @@ func (st *run) steps() error {
 // ValueError, on which ReAct stops stepping and extracts. Anything else
 // the last reply or call gave (no output fields, a refusal, an LM error)
 // is DSPy's AdapterParseError or the LM's own error, which ends the call;
-// the first adapter's error, which a failed fallback's error also wraps,
-// does not decide (DSPy's fallback replaces it).
+// the first adapter's error, which a failed fallback keeps as data
+// (adapter.FallbackError.First), does not decide (DSPy's fallback
+// replaces it).
 func toolChoiceError(err error) bool {
-	pe := lastParseError(err)
-	return pe != nil && pe.Field != "" &&
+	var pe *adapter.ParseError
+	return errors.As(err, &pe) && pe.Field != "" &&
 		!errors.Is(pe, adapter.ErrMissingField) && !errors.Is(pe, adapter.ErrTruncated) &&
 		!errors.Is(pe, adapter.ErrEmptyResponse) && !errors.Is(pe, adapter.ErrParserPanic)
-}
-
-// lastParseError is the *adapter.ParseError of the attempt that failed
-// last, nil when that attempt failed otherwise (an LM error, a refusal).
-// A failed fallback's error wraps its own error first and the first
-// adapter's after it ("… (after chat: …)"): only the first of several
-// wrapped errors is followed.
-func lastParseError(err error) *adapter.ParseError {
-	for depth := 0; err != nil && depth < 100; depth++ {
-		if pe, ok := err.(*adapter.ParseError); ok {
-			return pe
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() []error }:
-			errs := u.Unwrap()
-			if len(errs) == 0 {
-				return nil
-			}
-			err = errs[0]
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		default:
-			return nil
-		}
-	}
-	return nil
 }
 
 // withTruncation makes a call with the trajectory's text and, while the
