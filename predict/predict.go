@@ -379,9 +379,9 @@ func (c *ChainOfThought[In, Out]) Call(ctx context.Context, lm adapter.LM, in In
 }
 
 // ErrZeroModule is what the methods of a nil or zero module (Module,
-// Predict, ChainOfThought) return, wrapped in an error that names the type
-// and its constructor: build one with NewModule, NewChainOfThoughtModule,
-// New or NewChainOfThought. The accessors (Signature, Demos, Module,
+// Predict, ChainOfThought, ReAct) return, wrapped in an error that names
+// the type and its constructor: build one with NewModule,
+// NewChainOfThoughtModule, New, NewChainOfThought or NewReAct. The accessors (Signature, Demos, Module,
 // Ignored) return nil instead.
 var ErrZeroModule = errors.New("predict: a nil or zero module")
 

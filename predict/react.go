@@ -210,8 +210,9 @@ func extractSignature(sig *signature.Signature) (*signature.Signature, error) {
 	return ex.WithInstructions(sig.Instructions()), nil
 }
 
-// errNotBuilt is the error of a nil or zero ReAct's Call, Stream and Load.
-var errNotBuilt = errors.New("predict: ReAct is nil or a zero value: build it with NewReAct")
+// errNotBuilt is the error of a nil or zero ReAct's Call, Stream and Load:
+// ErrZeroModule, as every module's.
+var errNotBuilt error = zeroError{"ReAct", "NewReAct"}
 
 // built reports whether r was made by NewReAct (or Load).
 func (r *ReAct) built() bool {

@@ -273,6 +273,7 @@ func TestReActZeroValue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := r.Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
 			assert.ErrorContains(t, err, "NewReAct")
+			assert.ErrorIs(t, err, predict.ErrZeroModule)
 			n := 0
 			for _, err := range r.Stream(context.Background(), srv.Client(), adapter.Values{"question": "q"}) {
 				n++
