@@ -36,45 +36,47 @@ type Middleware func(next Invoker) Invoker
 
 // WithMiddleware returns an LM whose calls go through mw, the first
 // outermost. The pipeline runs the middlewares for [Call] and [Stream]
-// alike; called directly, the returned LM's CreateChatCompletion runs
-// them and its CreateChatCompletionStream (when lm streams) bypasses
-// them, since a go-openai stream cannot be made from a cached reply.
-// Declared capabilities are kept.
-func WithMiddleware(lm LM, mw ...Middleware) LM {
-	w := &middlewareLM{lm: lm, mw: slices.Clone(mw)}
-	if s, ok := lm.(StreamingLM); ok {
-		return &middlewareStreamingLM{middlewareLM: w, stream: s}
-	}
-	return w
+// alike, so a cached LM streams: a hit is replayed as deltas. Called
+// directly, the returned LM's CreateChatCompletion runs them, and its
+// CreateChatCompletionStream streams from lm without them, since a
+// go-openai stream cannot be made from a cached reply; it fails with an
+// error matching errors.ErrUnsupported when lm cannot stream (and so does
+// Stream). Declared capabilities and identities are kept: a [Cached]
+// middleware among mw keys its entries by lm's identity (see
+// [Identifier]).
+func WithMiddleware(lm LM, mw ...Middleware) StreamingLM {
+	return &middlewareLM{lm: lm, mw: slices.Clone(mw), ident: &lmIdent{lm: lm}}
 }
 
 type middlewareLM struct {
-	lm LM
-	mw []Middleware
+	lm    LM
+	mw    []Middleware
+	ident *lmIdent
 }
 
 // CreateChatCompletion calls the LM through the middlewares.
 func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	if _, ok := identityFrom(ctx); !ok {
-		if id, ok := lmIdentity(m.lm); ok {
-			ctx = context.WithValue(ctx, identityKey{}, id)
-		}
-	}
+	ctx = context.WithValue(ctx, identityKey{}, m.ident)
 	return wrapInvoker(m.mw, m.lm.CreateChatCompletion)(ctx, req)
+}
+
+// CreateChatCompletionStream streams from the wrapped LM directly.
+func (m *middlewareLM) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
+	s, ok := m.lm.(StreamingLM)
+	if !ok {
+		return nil, cannotStream(m.lm)
+	}
+	return s.CreateChatCompletionStream(ctx, req)
+}
+
+// cannotStream is the error for a stream asked of an LM that cannot
+// stream.
+func cannotStream(lm LM) error {
+	return fmt.Errorf("adapter: %T cannot stream (it has no CreateChatCompletionStream): %w", lm, errors.ErrUnsupported)
 }
 
 // Unwrap returns the wrapped LM.
 func (m *middlewareLM) Unwrap() LM { return m.lm }
-
-type middlewareStreamingLM struct {
-	*middlewareLM
-	stream StreamingLM
-}
-
-// CreateChatCompletionStream streams from the wrapped LM directly.
-func (m *middlewareStreamingLM) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	return m.stream.CreateChatCompletionStream(ctx, req)
-}
 
 // wrapInvoker wraps bottom in mw, the first outermost.
 func wrapInvoker(mw []Middleware, bottom Invoker) Invoker {
@@ -93,8 +95,6 @@ func peel(lm LM) (LM, []Middleware) {
 	var mws []Middleware
 	for {
 		switch w := lm.(type) {
-		case *middlewareStreamingLM:
-			mws, lm = append(mws, w.mw...), w.lm
 		case *middlewareLM:
 			mws, lm = append(mws, w.mw...), w.lm
 		case streamingDeclared:

@@ -40,14 +40,12 @@ import (
 // the middlewares of its LM requests: counters, the usage of the requests
 // actually sent, cache writes waiting for the pipeline's verdict, and what
 // the latest reply carried on the wire beyond go-openai's types (set by
-// the senders and by a cache hit, cleared before each request).
+// the senders and by a cache hit, cleared before each request). The
+// identity of the call's LM, for a cache, is on the context beside it.
 type callState struct {
 	retries, cacheHits, waited atomic.Int64
 
-	lm       LM // for the identity, computed when a cache asks
-	idOnce   sync.Once
-	id       string
-	idKnown  bool
+	ident    lmIdent // of the LM beneath the middlewares (run.lm)
 	mu       sync.Mutex
 	usage    openai.Usage
 	byModel  map[string]openai.Usage
@@ -109,11 +107,6 @@ func (s *callState) settle(ok bool) {
 	}
 }
 
-func (s *callState) identity() (string, bool) {
-	s.idOnce.Do(func() { s.id, s.idKnown = lmIdentity(s.lm) })
-	return s.id, s.idKnown
-}
-
 // run is one Call or Stream.
 type run struct {
 	cfg     callConfig
@@ -171,8 +164,8 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
-	r.state.lm = lm
-	ctx = context.WithValue(ctx, stateKey{}, &r.state)
+	r.state.ident.lm = r.lm
+	ctx = context.WithValue(context.WithValue(ctx, stateKey{}, &r.state), identityKey{}, &r.state.ident)
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, errCallTimeout)
