@@ -28,11 +28,42 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // sees every attempt, retries included), then the LM's own middlewares
 // ([WithMiddleware]), then the LM.
 //
-// Streams go through the same chain. A middleware that answers without
-// calling next (a cache hit) has its response replayed to the stream's
-// caller as deltas; a failed stream is retried only while nothing has
-// reached the caller.
+// The Invoker a middleware returns serves concurrent calls, so it must be
+// safe for concurrent use. Like net/http's RoundTripper, it must not
+// modify what it is given in place: req is a copy, but its slices and maps
+// (Messages, Tools, …) are the caller's; copy before changing them. It
+// returns next's error, wrapped with %w so that errors.Is and errors.As
+// still see it, or an error of its own, and returns when ctx is done.
+//
+// # Streams
+//
+// A stream's deltas reach the caller while next runs, before next
+// returns; what has reached the caller cannot be taken back. So with a
+// stream request (req.Stream set) a middleware may:
+//
+//   - answer without calling next (a cache hit): the pipeline replays its
+//     response to the caller as deltas;
+//   - call next and return its response, with any field changed except
+//     choice 0's content, reasoning and tool calls (the deltas), or return
+//     an error instead (the caller has the deltas, then the error);
+//   - call next again after an error that does not match [ErrDelivered]:
+//     nothing of that attempt reached the caller (a retry).
+//
+// It must not call next again after next succeeded or failed with an
+// error matching ErrDelivered, nor return another reply than next's once
+// text reached the caller (a middleware that rewrites replies works for
+// [Call] only). The pipeline refuses both rather than let the deltas
+// disagree with the result: such a second next fails at once, without a
+// request, and a changed reply ends the stream, each with an error
+// matching ErrDelivered. The built-in [Retry] honours ErrDelivered.
 type Middleware func(next Invoker) Invoker
+
+// ErrDelivered matches the error of a stream request whose text already
+// reached the caller: a stream that failed after its first deltas (it must
+// not be retried: the caller would read both attempts' text), a second
+// call of next after that, or a middleware's reply in place of one the
+// caller has seen (see [Middleware]).
+var ErrDelivered = errors.New("adapter: the stream's text already reached the caller")
 
 // WithMiddleware returns an LM whose calls go through mw, the first
 // outermost. The pipeline runs the middlewares for [Call] and [Stream]
@@ -298,8 +329,7 @@ func retryable(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isContextWindow(err) {
 		return false
 	}
-	var delivered *deliveredError
-	if errors.As(err, &delivered) || errors.Is(err, errStopped) {
+	if errors.Is(err, ErrDelivered) || errors.Is(err, errStopped) {
 		return false
 	}
 	if code := statusOf(err); code != 0 {

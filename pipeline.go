@@ -318,12 +318,15 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
 		r.state.setExtras(WireExtras{})
+		if r.sink != nil {
+			r.sink.begin()
+		}
 		resp, err := call(ctx, *req)
 		r.res.Calls++
+		if err == nil && r.sink != nil {
+			err = r.sink.accept(resp)
+		}
 		if err == nil {
-			if s := r.sink; s != nil && !s.live && !s.replay(resp) {
-				return resp, errStopped
-			}
 			return resp, nil
 		}
 		if r.stopped() {
@@ -332,9 +335,8 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
-		var delivered *deliveredError
 		if shapes && level == 0 && req.ResponseFormat != nil && r.cfg.req.ResponseFormat == nil &&
-			isFormatRejection(err) && !errors.As(err, &delivered) {
+			isFormatRejection(err) && !errors.Is(err, ErrDelivered) {
 			rejected = err // the provider rejected the response format: one tier down, once
 			continue
 		}
