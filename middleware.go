@@ -171,7 +171,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // Retry-After when the [HTTPDoer] wrapper saw one) and tries again, within
 // the policy's bounds. It never retries other 4xx errors, a context-window
 // error, a cancelled context or a stream that already delivered text.
-// Retries are counted in Result.Retries, and only when they were sent.
+// Retries are counted in Result.Retries, and only when they were sent;
+// the [Trace] reports each with its number (LMCallStartInfo.Retry).
 // Giving up after retries, the error says how many attempts over how long.
 //
 // Every [Call] and [Stream] already runs this middleware with the call's
@@ -184,10 +185,11 @@ func Retry(p RetryPolicy) Middleware {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			start := time.Now()
 			delay := p.BaseDelay
-			slot := new(atomic.Int64)
-			ctx = context.WithValue(ctx, retryAfterKey{}, slot)
+			slot := new(retrySlot)
+			ctx = context.WithValue(ctx, retryKey{}, slot)
 			for attempt := 0; ; attempt++ {
-				slot.Store(0)
+				slot.after.Store(0)
+				slot.retry.Store(int64(attempt))
 				resp, err := next(ctx, req)
 				if err == nil || !retryable(ctx, err) {
 					return resp, err
@@ -196,7 +198,7 @@ func Retry(p RetryPolicy) Middleware {
 					return resp, gaveUp(err, attempt+1, time.Since(start))
 				}
 				wait := time.Duration(rand.Int64N(int64(delay) + 1))
-				ra := time.Duration(slot.Load())
+				ra := time.Duration(slot.after.Load())
 				if ra > 0 {
 					wait = ra
 				}
@@ -237,7 +239,22 @@ func gaveUp(err error, attempts int, d time.Duration) error {
 	return fmt.Errorf("%w (gave up after %d attempts over %s)", err, attempts, d.Round(time.Millisecond))
 }
 
-type retryAfterKey struct{}
+// retryKey carries a retrySlot to the requests of a Retry middleware.
+type retryKey struct{}
+
+// retrySlot is what a Retry middleware shares with the request it sends:
+// which retry it is (for the trace), and the Retry-After the HTTPDoer
+// wrapper saw on its reply.
+type retrySlot struct{ retry, after atomic.Int64 }
+
+// retryOf returns which retry of its request ctx's request is: 0 for the
+// first send.
+func retryOf(ctx context.Context) int {
+	if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
+		return int(slot.retry.Load())
+	}
+	return 0
+}
 
 // HTTPDoer wraps the HTTP client of a go-openai configuration so that the
 // library sees what go-openai's types leave out:
@@ -288,9 +305,9 @@ func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if slot, ok := ctx.Value(retryAfterKey{}).(*atomic.Int64); ok {
+		if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
 			if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
-				slot.Store(int64(d))
+				slot.after.Store(int64(d))
 			}
 		}
 	}

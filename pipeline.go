@@ -48,6 +48,7 @@ type callState struct {
 	ident    lmIdent // of the LM beneath the middlewares (run.lm)
 	mu       sync.Mutex
 	usage    openai.Usage
+	spent    openai.Usage // since the last takeSpent: the request in hand's, for the trace
 	byModel  map[string]openai.Usage
 	accepted []func()
 	extras   WireExtras
@@ -64,11 +65,21 @@ func stateFrom(ctx context.Context) *callState {
 func (s *callState) addUsage(model string, u openai.Usage) {
 	s.mu.Lock()
 	s.usage = addUsage(s.usage, u)
+	s.spent = addUsage(s.spent, u)
 	if s.byModel == nil {
 		s.byModel = map[string]openai.Usage{}
 	}
 	s.byModel[model] = addUsage(s.byModel[model], u)
 	s.mu.Unlock()
+}
+
+// takeSpent returns the usage counted since it was last called.
+func (s *callState) takeSpent() openai.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.spent
+	s.spent = openai.Usage{}
+	return u
 }
 
 // setExtras records what the reply in hand carried beyond go-openai's
@@ -355,11 +366,15 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	if tr.t != nil {
 		next := inv
 		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			tr.lmStart(req, req.Stream)
+			retry := retryOf(ctx)
+			tr.lmStart(req, retry)
+			s := &r.state
+			s.takeSpent()
+			hits := s.cacheHits.Load()
 			start := time.Now()
 			resp, err := next(ctx, req)
-			tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Completions: completions(resp), Usage: resp.Usage,
-				Stream: req.Stream, Duration: time.Since(start), Err: err})
+			tr.lmDone(LMCallDoneInfo{Retry: retry, Request: req, Response: resp, Completions: completions(resp), Usage: s.takeSpent(),
+				Cached: s.cacheHits.Load() > hits, Stream: req.Stream, Duration: time.Since(start), Err: err})
 			return resp, err
 		}
 	}
@@ -502,8 +517,8 @@ func partialOf(vals Values, err error) Values {
 }
 
 // parser parses an attempt's completions with its adapter: Parse, or
-// ParseCall with the call's trace on the context and its LM calls and
-// usage counted in the run. Either way a panic while parsing is a
+// ParseCall with the call's trace on the context and its LM calls, usage,
+// retries and cache hits counted in the run. Either way a panic while parsing is a
 // *ParseError that keeps the reply.
 type parser struct {
 	a   Adapter
@@ -536,9 +551,13 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 	}
 	vals, res, err := ps.cp.ParseCall(ps.ctx, sig, text)
 	if res != nil {
+		st := &ps.run.state
 		ps.run.res.Calls += res.Calls
+		st.retries.Add(int64(res.Retries))
+		st.cacheHits.Add(int64(res.CacheHits))
+		st.waited.Add(int64(res.RetryWait))
 		for model, u := range res.UsageByModel {
-			ps.run.state.addUsage(model, u)
+			st.addUsage(model, u)
 		}
 	}
 	return vals, err
