@@ -43,9 +43,10 @@ type CacheEntry struct {
 // disk) shares their entries. Two LMs that may answer differently must
 // have different identities.
 //
-// [Cached] keys every entry by the identity of the LM directly beneath it,
-// the one that answers (see [Cached]); an entry belongs to that LM and is
-// never served to another. The identity of an LM is, first match wins:
+// A [Cached] middleware keys every entry by the identity of the LM
+// directly beneath the cache, the one that answers; an entry belongs to
+// that LM and is never served to another. The identity of an LM is, first
+// match wins:
 //
 //   - its LMIdentity, or that of an LM it wraps, found through [Unwrapper]
 //     (a wrapper that changes requests or replies must therefore have an

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -70,6 +72,34 @@ func TestCachePerRequestLMs(t *testing.T) {
 		runtime.GC() // the LM is gone: its address may be reused
 	}
 	assert.Zero(t, leaked, "replies served to another tenant's LM")
+}
+
+// TestCachePerRequestLMsConcurrent: the same with requests served at once
+// (run with -race).
+func TestCachePerRequestLMsConcurrent(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := secretServer(t)
+	client := srv.Client()
+	shared := adapter.NewLRU(1000)
+	var wg sync.WaitGroup
+	var leaked atomic.Int32
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				tenant := fmt.Sprintf("tenant-%d-%d", g, i)
+				lm := &tenantLM{client: client, tenant: tenant}
+				res, err := adapter.Call(t.Context(), adapter.WithMiddleware(lm, adapter.Cached(shared)), sig, nil, adapter.Values{"q": "what is my secret?"})
+				if err != nil || res.Outputs[0]["a"] != "secret of "+tenant {
+					leaked.Add(1)
+				}
+				if i%5 == 0 {
+					runtime.GC()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, leaked.Load())
 }
 
 // TestCachePerLMValueSharesWhileAlive: an LM without a stable identity
