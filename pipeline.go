@@ -61,6 +61,23 @@ func stateFrom(ctx context.Context) *callState {
 	return s
 }
 
+// callContext carries a call's state and the identity of its LM, in one
+// value rather than two.
+type callContext struct {
+	context.Context
+	s *callState
+}
+
+func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case stateKey:
+		return c.s
+	case identityKey:
+		return &c.s.ident
+	}
+	return c.Context.Value(key)
+}
+
 // addUsage counts the usage of one LM reply, under its model.
 func (s *callState) addUsage(model string, u openai.Usage) {
 	s.mu.Lock()
@@ -176,7 +193,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
 	r.state.ident.lm = r.lm
-	ctx = context.WithValue(context.WithValue(ctx, stateKey{}, &r.state), identityKey{}, &r.state.ident)
+	ctx = &callContext{ctx, &r.state}
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, errCallTimeout)
