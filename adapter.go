@@ -49,7 +49,8 @@ type Parser interface {
 // CallingParser is implemented by adapters whose parse makes LM calls of
 // its own, such as TwoStep's extraction. The pipeline calls ParseCall
 // instead of Parse, with a context that carries the call's [Trace], and
-// adds the calls and usage of the returned Result to its own.
+// adds the calls, usage, retries and cache hits of the returned Result to
+// its own.
 type CallingParser interface {
 	ParseCall(ctx context.Context, sig *signature.Signature, completion string) (Values, *Result, error)
 }
@@ -134,11 +135,12 @@ type Result struct {
 	// Usage is the token usage summed over every LM request sent (a cache
 	// hit spends none); UsageByModel splits it by the model that answered,
 	// for a call that used two (TwoStep's extractor, a fallback through
-	// another model).
+	// another model). [Result.Cost] prices them.
 	Usage        openai.Usage
 	UsageByModel map[string]openai.Usage
-	// Calls is the number of LM requests sent, failed ones included (2
-	// after a fallback or a rejected response format).
+	// Calls is the number of LM requests made, failed ones and those a
+	// cache answered included (2 after a fallback or a rejected response
+	// format).
 	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string

@@ -28,53 +28,86 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // sees every attempt, retries included), then the LM's own middlewares
 // ([WithMiddleware]), then the LM.
 //
-// Streams go through the same chain. A middleware that answers without
-// calling next (a cache hit) has its response replayed to the stream's
-// caller as deltas; a failed stream is retried only while nothing has
-// reached the caller.
+// The Invoker a middleware returns serves concurrent calls, so it must be
+// safe for concurrent use. Like net/http's RoundTripper, it must not
+// modify what it is given in place: req is a copy, but its slices and maps
+// (Messages, Tools, …) are the caller's; copy before changing them. It
+// returns next's error, wrapped with %w so that errors.Is and errors.As
+// still see it, or an error of its own, and returns when ctx is done.
+//
+// # Streams
+//
+// A stream's deltas reach the caller while next runs, before next
+// returns; what has reached the caller cannot be taken back. So with a
+// stream request (req.Stream set) a middleware may:
+//
+//   - answer without calling next (a cache hit): the pipeline replays its
+//     response to the caller as deltas;
+//   - call next and return its response, with any field changed except
+//     choice 0's content, reasoning and tool calls (the deltas), or return
+//     an error instead (the caller has the deltas, then the error);
+//   - call next again after an error that does not match [ErrDelivered]:
+//     nothing of that attempt reached the caller (a retry).
+//
+// It must not call next again after next succeeded or failed with an
+// error matching ErrDelivered, nor return another reply than next's once
+// text reached the caller (a middleware that rewrites replies works for
+// [Call] only). The pipeline refuses both rather than let the deltas
+// disagree with the result: such a second next fails at once, without a
+// request, and a changed reply ends the stream, each with an error
+// matching ErrDelivered. The built-in [Retry] honours ErrDelivered.
 type Middleware func(next Invoker) Invoker
+
+// ErrDelivered matches the error of a stream request whose text already
+// reached the caller: a stream that failed after its first deltas (it must
+// not be retried: the caller would read both attempts' text), a second
+// call of next after that, or a middleware's reply in place of one the
+// caller has seen (see [Middleware]).
+var ErrDelivered = errors.New("adapter: the stream's text already reached the caller")
 
 // WithMiddleware returns an LM whose calls go through mw, the first
 // outermost. The pipeline runs the middlewares for [Call] and [Stream]
-// alike; called directly, the returned LM's CreateChatCompletion runs
-// them and its CreateChatCompletionStream (when lm streams) bypasses
-// them, since a go-openai stream cannot be made from a cached reply.
-// Declared capabilities are kept.
-func WithMiddleware(lm LM, mw ...Middleware) LM {
-	w := &middlewareLM{lm: lm, mw: slices.Clone(mw)}
-	if s, ok := lm.(StreamingLM); ok {
-		return &middlewareStreamingLM{middlewareLM: w, stream: s}
-	}
-	return w
+// alike, so a cached LM streams: a hit is replayed as deltas. Called
+// directly, the returned LM's CreateChatCompletion runs them, and its
+// CreateChatCompletionStream streams from lm without them, since a
+// go-openai stream cannot be made from a cached reply; it fails with an
+// error matching errors.ErrUnsupported when lm cannot stream (and so does
+// Stream). Declared capabilities and identities are kept: a [Cached]
+// middleware among mw keys its entries by lm's identity (see
+// [Identifier]).
+func WithMiddleware(lm LM, mw ...Middleware) StreamingLM {
+	return &middlewareLM{lm: lm, mw: slices.Clone(mw), ident: &lmIdent{lm: lm}}
 }
 
 type middlewareLM struct {
-	lm LM
-	mw []Middleware
+	lm    LM
+	mw    []Middleware
+	ident *lmIdent
 }
 
 // CreateChatCompletion calls the LM through the middlewares.
 func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	if _, ok := identityFrom(ctx); !ok {
-		if id, ok := lmIdentity(m.lm); ok {
-			ctx = context.WithValue(ctx, identityKey{}, id)
-		}
-	}
+	ctx = context.WithValue(ctx, identityKey{}, m.ident)
 	return wrapInvoker(m.mw, m.lm.CreateChatCompletion)(ctx, req)
+}
+
+// CreateChatCompletionStream streams from the wrapped LM directly.
+func (m *middlewareLM) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
+	s, ok := m.lm.(StreamingLM)
+	if !ok {
+		return nil, cannotStream(m.lm)
+	}
+	return s.CreateChatCompletionStream(ctx, req)
+}
+
+// cannotStream is the error for a stream asked of an LM that cannot
+// stream.
+func cannotStream(lm LM) error {
+	return fmt.Errorf("adapter: %T cannot stream (it has no CreateChatCompletionStream): %w", lm, errors.ErrUnsupported)
 }
 
 // Unwrap returns the wrapped LM.
 func (m *middlewareLM) Unwrap() LM { return m.lm }
-
-type middlewareStreamingLM struct {
-	*middlewareLM
-	stream StreamingLM
-}
-
-// CreateChatCompletionStream streams from the wrapped LM directly.
-func (m *middlewareStreamingLM) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	return m.stream.CreateChatCompletionStream(ctx, req)
-}
 
 // wrapInvoker wraps bottom in mw, the first outermost.
 func wrapInvoker(mw []Middleware, bottom Invoker) Invoker {
@@ -93,8 +126,6 @@ func peel(lm LM) (LM, []Middleware) {
 	var mws []Middleware
 	for {
 		switch w := lm.(type) {
-		case *middlewareStreamingLM:
-			mws, lm = append(mws, w.mw...), w.lm
 		case *middlewareLM:
 			mws, lm = append(mws, w.mw...), w.lm
 		case streamingDeclared:
@@ -140,7 +171,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // Retry-After when the [HTTPDoer] wrapper saw one) and tries again, within
 // the policy's bounds. It never retries other 4xx errors, a context-window
 // error, a cancelled context or a stream that already delivered text.
-// Retries are counted in Result.Retries, and only when they were sent.
+// Retries are counted in Result.Retries, and only when they were sent;
+// the [Trace] reports each with its number (LMCallStartInfo.Retry).
 // Giving up after retries, the error says how many attempts over how long.
 //
 // Every [Call] and [Stream] already runs this middleware with the call's
@@ -153,10 +185,11 @@ func Retry(p RetryPolicy) Middleware {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			start := time.Now()
 			delay := p.BaseDelay
-			slot := new(atomic.Int64)
-			ctx = context.WithValue(ctx, retryAfterKey{}, slot)
+			slot := new(retrySlot)
+			ctx = context.WithValue(ctx, retryKey{}, slot)
 			for attempt := 0; ; attempt++ {
-				slot.Store(0)
+				slot.after.Store(0)
+				slot.retry.Store(int64(attempt))
 				resp, err := next(ctx, req)
 				if err == nil || !retryable(ctx, err) {
 					return resp, err
@@ -165,7 +198,7 @@ func Retry(p RetryPolicy) Middleware {
 					return resp, gaveUp(err, attempt+1, time.Since(start))
 				}
 				wait := time.Duration(rand.Int64N(int64(delay) + 1))
-				ra := time.Duration(slot.Load())
+				ra := time.Duration(slot.after.Load())
 				if ra > 0 {
 					wait = ra
 				}
@@ -206,7 +239,22 @@ func gaveUp(err error, attempts int, d time.Duration) error {
 	return fmt.Errorf("%w (gave up after %d attempts over %s)", err, attempts, d.Round(time.Millisecond))
 }
 
-type retryAfterKey struct{}
+// retryKey carries a retrySlot to the requests of a Retry middleware.
+type retryKey struct{}
+
+// retrySlot is what a Retry middleware shares with the request it sends:
+// which retry it is (for the trace), and the Retry-After the HTTPDoer
+// wrapper saw on its reply.
+type retrySlot struct{ retry, after atomic.Int64 }
+
+// retryOf returns which retry of its request ctx's request is: 0 for the
+// first send.
+func retryOf(ctx context.Context) int {
+	if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
+		return int(slot.retry.Load())
+	}
+	return 0
+}
 
 // HTTPDoer wraps the HTTP client of a go-openai configuration so that the
 // library sees what go-openai's types leave out:
@@ -266,9 +314,9 @@ func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if slot, ok := ctx.Value(retryAfterKey{}).(*atomic.Int64); ok {
+		if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
 			if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
-				slot.Store(int64(d))
+				slot.after.Store(int64(d))
 			}
 		}
 	}
@@ -307,8 +355,7 @@ func retryable(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isContextWindow(err) {
 		return false
 	}
-	var delivered *deliveredError
-	if errors.As(err, &delivered) || errors.Is(err, errStopped) {
+	if errors.Is(err, ErrDelivered) || errors.Is(err, errStopped) {
 		return false
 	}
 	if code := statusOf(err); code != 0 {

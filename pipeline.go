@@ -40,16 +40,15 @@ import (
 // the middlewares of its LM requests: counters, the usage of the requests
 // actually sent, cache writes waiting for the pipeline's verdict, and what
 // the latest reply carried on the wire beyond go-openai's types (set by
-// the senders and by a cache hit, cleared before each request).
+// the senders and by a cache hit, cleared before each request). The
+// identity of the call's LM, for a cache, is on the context beside it.
 type callState struct {
 	retries, cacheHits, waited atomic.Int64
 
-	lm       LM // for the identity, computed when a cache asks
-	idOnce   sync.Once
-	id       string
-	idKnown  bool
+	ident    lmIdent // of the LM beneath the middlewares (run.lm)
 	mu       sync.Mutex
 	usage    openai.Usage
+	spent    openai.Usage // since the last takeSpent: the request in hand's, for the trace
 	byModel  map[string]openai.Usage
 	accepted []func()
 	extras   WireExtras
@@ -62,15 +61,42 @@ func stateFrom(ctx context.Context) *callState {
 	return s
 }
 
+// callContext carries a call's state and the identity of its LM, in one
+// value rather than two.
+type callContext struct {
+	context.Context
+	s *callState
+}
+
+func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case stateKey:
+		return c.s
+	case identityKey:
+		return &c.s.ident
+	}
+	return c.Context.Value(key)
+}
+
 // addUsage counts the usage of one LM reply, under its model.
 func (s *callState) addUsage(model string, u openai.Usage) {
 	s.mu.Lock()
 	s.usage = addUsage(s.usage, u)
+	s.spent = addUsage(s.spent, u)
 	if s.byModel == nil {
 		s.byModel = map[string]openai.Usage{}
 	}
 	s.byModel[model] = addUsage(s.byModel[model], u)
 	s.mu.Unlock()
+}
+
+// takeSpent returns the usage counted since it was last called.
+func (s *callState) takeSpent() openai.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.spent
+	s.spent = openai.Usage{}
+	return u
 }
 
 // setExtras records what the reply in hand carried beyond go-openai's
@@ -107,11 +133,6 @@ func (s *callState) settle(ok bool) {
 			f()
 		}
 	}
-}
-
-func (s *callState) identity() (string, bool) {
-	s.idOnce.Do(func() { s.id, s.idKnown = lmIdentity(s.lm) })
-	return s.id, s.idKnown
 }
 
 // run is one Call or Stream.
@@ -175,8 +196,8 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
-	r.state.lm = lm
-	ctx = context.WithValue(ctx, stateKey{}, &r.state)
+	r.state.ident.lm = r.lm
+	ctx = &callContext{ctx, &r.state}
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, callTimeout(r.cfg.timeout))
@@ -335,12 +356,15 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
 		r.state.setExtras(WireExtras{})
+		if r.sink != nil {
+			r.sink.begin()
+		}
 		resp, err := call(ctx, *req)
 		r.res.Calls++
+		if err == nil && r.sink != nil {
+			err = r.sink.accept(resp)
+		}
 		if err == nil {
-			if s := r.sink; s != nil && !s.live && !s.replay(resp) {
-				return resp, errStopped
-			}
 			return resp, nil
 		}
 		if r.stopped() {
@@ -349,9 +373,8 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
-		var delivered *deliveredError
 		if shapes && level == 0 && req.ResponseFormat != nil && r.cfg.req.ResponseFormat == nil &&
-			isFormatRejection(err) && !errors.As(err, &delivered) {
+			isFormatRejection(err) && !errors.Is(err, ErrDelivered) {
 			rejected = err // the provider rejected the response format: one tier down, once
 			continue
 		}
@@ -382,11 +405,15 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	if tr.t != nil {
 		next := inv
 		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			tr.lmStart(req, req.Stream)
+			retry := retryOf(ctx)
+			tr.lmStart(req, retry)
+			s := &r.state
+			s.takeSpent()
+			hits := s.cacheHits.Load()
 			start := time.Now()
 			resp, err := next(ctx, req)
-			tr.lmDone(LMCallDoneInfo{Request: req, Response: resp, Completions: completions(resp), Usage: resp.Usage,
-				Stream: req.Stream, Duration: time.Since(start), Err: err})
+			tr.lmDone(LMCallDoneInfo{Retry: retry, Request: req, Response: resp, Completions: completions(resp), Usage: s.takeSpent(),
+				Cached: s.cacheHits.Load() > hits, Stream: req.Stream, Duration: time.Since(start), Err: err})
 			return resp, err
 		}
 	}
@@ -529,8 +556,8 @@ func partialOf(vals Values, err error) Values {
 }
 
 // parser parses an attempt's completions with its adapter: Parse, or
-// ParseCall with the call's trace on the context and its LM calls and
-// usage counted in the run. Either way a panic while parsing is a
+// ParseCall with the call's trace on the context and its LM calls, usage,
+// retries and cache hits counted in the run. Either way a panic while parsing is a
 // *ParseError that keeps the reply.
 type parser struct {
 	a   Adapter
@@ -563,9 +590,13 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 	}
 	vals, res, err := ps.cp.ParseCall(ps.ctx, sig, text)
 	if res != nil {
+		st := &ps.run.state
 		ps.run.res.Calls += res.Calls
+		st.retries.Add(int64(res.Retries))
+		st.cacheHits.Add(int64(res.CacheHits))
+		st.waited.Add(int64(res.RetryWait))
 		for model, u := range res.UsageByModel {
-			ps.run.state.addUsage(model, u)
+			st.addUsage(model, u)
 		}
 	}
 	return vals, err

@@ -116,8 +116,6 @@ func carriesRawParts(lm LM) bool {
 			return doer.IsValid() && !doer.IsNil() && doer.Elem().Type() == reflect.TypeFor[wireDoer]()
 		}
 		switch x := w.(type) {
-		case *middlewareStreamingLM:
-			w = x.lm
 		case *middlewareLM:
 			w = x.lm
 		case Unwrapper:

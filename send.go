@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -172,12 +173,20 @@ func modelOf(resp openai.ChatCompletionResponse, req openai.ChatCompletionReques
 // errStopped ends a stream whose consumer broke out of the loop.
 var errStopped = errors.New("adapter: the stream's consumer stopped")
 
-// deliveredError is a stream failure after text reached the caller: it is
-// not retried.
+// deliveredError is a stream failure after text reached the caller: it
+// matches ErrDelivered, and is not retried.
 type deliveredError struct{ err error }
 
-func (e *deliveredError) Error() string { return e.err.Error() }
-func (e *deliveredError) Unwrap() error { return e.err }
+func (e *deliveredError) Error() string        { return e.err.Error() }
+func (e *deliveredError) Unwrap() error        { return e.err }
+func (e *deliveredError) Is(target error) bool { return target == ErrDelivered }
+
+// errSentAgain and errReplaced: what a middleware must not do with a
+// stream whose text reached the caller (see Middleware).
+var (
+	errSentAgain = fmt.Errorf("adapter: a middleware called next again after a stream's text reached the caller: %w", ErrDelivered)
+	errReplaced  = fmt.Errorf("adapter: a middleware returned another reply than the one whose text reached the caller: %w", ErrDelivered)
+)
 
 // streamSink routes one attempt's streamed reply to the caller.
 type streamSink struct {
@@ -190,12 +199,17 @@ type streamSink struct {
 	fields  streamed           // outputs that received deltas (by index in fsig)
 	fsig    *signature.Signature
 	deltas  []FieldDelta
+
+	// Of the request in hand (see begin): something of it reached the
+	// caller; choice 0 as it streamed (text, reasoning, tool calls).
+	delivered bool
+	streamed  openai.ChatCompletionMessage
 }
 
 // emit sends c to the caller; false when the consumer broke out.
 func (s *streamSink) emit(c Chunk) bool {
 	c.Adapter = s.adapter
-	s.sent = true
+	s.sent, s.delivered = true, true
 	if !s.yield(c, nil) {
 		s.stopped = true
 		return false
@@ -232,6 +246,9 @@ func (s *streamSink) markField(name string) {
 // sender is the bottom of a Stream's chain.
 func (s *streamSink) sender(lm StreamingLM) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		if s.delivered {
+			return openai.ChatCompletionResponse{}, errSentAgain
+		}
 		s.live = false
 		stream, err := lm.CreateChatCompletionStream(ctx, req)
 		if err != nil {
@@ -250,6 +267,10 @@ func (s *streamSink) sender(lm StreamingLM) Invoker {
 			return resp, err
 		}
 		s.live = true
+		if ch, ok := choiceAt(resp, 0); ok {
+			s.streamed = ch.Message
+			s.streamed.ToolCalls = slices.Clone(ch.Message.ToolCalls) // a middleware may change resp's in place
+		}
 		if st := stateFrom(ctx); st != nil {
 			st.addUsage(modelOf(resp, req), resp.Usage)
 			st.setExtras(acc.extras())
@@ -328,6 +349,30 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 		}
 	}
 	return resp, nil
+}
+
+// begin starts a request of the stream.
+func (s *streamSink) begin() {
+	s.delivered, s.live, s.streamed = false, false, openai.ChatCompletionMessage{}
+}
+
+// accept takes the reply the invoker chain returned for the request in
+// hand: the one streamed, or one a middleware made, which is replayed
+// unless text of the request already reached the caller (see Middleware).
+func (s *streamSink) accept(resp openai.ChatCompletionResponse) error {
+	switch {
+	case s.live:
+		got, _ := choiceAt(resp, 0)
+		if m := got.Message; m.Content != s.streamed.Content || m.ReasoningContent != s.streamed.ReasoningContent ||
+			!reflect.DeepEqual(m.ToolCalls, s.streamed.ToolCalls) {
+			return errReplaced
+		}
+	case s.delivered:
+		return errReplaced
+	case !s.replay(resp):
+		return errStopped
+	}
+	return nil
 }
 
 // replay sends a reply the caller has not seen (a cache hit, or one a

@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"fmt"
 	"iter"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -91,7 +90,7 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 		defer cancel()
 		s, ok := r.lm.(StreamingLM)
 		if !ok {
-			yield(Chunk{}, fmt.Errorf("adapter: %T cannot stream", r.lm))
+			yield(Chunk{}, cannotStream(r.lm))
 			return
 		}
 		r.stream = s

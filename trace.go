@@ -122,25 +122,44 @@ type FormatInfo struct {
 type LMCallStartInfo struct {
 	CallID  uint64
 	Adapter string
+	// Attempt is the adapter's: 1, or 2 for the fallback adapter.
 	Attempt int
+	// Retry numbers the sends of one request: 0 for the first, n for the
+	// n-th retry (see [Retry]).
+	Retry   int
 	Request openai.ChatCompletionRequest
 	Stream  bool
 }
 
 // LMCallDoneInfo reports an LM call's outcome. For a stream, Response is
-// empty and Completions holds the text received, Duration spans the whole
-// stream.
+// the reply assembled from it, Completions holds the text received, and
+// Duration spans the whole stream.
+//
+// Usage is what the request spent, as Result.Usage counts it: the sum of
+// Usage over a call's LMCallDone events (those of calls an adapter makes
+// while parsing, such as TwoStep's extraction, included) is the call's
+// Result.Usage. A request answered by a cache ([Cached], beneath the
+// trace: on the LM) is reported with Cached set and spent nothing: its
+// Usage, and its Response's, are zero. A cache among the call's own
+// middlewares ([UseMiddleware]) answers above the trace: its hits are not
+// reported here, only counted in Result.CacheHits.
 type LMCallDoneInfo struct {
-	CallID      uint64
-	Adapter     string
-	Attempt     int
+	CallID  uint64
+	Adapter string
+	// Attempt is the adapter's: 1, or 2 for the fallback adapter.
+	Attempt int
+	// Retry numbers the sends of one request: 0 for the first, n for the
+	// n-th retry.
+	Retry       int
 	Request     openai.ChatCompletionRequest
 	Response    openai.ChatCompletionResponse
 	Completions []string
 	Usage       openai.Usage
-	Stream      bool
-	Duration    time.Duration
-	Err         error
+	// Cached is set when a cache answered: no request reached the LM.
+	Cached   bool
+	Stream   bool
+	Duration time.Duration
+	Err      error
 }
 
 // ParseInfo reports the parse of one choice's completion.
@@ -342,9 +361,9 @@ func (r tracer) format(msgs []openai.ChatCompletionMessage, d time.Duration, err
 	}
 }
 
-func (r tracer) lmStart(req openai.ChatCompletionRequest, stream bool) {
+func (r tracer) lmStart(req openai.ChatCompletionRequest, retry int) {
 	if r.t != nil && r.t.LMCallStart != nil {
-		r.t.LMCallStart(LMCallStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Request: req, Stream: stream})
+		r.t.LMCallStart(LMCallStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Retry: retry, Request: req, Stream: req.Stream})
 	}
 }
 

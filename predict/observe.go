@@ -16,11 +16,14 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// Logger returns a Trace that logs every LM call, parse and tool run to l:
-// the call's id, the adapter, attempt, model, duration, token usage and
-// error; parse failures at Warn; each tool run with its name, arguments,
-// duration and error. Requests never carry the API key, so neither do the
-// logs.
+// Logger returns a Trace that logs every LM call, parse and tool run to l.
+// An LM call's line has the call's id, the adapter, the attempt (1 for a
+// request's first send, n+1 for its n-th retry), the model, whether it
+// streamed and whether a cache answered it (cached, then with no tokens),
+// the duration, the tokens it spent (prompt_tokens and completion_tokens,
+// as Result.Usage counts them) and the error. Parse failures are logged at
+// Warn; each tool run with its name, arguments, duration and error.
+// Requests never carry the API key, so neither do the logs.
 func Logger(l *slog.Logger) *adapter.Trace {
 	return &adapter.Trace{
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
@@ -29,15 +32,15 @@ func Logger(l *slog.Logger) *adapter.Trace {
 				level = slog.LevelError
 			}
 			l.LogAttrs(context.Background(), level, "lm call", slog.Uint64("call", i.CallID),
-				slog.String("adapter", i.Adapter), slog.Int("attempt", i.Attempt), slog.String("model", i.Request.Model),
-				slog.Bool("stream", i.Stream), slog.Duration("duration", i.Duration),
+				slog.String("adapter", i.Adapter), slog.Int("attempt", i.Retry+1), slog.String("model", i.Request.Model),
+				slog.Bool("stream", i.Stream), slog.Bool("cached", i.Cached), slog.Duration("duration", i.Duration),
 				slog.Int("prompt_tokens", i.Usage.PromptTokens), slog.Int("completion_tokens", i.Usage.CompletionTokens),
 				slog.Any("error", i.Err))
 		},
 		ParseDone: func(i adapter.ParseInfo) {
 			if i.Err != nil {
 				l.LogAttrs(context.Background(), slog.LevelWarn, "parse failed", slog.Uint64("call", i.CallID),
-					slog.String("adapter", i.Adapter), slog.Int("attempt", i.Attempt), slog.Any("error", i.Err))
+					slog.String("adapter", i.Adapter), slog.Any("error", i.Err))
 			}
 		},
 		ToolDone: func(i adapter.ToolDoneInfo) {
@@ -55,16 +58,20 @@ func Logger(l *slog.Logger) *adapter.Trace {
 type Record struct {
 	// CallID is the adapter.Call or Stream the LM call belongs to (see
 	// adapter.Trace); the parse that follows is matched to it by this id.
-	CallID     uint64
-	Time       time.Time
-	Adapter    string
-	Attempt    int
-	Model      string
-	Messages   []openai.ChatCompletionMessage
-	Completion string
-	Outputs    adapter.Values
-	Usage      openai.Usage
-	Err        error
+	CallID  uint64
+	Time    time.Time
+	Adapter string
+	// Attempt is the adapter's (2 for the fallback adapter); Retry is 0
+	// for a request's first send and n for its n-th retry.
+	Attempt, Retry int
+	Model          string
+	Messages       []openai.ChatCompletionMessage
+	Completion     string
+	Outputs        adapter.Values
+	// Usage is what the call spent: zero when a cache answered (Cached).
+	Usage  openai.Usage
+	Cached bool
+	Err    error
 }
 
 // Recorder keeps the last N LM calls, in the spirit of
@@ -88,8 +95,8 @@ func NewRecorder(n int) *Recorder {
 func (r *Recorder) Trace() *adapter.Trace {
 	return &adapter.Trace{
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
-			rec := Record{CallID: i.CallID, Time: time.Now(), Adapter: i.Adapter, Attempt: i.Attempt, Model: i.Request.Model,
-				Messages: i.Request.Messages, Usage: i.Usage, Err: i.Err}
+			rec := Record{CallID: i.CallID, Time: time.Now(), Adapter: i.Adapter, Attempt: i.Attempt, Retry: i.Retry, Model: i.Request.Model,
+				Messages: i.Request.Messages, Usage: i.Usage, Cached: i.Cached, Err: i.Err}
 			if len(i.Response.Choices) > 0 {
 				rec.Completion = i.Response.Choices[0].Message.Content
 			} else if len(i.Completions) > 0 {
@@ -128,7 +135,16 @@ func (r *Recorder) Last(n int) []Record {
 func (r *Recorder) Inspect(w io.Writer, n int) error {
 	var b strings.Builder
 	for _, rec := range r.Last(n) {
-		fmt.Fprintf(&b, "\n[%s] %s attempt %d, model %q, %d+%d tokens\n\n", rec.Time.Format(time.RFC3339), rec.Adapter, rec.Attempt, rec.Model, rec.Usage.PromptTokens, rec.Usage.CompletionTokens)
+		fmt.Fprintf(&b, "\n[%s] %s attempt %d", rec.Time.Format(time.RFC3339), rec.Adapter, rec.Attempt)
+		if rec.Retry > 0 {
+			fmt.Fprintf(&b, " (retry %d)", rec.Retry)
+		}
+		fmt.Fprintf(&b, ", model %q, ", rec.Model)
+		if rec.Cached {
+			b.WriteString("from the cache, no tokens\n\n")
+		} else {
+			fmt.Fprintf(&b, "%d+%d tokens\n\n", rec.Usage.PromptTokens, rec.Usage.CompletionTokens)
+		}
 		for _, m := range rec.Messages {
 			role := m.Role
 			if role == "" {

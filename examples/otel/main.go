@@ -3,8 +3,10 @@
 // and closes it at the matching end event, with the attributes of the
 // OpenTelemetry GenAI semantic conventions (gen_ai.operation.name,
 // gen_ai.request.model, gen_ai.usage.input_tokens, finish reasons, tool
-// names). It lives in its own module so that the library keeps its four
-// dependencies.
+// names). A request answered by the cache is a span with
+// dspy.cache_hit=true and no tokens, as Result counts it; a retry is a span
+// of its own with dspy.retry set. It lives in its own module so that the
+// library keeps its four dependencies.
 //
 //	go run .          offline: an lmtest server answers, spans printed as a tree
 //
@@ -57,13 +59,16 @@ func main() {
 	)
 	defer srv.Close()
 	model := adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o-mini"})
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)))
 
 	cot, err := predict.NewChainOfThought[Question, Answer](model)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, _, _, err := cot.Call(ctx, srv.Client(), Question{"What is 6 times 7?"}); err != nil {
-		log.Fatal(err)
+	for range 2 { // the second call is answered by the cache: no tokens
+		if _, _, _, err := cot.Call(ctx, lm, Question{"What is 6 times 7?"}); err != nil {
+			log.Fatal(err)
+		}
 	}
 
 	search, err := types.NewTool("search", "Look something up.", func(_ context.Context, a struct {
@@ -82,7 +87,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := agent.Call(ctx, srv.Client(), adapter.Values{"question": "What is 6 times 7?"}); err != nil {
+	if _, err := agent.Call(ctx, lm, adapter.Values{"question": "What is 6 times 7?"}); err != nil {
 		log.Fatal(err)
 	}
 	printTree(rec.Ended())
@@ -146,6 +151,7 @@ func otelTrace(tracer trace.Tracer) *adapter.Trace {
 			var attrs []attribute.KeyValue
 			if i.Result != nil {
 				attrs = append(attrs, attribute.Int("dspy.lm_calls", i.Result.Calls),
+					attribute.Int("dspy.cache_hits", i.Result.CacheHits),
 					attribute.Int("gen_ai.usage.input_tokens", i.Result.Usage.PromptTokens),
 					attribute.Int("gen_ai.usage.output_tokens", i.Result.Usage.CompletionTokens))
 			}
@@ -161,7 +167,8 @@ func otelTrace(tracer trace.Tracer) *adapter.Trace {
 				attribute.String("gen_ai.operation.name", "chat"),
 				attribute.String("gen_ai.provider.name", "openai"),
 				attribute.String("gen_ai.request.model", i.Request.Model),
-				attribute.Bool("dspy.stream", i.Stream))
+				attribute.Bool("dspy.stream", i.Stream),
+				attribute.Int("dspy.retry", i.Retry))
 		},
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
 			var finish []string
@@ -172,6 +179,8 @@ func otelTrace(tracer trace.Tracer) *adapter.Trace {
 				attribute.String("gen_ai.response.model", i.Response.Model),
 				attribute.String("gen_ai.response.id", i.Response.ID),
 				attribute.StringSlice("gen_ai.response.finish_reasons", finish),
+				// A cache hit spent nothing: its usage is zero.
+				attribute.Bool("dspy.cache_hit", i.Cached),
 				attribute.Int("gen_ai.usage.input_tokens", i.Usage.PromptTokens),
 				attribute.Int("gen_ai.usage.output_tokens", i.Usage.CompletionTokens))
 		},
@@ -189,7 +198,8 @@ func otelTrace(tracer trace.Tracer) *adapter.Trace {
 	}
 }
 
-// printTree prints the ended spans as a tree with their GenAI attributes.
+// printTree prints the ended spans as a tree with their GenAI attributes
+// (and dspy.cache_hit on a cache hit).
 func printTree(ended []sdktrace.ReadOnlySpan) {
 	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
 	var roots []sdktrace.ReadOnlySpan
@@ -205,7 +215,8 @@ func printTree(ended []sdktrace.ReadOnlySpan) {
 	walk = func(s sdktrace.ReadOnlySpan, depth int) {
 		var attrs []string
 		for _, a := range s.Attributes() {
-			if k := string(a.Key); strings.HasPrefix(k, "gen_ai.") && k != "gen_ai.response.id" {
+			k := string(a.Key)
+			if strings.HasPrefix(k, "gen_ai.") && k != "gen_ai.response.id" || k == "dspy.cache_hit" && a.Value.AsBool() {
 				attrs = append(attrs, k+"="+a.Value.Emit())
 			}
 		}

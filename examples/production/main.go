@@ -1,8 +1,9 @@
 // Command production shows the LM boundary a service needs, offline: an
 // lmtest server that answers some requests with 429 and Retry-After, the
 // default retries (with the HTTPDoer wrapper so Retry-After is honoured),
-// a response cache, a per-call timeout, and a batch with bounded
-// concurrency.
+// a response cache, a per-call timeout, a batch with bounded concurrency,
+// and what the calls cost at a price table of your own (a cache hit
+// spends no tokens and costs nothing).
 package main
 
 import (
@@ -41,22 +42,39 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Prices per million tokens, for the model the replies name.
+	prices := adapter.Prices{"gpt-4o-mini": {Input: 0.15, CachedInput: 0.075, Output: 0.60}}
+	model := adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o-mini"})
 	opts := []adapter.CallOption{
+		model,
 		adapter.WithTimeout(10 * time.Second),
 		adapter.WithRetry(adapter.RetryPolicy{MaxRetries: 3, BaseDelay: 10 * time.Millisecond}),
 	}
 	inputs := []adapter.Values{{"city": "Paris"}, {"city": "Lima"}, {"city": "Oslo"}, {"city": "Quito"}}
+	var total float64
 	for _, r := range adapter.Batch(context.Background(), lm, sig, nil, inputs, 2, opts...) {
 		if r.Err != nil {
 			log.Fatal(r.Err)
 		}
-		fmt.Printf("%-8s retries %d  cache hits %d\n", r.Result.Outputs[0]["country"], r.Result.Retries, r.Result.CacheHits)
+		cost, err := r.Result.Cost(prices)
+		if err != nil {
+			log.Fatal(err)
+		}
+		total += cost
+		fmt.Printf("%-8s retries %d  cache hits %d  tokens %d  $%.6f\n", r.Result.Outputs[0]["country"], r.Result.Retries, r.Result.CacheHits, r.Result.Usage.TotalTokens, cost)
 	}
-	// The same question again is served from the cache: no HTTP request.
+	fmt.Printf("batch: $%.6f\n", total)
+	// The same question again is served from the cache: no HTTP request,
+	// no tokens.
 	before := len(srv.Requests())
 	res, err := adapter.Call(context.Background(), lm, sig, nil, inputs[0], opts...)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("again: %s from the cache (hits %d, new HTTP requests %d)\n", res.Outputs[0]["country"], res.CacheHits, len(srv.Requests())-before)
+	cost, err := res.Cost(prices)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("again: %s from the cache (hits %d, new HTTP requests %d, tokens %d, $%.6f)\n", res.Outputs[0]["country"], res.CacheHits,
+		len(srv.Requests())-before, res.Usage.TotalTokens, cost)
 }

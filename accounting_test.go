@@ -1,0 +1,257 @@
+package adapter_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/predict"
+)
+
+// TestCacheHitsSpendNoTokens: with the cache on the LM, a hit is reported
+// to the trace as cached, with no tokens, as Result counts it (newcomer
+// review 3, item 2: LMCallDone summed 975 tokens where Result.Usage summed
+// 325).
+func TestCacheHitsSpendNoTokens(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nParis").WithUsage(300, 25))
+	defer srv.Close()
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(10)))
+	var events []adapter.LMCallDoneInfo
+	tr := &adapter.Trace{LMCallDone: func(i adapter.LMCallDoneInfo) { events = append(events, i) }}
+	total := 0
+	for range 3 {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}, adapter.UseTrace(tr))
+		require.NoError(t, err)
+		total += res.Usage.TotalTokens
+	}
+	assert.Equal(t, 325, total)
+	require.Len(t, events, 3)
+	traced := 0
+	for i, e := range events {
+		traced += e.Usage.TotalTokens
+		assert.Equal(t, i > 0, e.Cached, "event %d", i)
+		if e.Cached {
+			assert.Zero(t, e.Response.Usage, "a hit's response reports no usage")
+		}
+	}
+	assert.Equal(t, total, traced)
+}
+
+// TestRetriesNumbered: each retry of a request is reported with its own
+// number, to the trace and in predict.Logger's lines (newcomer review 3,
+// item 7: attempt=1 for every retry).
+func TestRetriesNumbered(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	busy := lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`)
+	srv := lmtest.NewServer(busy, busy, lmtest.Text("[[ ## a ## ]]\nok").WithUsage(10, 2))
+	defer srv.Close()
+	var retries []int
+	var logs bytes.Buffer
+	tr := &adapter.Trace{LMCallDone: func(i adapter.LMCallDoneInfo) { retries = append(retries, i.Retry) }}
+	res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, adapter.UseTrace(tr),
+		adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
+		adapter.WithRetry(adapter.RetryPolicy{BaseDelay: time.Microsecond}))
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Retries)
+	assert.Equal(t, []int{0, 1, 2}, retries)
+	var attempts []float64
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		attempts = append(attempts, m["attempt"].(float64))
+	}
+	assert.Equal(t, []float64{1, 2, 3}, attempts)
+}
+
+// TestAccountingAgrees: over generated mixes of cache hits, misses,
+// retries, fallbacks, failures, Calls and Streams, on two models, the
+// Result, the trace's LM calls and predict.Logger's lines agree on tokens
+// and calls, and the cost is the price of the Result's usage (Decision 21).
+func TestAccountingAgrees(t *testing.T) {
+	sig := mustParse(t, "q -> a: int")
+	prices := adapter.Prices{"m1": {Input: 2, CachedInput: 1, Output: 8}, "m2": {Input: 0.5, Output: 1}}
+	seen := map[string]int{}
+	for seed := range 12 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		var mu sync.Mutex
+		srv := lmtest.NewServer()
+		srv.Handle(func(r lmtest.Request) lmtest.Reply {
+			mu.Lock()
+			defer mu.Unlock()
+			p, c := 10+rng.IntN(90), 1+rng.IntN(20)
+			switch x := rng.IntN(20); {
+			case x < 4:
+				return lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`)
+			case x < 5:
+				return lmtest.Error(http.StatusInternalServerError, `{"error":{"message":"oops"}}`)
+			case x < 8:
+				return lmtest.Text("no markers here").WithUsage(p, c) // Chat fails: the JSON fallback runs
+			case x < 9:
+				return lmtest.Text(`{"a": 1`).WithFinish("length").WithUsage(p, c) // truncated: an error
+			}
+			u := fmt.Sprintf(`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}`, p, c, p+c, rng.IntN(p))
+			if r.Chat.Stream {
+				return lmtest.Text(`{"a": 42}`).WithUsage(p, c)
+			}
+			return lmtest.Raw(200, http.Header{"Content-Type": {"application/json"}}, []byte(`{"id":"x","object":"chat.completion","model":"`+r.Chat.Model+
+				`","choices":[{"index":0,"message":{"role":"assistant","content":"{\"a\": 42}"},"finish_reason":"stop"}],`+u+`}`))
+		})
+		lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)))
+		for call := range 15 {
+			var done []adapter.LMCallDoneInfo
+			var result *adapter.Result
+			var logs bytes.Buffer
+			model := []string{"m1", "m2"}[rng.IntN(2)]
+			opts := []adapter.CallOption{
+				adapter.WithRequest(openai.ChatCompletionRequest{Model: model}),
+				adapter.WithRetry(adapter.RetryPolicy{BaseDelay: time.Microsecond, MaxRetries: 2}),
+				adapter.UseTrace(&adapter.Trace{
+					LMCallDone: func(i adapter.LMCallDoneInfo) { done = append(done, i) },
+					CallDone:   func(i adapter.CallDoneInfo) { result = i.Result },
+				}),
+				adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
+			}
+			in := adapter.Values{"q": fmt.Sprint(rng.IntN(3))}
+			stream := rng.IntN(2) == 0
+			var err error
+			if stream {
+				_, _, err = drain(adapter.Stream(t.Context(), lm, sig, nil, in, opts...))
+			} else {
+				var res *adapter.Result
+				res, err = adapter.Call(t.Context(), lm, sig, nil, in, opts...)
+				assert.Same(t, res, result)
+			}
+			name := fmt.Sprintf("seed %d call %d (stream %v, err %v)", seed, call, stream, err)
+			require.NotNil(t, result, name)
+			kind := map[bool]string{false: "call", true: "stream"}[stream]
+			seen[kind]++
+			if err != nil {
+				seen[kind+" failed"]++
+			}
+			if result.CacheHits > 0 {
+				seen[kind+" with a hit"]++
+			}
+			if result.Retries > 0 {
+				seen[kind+" retried"]++
+			}
+			if result.FallbackCause != nil || result.Calls > 1 {
+				seen[kind+" fell back"]++
+			}
+
+			var traced openai.Usage
+			hits, logged := 0, 0
+			for _, e := range done {
+				traced.PromptTokens += e.Usage.PromptTokens
+				traced.CompletionTokens += e.Usage.CompletionTokens
+				traced.TotalTokens += e.Usage.TotalTokens
+				if e.Cached {
+					hits++
+					assert.Zero(t, e.Usage, name)
+					assert.NoError(t, e.Err, name)
+				}
+			}
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &m), name)
+				if m["msg"] == "lm call" {
+					logged += int(m["prompt_tokens"].(float64) + m["completion_tokens"].(float64))
+				}
+			}
+			u := result.Usage
+			assert.Equal(t, [3]int{u.PromptTokens, u.CompletionTokens, u.TotalTokens}, [3]int{traced.PromptTokens, traced.CompletionTokens, traced.TotalTokens}, name)
+			assert.Equal(t, u.TotalTokens, logged, name)
+			assert.Equal(t, result.CacheHits, hits, name)
+			assert.Len(t, done, result.Calls+result.Retries, name)
+
+			var byModel int
+			for _, mu := range result.UsageByModel {
+				byModel += mu.TotalTokens
+			}
+			assert.Equal(t, u.TotalTokens, byModel, name)
+			cost, err := result.Cost(prices)
+			require.NoError(t, err, name)
+			want := 0.0
+			for m, mu := range result.UsageByModel {
+				cached := 0
+				if mu.PromptTokensDetails != nil {
+					cached = mu.PromptTokensDetails.CachedTokens
+				}
+				p := prices[m]
+				ci := p.CachedInput
+				if ci == 0 {
+					ci = p.Input
+				}
+				want += (float64(mu.PromptTokens-cached)*p.Input + float64(cached)*ci + float64(mu.CompletionTokens)*p.Output) / 1e6
+			}
+			assert.InDelta(t, want, cost, 1e-12, name)
+			if u.TotalTokens == 0 {
+				assert.Zero(t, cost, name)
+			}
+		}
+		srv.Close()
+	}
+	for _, kind := range []string{"call", "stream"} {
+		for _, what := range []string{"", " failed", " with a hit", " retried", " fell back"} {
+			assert.NotZero(t, seen[kind+what], "the generated mix has a %s%s", kind, what)
+		}
+	}
+	t.Log(seen)
+}
+
+// TestAccountingTwoStep: the calls an adapter makes while parsing (TwoStep's
+// extraction) are counted in the Result as the trace reports them: their
+// tokens, calls, retries and cache hits.
+func TestAccountingTwoStep(t *testing.T) {
+	sig := mustParse(t, "q -> a: int")
+	main := lmtest.NewServer(lmtest.Text("The answer is seven.").WithUsage(100, 10))
+	defer main.Close()
+	busy := lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`)
+	ext := lmtest.NewServer(busy, lmtest.Text("[[ ## a ## ]]\n7").WithUsage(40, 4))
+	defer ext.Close()
+	two := adapter.TwoStep{Extractor: adapter.WithMiddleware(ext.Client(), adapter.Cached(adapter.NewLRU(10))),
+		ExtractorRequest: openai.ChatCompletionRequest{Model: "small"}}
+	lm := adapter.WithMiddleware(main.Client(), adapter.Cached(adapter.NewLRU(10)))
+	for i := range 2 {
+		var done []adapter.LMCallDoneInfo
+		tr := &adapter.Trace{LMCallDone: func(i adapter.LMCallDoneInfo) { done = append(done, i) }}
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}, adapter.UseAdapter(two), adapter.UseTrace(tr),
+			adapter.WithRetry(adapter.RetryPolicy{BaseDelay: time.Microsecond}))
+		require.NoError(t, err)
+		assert.Equal(t, 7, res.Outputs[0]["a"])
+		traced, hits, retries := 0, 0, 0
+		for _, e := range done {
+			traced += e.Usage.TotalTokens
+			if e.Cached {
+				hits++
+			}
+			if e.Retry > 0 {
+				retries++
+			}
+		}
+		assert.Equal(t, res.Usage.TotalTokens, traced)
+		assert.Equal(t, res.CacheHits, hits)
+		assert.Equal(t, res.Retries, retries)
+		assert.Len(t, done, res.Calls+res.Retries)
+		if i == 0 {
+			assert.Equal(t, 154, res.Usage.TotalTokens)
+			assert.Equal(t, 1, res.Retries, "the extractor's retry")
+		} else {
+			assert.Zero(t, res.Usage.TotalTokens)
+			assert.Equal(t, 2, res.CacheHits, "both calls answered by their caches")
+		}
+	}
+}
