@@ -28,12 +28,11 @@ type CapabilityReporter interface {
 	Capabilities() Capabilities
 }
 
-// WithCapabilities returns lm declaring caps. The result is a StreamingLM
-// when lm is one.
-func WithCapabilities(lm LM, caps Capabilities) LM {
-	if s, ok := lm.(StreamingLM); ok {
-		return streamingDeclared{declared{lm, caps}, s}
-	}
+// WithCapabilities returns lm declaring caps. The result streams when lm
+// does, so it can be given to [Stream] as it is; when lm cannot stream,
+// its CreateChatCompletionStream (and Stream) fails with an error matching
+// errors.ErrUnsupported.
+func WithCapabilities(lm LM, caps Capabilities) StreamingLM {
 	return declared{lm, caps}
 }
 
@@ -46,19 +45,19 @@ func (d declared) CreateChatCompletion(ctx context.Context, req openai.ChatCompl
 	return d.lm.CreateChatCompletion(ctx, req)
 }
 
+// CreateChatCompletionStream streams from the wrapped LM.
+func (d declared) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
+	s, ok := d.lm.(StreamingLM)
+	if !ok {
+		return nil, cannotStream(d.lm)
+	}
+	return s.CreateChatCompletionStream(ctx, req)
+}
+
 func (d declared) Capabilities() Capabilities { return d.caps }
 
 // Unwrap returns the wrapped LM.
 func (d declared) Unwrap() LM { return d.lm }
-
-type streamingDeclared struct {
-	declared
-	s StreamingLM
-}
-
-func (d streamingDeclared) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	return d.s.CreateChatCompletionStream(ctx, req)
-}
 
 // Unwrapper is implemented by LM wrappers (logging, rate limiting, …) that
 // expose the LM they wrap, as [WithMiddleware] and [WithCapabilities] do:

@@ -128,8 +128,6 @@ func peel(lm LM) (LM, []Middleware) {
 		switch w := lm.(type) {
 		case *middlewareLM:
 			mws, lm = append(mws, w.mw...), w.lm
-		case streamingDeclared:
-			lm = w.lm
 		case declared:
 			lm = w.lm
 		default:

@@ -193,3 +193,22 @@ func TestStreamFallbackFromCache(t *testing.T) {
 	assert.Equal(t, "7", fallback)
 	assert.Len(t, srv.Requests(), 2)
 }
+
+// TestDeclaredLMStreams: an LM with declared capabilities is a StreamingLM
+// too, so Stream takes it without a type assertion; declaring them on an LM
+// that cannot stream gives the same clear error as WithMiddleware.
+func TestDeclaredLMStreams(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nParis").ChunkSize(3))
+	defer srv.Close()
+	lm := adapter.WithCapabilities(adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(10))), adapter.Capabilities{JSONMode: true})
+	fields, _, err := drain(adapter.Stream(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}))
+	require.NoError(t, err)
+	assert.Equal(t, "Paris", fields["a"])
+
+	blocking := adapter.WithCapabilities(&identified{id: "x"}, adapter.Capabilities{})
+	_, _, err = drain(adapter.Stream(t.Context(), blocking, sig, nil, adapter.Values{"q": "x"}))
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+	_, err = blocking.CreateChatCompletionStream(t.Context(), openai.ChatCompletionRequest{})
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+}
