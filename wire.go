@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -342,10 +341,43 @@ type assembly struct {
 type assembledChoice struct {
 	text, refusal, reasoning strings.Builder
 	finish                   openai.FinishReason
-	tools                    []openai.ToolCall
+	tools                    []*assembledTool // by the wire's index; nil where none came
 	logprobs                 *openai.LogProbs
 	extras                   ChoiceExtras
 	seen                     map[string]struct{} // annotations already received
+}
+
+// assembledTool is one streamed tool call. Its name and arguments grow in
+// builders, so that assembling them is linear in the deltas, and a
+// snapshot ([assembledChoice.toolCalls]) shares their bytes instead of
+// copying them.
+type assembledTool struct {
+	index      *int // the wire's index, shared by every snapshot
+	id, typ    string
+	name, args strings.Builder
+}
+
+// toolCalls is a snapshot of the choice's tool calls so far, in index
+// order: the calls that got at least one delta (a server may stream its
+// only call at index 1), each with what it has received.
+func (ch *assembledChoice) toolCalls() []openai.ToolCall {
+	n := 0
+	for _, t := range ch.tools {
+		if t != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]openai.ToolCall, 0, n)
+	for _, t := range ch.tools {
+		if t != nil {
+			out = append(out, openai.ToolCall{Index: t.index, ID: t.id, Type: openai.ToolType(t.typ),
+				Function: openai.FunctionCall{Name: t.name.String(), Arguments: t.args.String()}})
+		}
+	}
+	return out
 }
 
 // add folds one chunk in. It returns an error for a malformed chunk (an
@@ -384,11 +416,8 @@ func (a *assembly) add(c *wireChunk) error {
 		ch.text.WriteString(d.Delta.Content.text)
 		ch.refusal.WriteString(d.Delta.Refusal)
 		ch.reasoning.WriteString(d.reasoning())
-		if len(d.Delta.ToolCalls) > 0 {
-			var err error
-			if ch.tools, err = mergeToolCalls(ch.tools, d.Delta.ToolCalls); err != nil {
-				return err
-			}
+		if err := ch.mergeToolCalls(d.Delta.ToolCalls); err != nil {
+			return err
 		}
 		d.Delta.wireExtras.collect(&ch.extras, &ch.seen)
 		if lp := d.Logprobs; lp != nil && len(lp.Content) > 0 {
@@ -444,7 +473,7 @@ func (a *assembly) response() openai.ChatCompletionResponse {
 				Content:          ch.text.String(),
 				Refusal:          ch.refusal.String(),
 				ReasoningContent: ch.reasoning.String(),
-				ToolCalls:        slices.Clone(ch.tools),
+				ToolCalls:        ch.toolCalls(),
 			},
 			FinishReason: ch.finish,
 			LogProbs:     ch.logprobs,
@@ -466,31 +495,35 @@ func (a *assembly) extras() WireExtras {
 	return e
 }
 
-// mergeToolCalls accumulates streamed tool-call deltas by index.
-func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) ([]openai.ToolCall, error) {
+// mergeToolCalls accumulates streamed tool-call deltas by index; a delta
+// without an index starts a call after the last one.
+func (ch *assembledChoice) mergeToolCalls(deltas []openai.ToolCall) error {
 	for _, d := range deltas {
-		i := len(acc)
+		i := len(ch.tools)
 		if d.Index != nil {
 			i = *d.Index
 		}
 		if i < 0 || i >= maxStreamIndex {
-			return acc, fmt.Errorf("adapter: stream chunk for tool call index %d, outside [0, %d)", i, maxStreamIndex)
+			return fmt.Errorf("adapter: stream chunk for tool call index %d, outside [0, %d)", i, maxStreamIndex)
 		}
-		for len(acc) <= i {
-			idx := len(acc)
-			acc = append(acc, openai.ToolCall{Index: &idx, Type: openai.ToolTypeFunction})
+		for len(ch.tools) <= i {
+			ch.tools = append(ch.tools, nil)
 		}
-		t := &acc[i]
+		t := ch.tools[i]
+		if t == nil {
+			t = &assembledTool{index: new(i), typ: string(openai.ToolTypeFunction)}
+			ch.tools[i] = t
+		}
 		if d.ID != "" {
-			t.ID = d.ID
+			t.id = d.ID
 		}
 		if d.Type != "" {
-			t.Type = d.Type
+			t.typ = string(d.Type)
 		}
-		t.Function.Name += d.Function.Name
-		t.Function.Arguments += d.Function.Arguments
+		t.name.WriteString(d.Function.Name)
+		t.args.WriteString(d.Function.Arguments)
 	}
-	return acc, nil
+	return nil
 }
 
 // wireBody is the part of a blocking response body go-openai drops.
