@@ -24,48 +24,70 @@ import (
 // routes choice 0's text through the adapter's FieldStream to the caller
 // as it arrives, and assembles the reply.
 
-// bodyKey carries a bodySlot to the HTTPDoer wrapper, which fills it with
-// the raw reply body of a blocking call.
+// bodyKey carries a bodySlot to the HTTPDoer wrapper, which counts the
+// bytes of the reply body against the call's limit and, for a blocking
+// call, keeps them for the pipeline.
 type bodyKey struct{}
 
 type bodySlot struct {
-	buf      bytes.Buffer
-	overflow bool
+	max     int64 // the bytes the body may have
+	n       int64 // the bytes read so far
+	capture bool  // keep the body (a blocking call's)
+	buf     bytes.Buffer
 }
 
-// teeBody copies what go-openai reads of a reply body into the slot.
+// teeBody counts what go-openai reads of a reply body and copies it into
+// the slot; past the slot's limit, reading fails with ErrReplyTooLarge.
 type teeBody struct {
 	io.ReadCloser
 	slot *bodySlot
+	what string // "reply body", "stream"
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
-	if s := t.slot; !s.overflow {
-		if s.buf.Len()+n > maxCapturedBody {
-			s.overflow = true
-			s.buf.Reset()
-		} else {
-			s.buf.Write(p[:n])
-		}
+	s := t.slot
+	if s.n += int64(n); s.n > s.max {
+		s.buf = bytes.Buffer{}
+		return 0, tooManyBytes(t.what, s.max)
+	}
+	if s.capture {
+		s.buf.Write(p[:n])
 	}
 	return n, err
 }
 
+// wrapBody is what the HTTPDoer wrapper does to the body of a successful
+// reply inside the pipeline: it counts it against the call's limit (and
+// keeps it, for a blocking call).
+func wrapBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
+	slot, ok := ctx.Value(bodyKey{}).(*bodySlot)
+	if !ok || body == nil {
+		return body
+	}
+	what := "stream"
+	if slot.capture {
+		what = "reply body"
+	}
+	return &teeBody{ReadCloser: body, slot: slot, what: what}
+}
+
 // blockingSender is the bottom of a Call's chain.
-func blockingSender(lm LM) Invoker {
+func blockingSender(lm LM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		slot := &bodySlot{}
+		slot := &bodySlot{max: limits.replyBytes(), capture: true}
 		resp, err := lm.CreateChatCompletion(context.WithValue(ctx, bodyKey{}, slot), req)
 		if err != nil {
 			return resp, err
 		}
+		if len(resp.Choices) > MaxChoices {
+			return openai.ChatCompletionResponse{}, tooManyChoices("a reply")
+		}
 		arrivedWhole(&resp)
-		var extras WireExtras
-		if !slot.overflow {
-			extras = normalize(&resp, slot.buf.Bytes())
-		} else {
-			normalize(&resp, nil)
+		extras, err := normalize(&resp, slot.buf.Bytes(), limits.wireItems())
+		slot.buf = bytes.Buffer{}
+		if err != nil {
+			return openai.ChatCompletionResponse{}, err
 		}
 		if s := stateFrom(ctx); s != nil {
 			s.addUsage(modelOf(resp, req), resp.Usage)
@@ -232,15 +254,16 @@ func (s *streamSink) markField(name string) {
 }
 
 // sender is the bottom of a Stream's chain.
-func (s *streamSink) sender(lm StreamingLM) Invoker {
+func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 		s.live = false
-		stream, err := lm.CreateChatCompletionStream(ctx, req)
+		max := limits.replyBytes()
+		stream, err := lm.CreateChatCompletionStream(context.WithValue(ctx, bodyKey{}, &bodySlot{max: max}), req)
 		if err != nil {
 			return openai.ChatCompletionResponse{}, err
 		}
 		defer stream.Close()
-		var acc assembly
+		acc := assembly{maxBytes: max, maxItems: limits.wireItems()}
 		resp, err := s.pump(ctx, stream, &acc)
 		if err != nil {
 			if s.stopped {
@@ -293,10 +316,15 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 			}
 			return acc.response(), err
 		}
+		if err := acc.count(len(raw)); err != nil {
+			return acc.response(), err
+		}
 		if c = (wireChunk{Choices: c.Choices[:0]}); !decodeChunk(string(raw), &c) {
 			clear(c.Choices[:cap(c.Choices)]) // encoding/json decodes into old elements
 			c = wireChunk{Choices: c.Choices[:0]}
-			if err := json.Unmarshal(raw, &c); err != nil {
+			if err := json.Unmarshal(raw, &c); errors.Is(err, ErrReplyTooLarge) {
+				return acc.response(), err
+			} else if err != nil {
 				return acc.response(), fmt.Errorf("adapter: unreadable stream chunk: %w", err)
 			}
 		}
