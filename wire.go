@@ -20,7 +20,8 @@ import (
 // carries for output types that read the wire (ChoiceExtras: OpenAI's
 // annotations, the citations LiteLLM relays from Anthropic). Streams are
 // always read from their raw lines; a blocking response's raw body is seen
-// only through the [HTTPDoer] wrapper.
+// only through the [HTTPDoer] wrapper. Reading is linear in the bytes
+// read, and bounded by the call's [Limits] and [MaxChoices].
 
 // wireContent is a message's content: a string, null, or an array of
 // parts ({"type":"text","text":…} and Mistral's {"type":"thinking",
@@ -643,7 +644,8 @@ func normalize(resp *openai.ChatCompletionResponse, body []byte, maxItems int) (
 // go-openai's types, for output types that read it ([WireReader]). Each
 // item is a JSON object as the server sent it, compacted (as
 // encoding/json writes a json.RawMessage, so that an entry read back from
-// a cache that stores JSON is the same).
+// a cache that stores JSON is the same). A choice carries at most
+// [Limits].WireItems of them: a reply with more is refused.
 type ChoiceExtras struct {
 	Index int `json:"index"` // the choice's index
 	// Annotations are the message's "annotations" (OpenAI's url_citation

@@ -78,7 +78,9 @@ func TestStreamedToolArgumentsLinear(t *testing.T) {
 	large, largeIn := run(20000)
 	t.Logf("10 000 deltas (%d KiB): %d MiB allocated; 20 000 (%d KiB): %d MiB", smallIn>>10, small>>20, largeIn>>10, large>>20)
 	assert.Less(t, float64(large)/float64(small), 2.6, "doubling the deltas: %d → %d bytes allocated", small, large)
-	assert.Less(t, large, uint64(40*largeIn), "bytes allocated for a %d-byte stream", largeIn)
+	if !raceEnabled {
+		assert.Less(t, large, uint64(40*largeIn), "bytes allocated for a %d-byte stream", largeIn)
+	}
 }
 
 var jsonHeader = http.Header{"Content-Type": {"application/json"}}
@@ -198,7 +200,9 @@ func TestWireItemsBounded(t *testing.T) {
 			body := wireItemsReply(kind, 40000, stream)
 			_, err, b, _ := callWire(t, body, stream)
 			requireTooLarge(t, err, "Limits.WireItems", name)
-			assert.Less(t, b, uint64(12*len(body)), "%s: %d bytes allocated for a %d-byte reply", name, b, len(body))
+			if !raceEnabled {
+				assert.Less(t, b, uint64(12*len(body)), "%s: %d bytes allocated for a %d-byte reply", name, b, len(body))
+			}
 
 			// Raised, the limit applies to the raised count; off, the cost
 			// of reading every item stays linear.
@@ -260,7 +264,9 @@ func TestStreamChoicesBounded(t *testing.T) {
 				})
 				srv.Close()
 				requireTooLarge(t, err, "a stream event with more than 128 choices")
-				assert.Less(t, b, uint64(8*len(body)+1<<20), "%d choices: %d bytes allocated for %d", n, b, len(body))
+				if !raceEnabled {
+					assert.Less(t, b, uint64(8*len(body)+1<<20), "%d choices: %d bytes allocated for %d", n, b, len(body))
+				}
 			}
 		}
 	}
