@@ -171,7 +171,8 @@ func TestEndOfReply(t *testing.T) {
 
 // TestStreamErrorEvent: an error a server sends inside a 200 stream (an
 // "event: error" line, then the error object as data, with or without
-// comments before it, as Groq and OpenRouter do) ends the stream with an
+// comments before it, as Groq and OpenRouter do; or a bare JSON error
+// line, as some proxies send) ends the stream with an
 // *LMError that says what the server said, whether or not text was
 // already streamed, and is not taken for a truncated reply. (An error
 // line that is the body's last bytes, without its line end, never
@@ -183,11 +184,12 @@ func TestStreamErrorEvent(t *testing.T) {
 	content := string(sseEvents(`{"id":"x","model":"m","choices":[{"index":0,"delta":{"content":"[[ ## answer ## ]]\nmaybe"}}]}`))
 	reasoning := string(sseEvents(`{"id":"x","model":"m","choices":[{"index":0,"delta":{"reasoning":"thinking"}}]}`))
 	bodies := map[string]string{
-		"after content":   content + errEvent,
-		"after reasoning": reasoning + errEvent,
-		"after comments":  ": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n" + content + errEvent,
-		"data only":       content + "data: {\"error\":{\"message\":\"Tool choice is required, but model did not call a tool\",\"code\":\"tool_use_failed\"}}\n\n",
-		"then DONE":       content + errEvent + "data: [DONE]\n\n",
+		"after content":              content + errEvent,
+		"after reasoning":            reasoning + errEvent,
+		"after comments":             ": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n" + content + errEvent,
+		"data only":                  content + "data: {\"error\":{\"message\":\"Tool choice is required, but model did not call a tool\",\"code\":\"tool_use_failed\"}}\n\n",
+		"then DONE":                  content + errEvent + "data: [DONE]\n\n",
+		"a bare line after comments": ": keep-alive\n\n" + content + "{\"error\":{\"message\":\"Tool choice is required, but model did not call a tool\"}}\n\n",
 	}
 	for name, body := range bodies {
 		for _, wrapped := range []bool{false, true} {
