@@ -265,7 +265,10 @@ func retryOf(ctx context.Context) int {
 //     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
 //     thinking parts of content sent as an array (Mistral), usage sent only
 //     inside "x_groq", annotations and provider citations (see
-//     [WireReader]). Streams need no wrapper: their raw lines are read.
+//     [WireReader]). Streams need no wrapper: their raw lines are read;
+//   - the size of every reply body, which it holds to the call's
+//     [Limits].ReplyBytes: without it, a blocking body is bounded only by
+//     go-openai, and a stream only by its events' data.
 //
 // Use it when building the client:
 //
@@ -286,10 +289,6 @@ func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
 }
 
 type wireDoer struct{ next openai.HTTPDoer }
-
-// maxCapturedBody bounds the reply body the wrapper keeps for the
-// pipeline; a larger body is passed through but not read for extras.
-const maxCapturedBody = 32 << 20
 
 func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 	if req.Context().Value(rawPartsKey{}) != nil {
@@ -318,8 +317,8 @@ func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if slot, ok := ctx.Value(bodyKey{}).(*bodySlot); ok && resp.StatusCode < 300 && resp.Body != nil {
-		resp.Body = &teeBody{ReadCloser: resp.Body, slot: slot}
+	if resp.StatusCode < 300 {
+		resp.Body = wrapBody(ctx, resp.Body)
 	}
 	return resp, err
 }

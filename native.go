@@ -203,17 +203,36 @@ func traitsOfSig(sig *signature.Signature) *sigTraits {
 	}).(*sigTraits)
 }
 
+// wireValue is what one WireReader gave for a choice.
+type wireValue struct {
+	v  any
+	ok bool
+}
+
+// readWires asks each WireReader once for its value in a choice (the items
+// on the wire are decoded once per reader, not once per question asked).
+func readWires(wires []wireField, choice openai.ChatCompletionChoice, extras ChoiceExtras) []wireValue {
+	if len(wires) == 0 {
+		return nil
+	}
+	out := make([]wireValue, len(wires))
+	for i, w := range wires {
+		out[i].v, out[i].ok = w.reader.WireValue(choice, extras)
+	}
+	return out
+}
+
 // nativeValues reports whether a choice carries a value for any dropped
-// field, or a value on the wire for any output (so an empty text is not an
-// empty reply).
-func nativeValues(dropped []nativeField, wires []wireField, choice openai.ChatCompletionChoice, extras ChoiceExtras) bool {
+// field, or a value on the wire for any output (wv, from readWires; so an
+// empty text is not an empty reply).
+func nativeValues(dropped []nativeField, wv []wireValue, choice openai.ChatCompletionChoice) bool {
 	for _, d := range dropped {
 		if _, ok := d.hook.NativeValue(choice); ok {
 			return true
 		}
 	}
-	for _, w := range wires {
-		if _, ok := w.reader.WireValue(choice, extras); ok {
+	for _, w := range wv {
+		if w.ok {
 			return true
 		}
 	}
@@ -221,9 +240,10 @@ func nativeValues(dropped []nativeField, wires []wireField, choice openai.ChatCo
 }
 
 // fillNative sets the dropped fields' values from a choice, then the
-// values the wire carried (which replace what the text gave), and every
-// other output still missing to its zero value (DSPy sets them to None).
-func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, wires []wireField, choice openai.ChatCompletionChoice, extras ChoiceExtras) {
+// values the wire carried (wv, from readWires: they replace what the text
+// gave), and every other output still missing to its zero value (DSPy sets
+// them to None).
+func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, wires []wireField, wv []wireValue, choice openai.ChatCompletionChoice) {
 	for _, d := range dropped {
 		if v, ok := d.hook.NativeValue(choice); ok {
 			vals[d.name] = v
@@ -231,9 +251,9 @@ func fillNative(vals Values, sig *signature.Signature, dropped []nativeField, wi
 			vals[d.name] = reflect.Zero(d.typ).Interface()
 		}
 	}
-	for _, w := range wires {
-		if v, ok := w.reader.WireValue(choice, extras); ok {
-			vals[w.name] = v
+	for i, w := range wires {
+		if i < len(wv) && wv[i].ok {
+			vals[w.name] = wv[i].v
 		}
 	}
 	for i := range sig.NumOutputs() {

@@ -47,6 +47,7 @@ type callConfig struct {
 	retry          RetryPolicy
 	noRetry        bool
 	timeout        time.Duration
+	limits         Limits // WithLimits
 	asDefault      bool   // applying Defaults
 	id             uint64 // the call's identity in Trace events (callID)
 }

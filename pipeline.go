@@ -325,13 +325,13 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		if sp, ok := a.(StreamParser); ok {
 			s.newFS = func() FieldStream { return withThink(fsig, sp.NewFieldStream(fsig)) }
 		}
-		bottom = s.sender(r.stream)
+		bottom = s.sender(r.stream, r.cfg.limits)
 		base.Stream = true
 		if base.StreamOptions == nil {
 			base.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 		}
 	} else {
-		bottom = blockingSender(r.lm)
+		bottom = blockingSender(r.lm, r.cfg.limits)
 	}
 	call := r.invoker(bottom, tr)
 	shaper, shapes := a.(RequestShaper)
@@ -481,7 +481,8 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 			return r.truncated(a, tr, ps, fsig, ch, resp.Usage)
 		}
 		ex := extras.Choice(ch.Index)
-		native := (len(dropped) > 0 || len(wires) > 0) && nativeValues(dropped, wires, ch, ex)
+		wv := readWires(wires, ch, ex)
+		native := (len(dropped) > 0 || len(wires) > 0) && nativeValues(dropped, wv, ch)
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
@@ -489,7 +490,7 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 		start := tr.now()
 		vals, err := parseChoice(ps, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && (len(dropped) > 0 || len(wires) > 0) {
-			fillNative(vals, r.sig, dropped, wires, ch, ex)
+			fillNative(vals, r.sig, dropped, wires, wv, ch)
 		}
 		tr.parse(text, vals, tr.since(start), err)
 		if err != nil {

@@ -25,8 +25,8 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// The recordings in testdata/providers are real response bodies from 13
-// providers (origins in each .meta.json and in README.md there). Each is
+// The recordings in testdata/providers are real response bodies from 24
+// providers and servers (origins in each .meta.json and in README.md there). Each is
 // replayed through the real go-openai client against lmtest over loopback:
 // the wire framing stays byte for byte, and only the text of the content
 // tokens is swapped for a reply in the adapter's format, spread over the
@@ -50,7 +50,7 @@ type recording struct {
 func loadRecordings(t *testing.T) []recording {
 	metas, err := filepath.Glob("testdata/providers/*.meta.json")
 	require.NoError(t, err)
-	require.Len(t, metas, 43)
+	require.Len(t, metas, 77)
 	var recs []recording
 	for _, m := range metas {
 		b, err := os.ReadFile(m)
@@ -260,6 +260,7 @@ type facts struct {
 	refusal            map[int]string
 	tools              map[int]map[int]*openai.ToolCall
 	logprobs           map[int]int
+	streamError        string // the message of an error event inside the stream
 }
 
 func (r recording) facts(t *testing.T) facts {
@@ -269,6 +270,10 @@ func (r recording) facts(t *testing.T) facts {
 	for _, d := range docs {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(d, &m), string(d))
+		if e, ok := m["error"].(map[string]any); ok && len(m) == 1 {
+			f.streamError, _ = e["message"].(string)
+			continue
+		}
 		if s, _ := m["model"].(string); s != "" {
 			f.model = s
 		}
@@ -464,7 +469,9 @@ func TestProviderRecordings(t *testing.T) {
 				replayError(t, r)
 			case r.Streaming:
 				for _, a := range replayAdapters {
-					t.Run(a.Name(), func(t *testing.T) { replayStream(t, r, a) })
+					for _, wrapped := range []bool{false, true} {
+						t.Run(fmt.Sprintf("%s/wrapped=%v", a.Name(), wrapped), func(t *testing.T) { replayStream(t, r, a, wrapped) })
+					}
 				}
 			default:
 				for _, a := range replayAdapters {
@@ -479,13 +486,13 @@ func TestProviderRecordings(t *testing.T) {
 		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
 }
 
-func replayStream(t *testing.T, r recording, a adapter.Adapter) {
+func replayStream(t *testing.T, r recording, a adapter.Adapter, wrapped bool) {
 	f := r.facts(t)
 	s := setupFor(t, r, f, a)
 	body, hasContent := r.swapped(s.reply)
 	srv := lmtest.NewServer(lmtest.Raw(r.Status, r.header(), body), lmtest.Raw(r.Status, r.header(), body))
 	defer srv.Close()
-	lm := client(srv, true, s.caps)
+	lm := client(srv, wrapped, s.caps)
 
 	fields := map[string]string{}
 	var reasoning string
@@ -561,6 +568,17 @@ func checkOutcome(t *testing.T, r recording, f facts, s replaySetup, hasContent 
 		var pe *adapter.ParseError
 		require.ErrorAs(t, err, &pe)
 		return
+	case "lm_error":
+		// An error event inside a 200 stream: the server's error, not a
+		// truncated reply, and the message it sent.
+		var lmErr *adapter.LMError
+		require.ErrorAs(t, err, &lmErr)
+		assert.NotErrorIs(t, err, adapter.ErrTruncated)
+		assert.Nil(t, res)
+		if msg := f.streamError; msg != "" {
+			assert.Contains(t, err.Error(), msg)
+		}
+		return
 	}
 	require.Equal(t, "ok", r.Expect)
 	require.NoError(t, err)
@@ -583,9 +601,9 @@ func checkOutcome(t *testing.T, r recording, f facts, s replaySetup, hasContent 
 			for k, c := range want {
 				assert.Equal(t, c.Function.Name, tc.Calls[k].Name)
 				assert.Equal(t, c.ID, tc.Calls[k].ID)
-				var args map[string]any
-				require.NoError(t, json.Unmarshal([]byte(c.Function.Arguments), &args))
-				assert.Equal(t, args, tc.Calls[k].Args)
+				got, err := json.Marshal(tc.Calls[k].Args)
+				require.NoError(t, err)
+				assert.JSONEq(t, c.Function.Arguments, string(got))
 			}
 		}
 	}

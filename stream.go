@@ -68,8 +68,13 @@ type FieldDelta struct {
 // the same ones. An error ends the sequence; breaking out of the loop
 // cancels the request and releases everything.
 //
-// A stream that ends without a finish reason was cut off: its error is a
-// *ParseError matching [ErrTruncated]. After a parse failure the adapter's
+// A stream that ended with "data: [DONE]" is finished, even where the
+// server sent no finish reason (Snowflake Cortex; a LiteLLM proxy finishes
+// only choice 0 of n=2), as is a blocking body; a stream cut off before
+// [DONE] while a choice had no finish reason, or a choice that ended with
+// "length", is truncated: the error is a *ParseError matching
+// [ErrTruncated]. An error event inside the stream is an *LMError with the
+// server's message. After a parse failure the adapter's
 // fallback runs as a second stream, reported with the fallback's name.
 // Middlewares, retries and caches apply as for Call: a stream is retried
 // while nothing of it has reached the caller, and a reply served by a

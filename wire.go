@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -21,7 +20,8 @@ import (
 // carries for output types that read the wire (ChoiceExtras: OpenAI's
 // annotations, the citations LiteLLM relays from Anthropic). Streams are
 // always read from their raw lines; a blocking response's raw body is seen
-// only through the [HTTPDoer] wrapper.
+// only through the [HTTPDoer] wrapper. Reading is linear in the bytes
+// read, and bounded by the call's [Limits] and [MaxChoices].
 
 // wireContent is a message's content: a string, null, or an array of
 // parts ({"type":"text","text":…} and Mistral's {"type":"thinking",
@@ -99,10 +99,24 @@ type wireChunk struct {
 	Created           int64         `json:"created"`
 	Model             string        `json:"model"`
 	SystemFingerprint string        `json:"system_fingerprint"`
-	Choices           []wireDelta   `json:"choices"`
+	Choices           wireChoices   `json:"choices"`
 	Usage             *openai.Usage `json:"usage"`
 	XGroq             *xGroq        `json:"x_groq"`
 	Error             *wireError    `json:"error"`
+}
+
+// wireChoices are a stream event's choices. More than [MaxChoices] of
+// them is an error before any is decoded: a line of a million choices is
+// not a reason to allocate a million.
+type wireChoices []wireDelta
+
+func (c *wireChoices) UnmarshalJSON(b []byte) error {
+	n := 0
+	eachElement(b, func([]byte) bool { n++; return n <= MaxChoices })
+	if n > MaxChoices {
+		return tooManyChoices("a stream event")
+	}
+	return json.Unmarshal(b, (*[]wireDelta)(c))
 }
 
 type xGroq struct {
@@ -159,6 +173,9 @@ func decodeChunk(raw string, c *wireChunk) bool {
 			return once(&seen, 3) && readString(&r, &c.SystemFingerprint)
 		case "choices":
 			return once(&seen, 4) && (r.Null() || r.Array(func() bool {
+				if len(c.Choices) == MaxChoices {
+					return false // encoding/json reports it (wireChoices)
+				}
 				c.Choices = append(c.Choices, wireDelta{})
 				return decodeDelta(&r, &c.Choices[len(c.Choices)-1])
 			}))
@@ -332,6 +349,9 @@ const maxStreamIndex = 128
 // assembly builds a ChatCompletionResponse from a stream's chunks, so that
 // a streamed reply goes through the same stages as a blocking one.
 type assembly struct {
+	maxBytes  int64 // Limits.ReplyBytes in force
+	maxItems  int   // Limits.WireItems in force
+	bytes     int64 // the events' bytes so far
 	resp      openai.ChatCompletionResponse
 	choices   []*assembledChoice
 	usage     *openai.Usage // the last usage seen: some servers send running totals on every chunk
@@ -342,10 +362,43 @@ type assembly struct {
 type assembledChoice struct {
 	text, refusal, reasoning strings.Builder
 	finish                   openai.FinishReason
-	tools                    []openai.ToolCall
+	tools                    []*assembledTool // by the wire's index; nil where none came
 	logprobs                 *openai.LogProbs
 	extras                   ChoiceExtras
 	seen                     map[string]struct{} // annotations already received
+}
+
+// assembledTool is one streamed tool call. Its name and arguments grow in
+// builders, so that assembling them is linear in the deltas, and a
+// snapshot ([assembledChoice.toolCalls]) shares their bytes instead of
+// copying them.
+type assembledTool struct {
+	index      *int // the wire's index, shared by every snapshot
+	id, typ    string
+	name, args strings.Builder
+}
+
+// toolCalls is a snapshot of the choice's tool calls so far, in index
+// order: the calls that got at least one delta (a server may stream its
+// only call at index 1), each with what it has received.
+func (ch *assembledChoice) toolCalls() []openai.ToolCall {
+	n := 0
+	for _, t := range ch.tools {
+		if t != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]openai.ToolCall, 0, n)
+	for _, t := range ch.tools {
+		if t != nil {
+			out = append(out, openai.ToolCall{Index: t.index, ID: t.id, Type: openai.ToolType(t.typ),
+				Function: openai.FunctionCall{Name: t.name.String(), Arguments: t.args.String()}})
+		}
+	}
+	return out
 }
 
 // add folds one chunk in. It returns an error for a malformed chunk (an
@@ -384,13 +437,13 @@ func (a *assembly) add(c *wireChunk) error {
 		ch.text.WriteString(d.Delta.Content.text)
 		ch.refusal.WriteString(d.Delta.Refusal)
 		ch.reasoning.WriteString(d.reasoning())
-		if len(d.Delta.ToolCalls) > 0 {
-			var err error
-			if ch.tools, err = mergeToolCalls(ch.tools, d.Delta.ToolCalls); err != nil {
-				return err
-			}
+		if err := ch.mergeToolCalls(d.Delta.ToolCalls); err != nil {
+			return err
 		}
-		d.Delta.wireExtras.collect(&ch.extras, &ch.seen)
+		ch.extras.Index = d.Index
+		if err := d.Delta.wireExtras.collect(&ch.extras, &ch.seen, a.itemLimit()); err != nil {
+			return err
+		}
 		if lp := d.Logprobs; lp != nil && len(lp.Content) > 0 {
 			if ch.logprobs == nil {
 				ch.logprobs = &openai.LogProbs{}
@@ -424,6 +477,23 @@ func logProb(t openai.ChatCompletionTokenLogprob) openai.LogProb {
 	return p
 }
 
+// itemLimit is the bound on a choice's extras (none set: the default).
+func (a *assembly) itemLimit() int {
+	if a.maxItems == 0 {
+		return DefaultWireItems
+	}
+	return a.maxItems
+}
+
+// count adds an event's bytes, and reports the stream past its limit.
+func (a *assembly) count(n int) error {
+	a.bytes += int64(n)
+	if max := a.maxBytes; max > 0 && a.bytes > max {
+		return tooManyBytes("stream", max)
+	}
+	return nil
+}
+
 // response is the assembled reply. A choice that never got a finish
 // reason keeps an empty one: the stream was cut.
 func (a *assembly) response() openai.ChatCompletionResponse {
@@ -444,7 +514,7 @@ func (a *assembly) response() openai.ChatCompletionResponse {
 				Content:          ch.text.String(),
 				Refusal:          ch.refusal.String(),
 				ReasoningContent: ch.reasoning.String(),
-				ToolCalls:        slices.Clone(ch.tools),
+				ToolCalls:        ch.toolCalls(),
 			},
 			FinishReason: ch.finish,
 			LogProbs:     ch.logprobs,
@@ -466,31 +536,35 @@ func (a *assembly) extras() WireExtras {
 	return e
 }
 
-// mergeToolCalls accumulates streamed tool-call deltas by index.
-func mergeToolCalls(acc []openai.ToolCall, deltas []openai.ToolCall) ([]openai.ToolCall, error) {
+// mergeToolCalls accumulates streamed tool-call deltas by index; a delta
+// without an index starts a call after the last one.
+func (ch *assembledChoice) mergeToolCalls(deltas []openai.ToolCall) error {
 	for _, d := range deltas {
-		i := len(acc)
+		i := len(ch.tools)
 		if d.Index != nil {
 			i = *d.Index
 		}
 		if i < 0 || i >= maxStreamIndex {
-			return acc, fmt.Errorf("adapter: stream chunk for tool call index %d, outside [0, %d)", i, maxStreamIndex)
+			return fmt.Errorf("adapter: stream chunk for tool call index %d, outside [0, %d)", i, maxStreamIndex)
 		}
-		for len(acc) <= i {
-			idx := len(acc)
-			acc = append(acc, openai.ToolCall{Index: &idx, Type: openai.ToolTypeFunction})
+		for len(ch.tools) <= i {
+			ch.tools = append(ch.tools, nil)
 		}
-		t := &acc[i]
+		t := ch.tools[i]
+		if t == nil {
+			t = &assembledTool{index: new(i), typ: string(openai.ToolTypeFunction)}
+			ch.tools[i] = t
+		}
 		if d.ID != "" {
-			t.ID = d.ID
+			t.id = d.ID
 		}
 		if d.Type != "" {
-			t.Type = d.Type
+			t.typ = string(d.Type)
 		}
-		t.Function.Name += d.Function.Name
-		t.Function.Arguments += d.Function.Arguments
+		t.name.WriteString(d.Function.Name)
+		t.args.WriteString(d.Function.Arguments)
 	}
-	return acc, nil
+	return nil
 }
 
 // wireBody is the part of a blocking response body go-openai drops.
@@ -512,8 +586,9 @@ type wireBody struct {
 // MultiContent and drops thinking parts), and, when the raw body is known
 // (through the HTTPDoer wrapper), reasoning sent as "reasoning" or as
 // thinking parts, and usage sent only inside x_groq. It returns the
-// extras the body carried.
-func normalize(resp *openai.ChatCompletionResponse, body []byte) WireExtras {
+// extras the body carried; a choice with more than maxItems of them is an
+// error.
+func normalize(resp *openai.ChatCompletionResponse, body []byte, maxItems int) (WireExtras, error) {
 	for i := range resp.Choices {
 		m := &resp.Choices[i].Message
 		if m.Content == "" && len(m.MultiContent) > 0 {
@@ -527,16 +602,21 @@ func normalize(resp *openai.ChatCompletionResponse, body []byte) WireExtras {
 		}
 	}
 	if len(body) == 0 {
-		return WireExtras{}
+		return WireExtras{}, nil
 	}
 	var wb wireBody
 	if json.Unmarshal(body, &wb) != nil {
-		return WireExtras{}
+		return WireExtras{}, nil
+	}
+	if len(wb.Choices) > MaxChoices {
+		return WireExtras{}, tooManyChoices("a reply")
 	}
 	var extras WireExtras
 	for _, c := range wb.Choices {
 		x := ChoiceExtras{Index: c.Index}
-		c.Message.wireExtras.collect(&x, nil)
+		if err := c.Message.wireExtras.collect(&x, nil, maxItems); err != nil {
+			return WireExtras{}, err
+		}
 		if len(x.Annotations) > 0 || len(x.Citations) > 0 {
 			extras.Choices = append(extras.Choices, x)
 		}
@@ -557,14 +637,15 @@ func normalize(resp *openai.ChatCompletionResponse, body []byte) WireExtras {
 	if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && wb.XGroq != nil && wb.XGroq.Usage != nil {
 		resp.Usage = *wb.XGroq.Usage
 	}
-	return extras
+	return extras, nil
 }
 
 // ChoiceExtras is what one choice of a reply carried on the wire beyond
 // go-openai's types, for output types that read it ([WireReader]). Each
 // item is a JSON object as the server sent it, compacted (as
 // encoding/json writes a json.RawMessage, so that an entry read back from
-// a cache that stores JSON is the same).
+// a cache that stores JSON is the same). A choice carries at most
+// [Limits].WireItems of them: a reply with more is refused.
 type ChoiceExtras struct {
 	Index int `json:"index"` // the choice's index
 	// Annotations are the message's "annotations" (OpenAI's url_citation
@@ -608,71 +689,169 @@ type wireExtras struct {
 // annotations, and the citation objects in provider_specific_fields
 // ("citations": a list of objects or of lists of objects; "citation": an
 // object). Anything else is skipped. With seen (a stream), annotations
-// already received are not added again.
-func (w *wireExtras) collect(dst *ChoiceExtras, seen *map[string]struct{}) {
-	if len(w.Annotations) > 0 {
-		var items []json.RawMessage
-		if json.Unmarshal(w.Annotations, &items) == nil {
-			for _, it := range items {
-				if !isObject(it) {
-					continue
-				}
-				it = canonical(it)
-				if seen != nil {
-					if *seen == nil {
-						*seen = map[string]struct{}{}
-					}
-					if _, dup := (*seen)[string(it)]; dup {
-						continue
-					}
-					(*seen)[string(it)] = struct{}{}
-				}
-				dst.Annotations = append(dst.Annotations, it)
-			}
+// already received are not added again. Each item is read once, from the
+// bytes encoding/json already checked, into one slice of its own (see
+// canonical); more than max items in dst is an error (Limits.WireItems),
+// reported before the next item is copied.
+func (w *wireExtras) collect(dst *ChoiceExtras, seen *map[string]struct{}, max int) error {
+	var scratch bytes.Buffer // reused by every item's compaction
+	var err error
+	add := func(list *[]json.RawMessage, it []byte, dedup bool) bool {
+		if len(dst.Annotations)+len(dst.Citations) >= max {
+			err = tooManyItems(dst.Index, max)
+			return false
 		}
+		c := canonical(&scratch, it)
+		if dedup {
+			if *seen == nil {
+				*seen = map[string]struct{}{}
+			}
+			if _, dup := (*seen)[string(c)]; dup {
+				return true
+			}
+			(*seen)[string(c)] = struct{}{}
+		}
+		*list = append(*list, c)
+		return true
 	}
-	if len(w.Provider) == 0 {
-		return
+	eachElement(w.Annotations, func(it []byte) bool {
+		return !isObject(it) || add(&dst.Annotations, it, seen != nil)
+	})
+	if err != nil || len(w.Provider) == 0 {
+		return err
 	}
 	var p struct {
 		Citations json.RawMessage `json:"citations"`
 		Citation  json.RawMessage `json:"citation"`
 	}
 	if json.Unmarshal(w.Provider, &p) != nil {
-		return
+		return nil
 	}
-	var items []json.RawMessage
-	if json.Unmarshal(p.Citations, &items) == nil {
-		for _, it := range items {
-			if isObject(it) {
-				dst.Citations = append(dst.Citations, canonical(it))
-				continue
-			}
-			var inner []json.RawMessage
-			if json.Unmarshal(it, &inner) == nil {
-				for _, c := range inner {
-					if isObject(c) {
-						dst.Citations = append(dst.Citations, canonical(c))
-					}
-				}
-			}
+	eachElement(p.Citations, func(it []byte) bool {
+		if isObject(it) {
+			return add(&dst.Citations, it, false)
 		}
+		return eachElement(it, func(c []byte) bool {
+			return !isObject(c) || add(&dst.Citations, c, false)
+		})
+	})
+	if err == nil && isObject(p.Citation) {
+		add(&dst.Citations, p.Citation, false)
 	}
-	if isObject(p.Citation) {
-		dst.Citations = append(dst.Citations, canonical(p.Citation))
-	}
+	return err
 }
 
 // canonical is a JSON value as encoding/json writes a json.RawMessage:
-// compact, with <, > and & escaped. So an extra reads the same from a
-// cache that stores entries as JSON as from the wire.
-func canonical(b json.RawMessage) json.RawMessage {
-	var c, out bytes.Buffer
-	if json.Compact(&c, b) != nil {
-		return b
+// compact, with <, >, &, U+2028 and U+2029 escaped, so that an extra reads
+// the same from a cache that stores entries as JSON as from the wire. It
+// compacts into scratch and returns a slice of its own.
+func canonical(scratch *bytes.Buffer, b []byte) json.RawMessage {
+	scratch.Reset()
+	if json.Compact(scratch, b) != nil {
+		return bytes.Clone(b)
 	}
-	json.HTMLEscape(&out, c.Bytes())
-	return out.Bytes()
+	c := scratch.Bytes()
+	n := len(c)
+	for i := 0; i < len(c); i++ {
+		switch {
+		case c[i] == '<', c[i] == '>', c[i] == '&':
+			n += 5
+		case c[i] == 0xE2 && i+2 < len(c) && c[i+1] == 0x80 && c[i+2]&^1 == 0xA8:
+			n += 3
+		}
+	}
+	out := make([]byte, 0, n)
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(c); i++ {
+		switch {
+		case c[i] == '<', c[i] == '>', c[i] == '&':
+			out = append(out, c[start:i]...)
+			out = append(out, '\\', 'u', '0', '0', hex[c[i]>>4], hex[c[i]&0xF])
+			start = i + 1
+		case c[i] == 0xE2 && i+2 < len(c) && c[i+1] == 0x80 && c[i+2]&^1 == 0xA8:
+			out = append(out, c[start:i]...)
+			out = append(out, '\\', 'u', '2', '0', '2', hex[c[i+2]&0xF])
+			i += 2
+			start = i + 1
+		}
+	}
+	return append(out, c[start:]...)
+}
+
+// eachElement calls f with each element of the JSON array raw, in order,
+// until f reports false (which eachElement then reports); anything but an
+// array has no elements. raw is JSON that encoding/json has checked, so
+// the walk only finds where each element ends.
+func eachElement(raw []byte, f func(elem []byte) bool) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return true
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return true
+	}
+	for i < len(raw) {
+		end := valueEnd(raw, i)
+		if end <= i {
+			return true // not JSON after all
+		}
+		if !f(raw[i:end]) {
+			return false
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ',' {
+			return true
+		}
+		i = skipSpace(raw, i+1)
+	}
+	return true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index after the JSON value that starts at b[i]
+// (checked JSON: strings end at their closing quote, containers at the
+// bracket that closes them, scalars at the next delimiter).
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			j++
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if depth == 0 {
+				return min(j+1, len(b))
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j
+			}
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(b)
 }
 
 // isObject reports a JSON object.

@@ -3,6 +3,9 @@ package adapter
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +15,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sigwire/adapter/lmtest"
 )
 
 // FuzzUnquote: for every well-formed JSON string literal, the stream's
@@ -63,11 +68,30 @@ func FuzzWireExtras(f *testing.F) {
 		}
 		body := []byte(`{"choices":[{"index":0,"finish_reason":"stop","message":` + msg + `}]}`)
 		var resp openai.ChatCompletionResponse
-		extras := normalize(&resp, body)
+		extras, err := normalize(&resp, body, DefaultWireItems)
+		if err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		// Each item is read once now; what it gives is what the old reading
+		// gave (every item decoded, compacted, then escaped), and a choice
+		// over the limit is an error exactly when it holds more items.
+		var wb0 wireBody
+		if json.Unmarshal(body, &wb0) == nil && len(wb0.Choices) == 1 {
+			want := referenceExtras(wb0.Choices[0].Message.wireExtras)
+			got := extras.Choice(0)
+			if !slices.EqualFunc(want.Annotations, got.Annotations, rawEqual) || !slices.EqualFunc(want.Citations, got.Citations, rawEqual) {
+				t.Fatalf("%s: extras %s %s, the reference %s %s", msg, got.Annotations, got.Citations, want.Annotations, want.Citations)
+			}
+			n := len(want.Annotations) + len(want.Citations)
+			var r openai.ChatCompletionResponse
+			if _, err := normalize(&r, body, 2); (err != nil) != (n > 2) || err != nil && !errors.Is(err, ErrReplyTooLarge) {
+				t.Fatalf("%s: %d items, limit 2: %v", msg, n, err)
+			}
+		}
 
 		var c wireChunk
 		chunk := []byte(`{"choices":[{"index":0,"delta":` + msg + `}]}`)
-		var acc assembly
+		acc := assembly{maxItems: DefaultWireItems}
 		if json.Unmarshal(chunk, &c) == nil {
 			if err := acc.add(&c); err != nil {
 				t.Fatalf("%s: %v", msg, err)
@@ -117,6 +141,57 @@ func FuzzWireExtras(f *testing.F) {
 
 func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
+// referenceExtras is how extras were read before each item was read once:
+// every list decoded into items, each item compacted, then escaped as
+// encoding/json writes a json.RawMessage.
+func referenceExtras(w wireExtras) ChoiceExtras {
+	var dst ChoiceExtras
+	canon := func(b json.RawMessage) json.RawMessage {
+		var c, out bytes.Buffer
+		if json.Compact(&c, b) != nil {
+			return b
+		}
+		json.HTMLEscape(&out, c.Bytes())
+		return out.Bytes()
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(w.Annotations, &items) == nil {
+		for _, it := range items {
+			if isObject(it) {
+				dst.Annotations = append(dst.Annotations, canon(it))
+			}
+		}
+	}
+	var p struct {
+		Citations json.RawMessage `json:"citations"`
+		Citation  json.RawMessage `json:"citation"`
+	}
+	if len(w.Provider) == 0 || json.Unmarshal(w.Provider, &p) != nil {
+		return dst
+	}
+	items = nil
+	if json.Unmarshal(p.Citations, &items) == nil {
+		for _, it := range items {
+			if isObject(it) {
+				dst.Citations = append(dst.Citations, canon(it))
+				continue
+			}
+			var inner []json.RawMessage
+			if json.Unmarshal(it, &inner) == nil {
+				for _, c := range inner {
+					if isObject(c) {
+						dst.Citations = append(dst.Citations, canon(c))
+					}
+				}
+			}
+		}
+	}
+	if isObject(p.Citation) {
+		dst.Citations = append(dst.Citations, canon(p.Citation))
+	}
+	return dst
+}
+
 // TestWireExtrasByChoice: extras belong to their choice, in a body and in
 // a stream whose choices interleave.
 func TestWireExtrasByChoice(t *testing.T) {
@@ -125,7 +200,8 @@ func TestWireExtrasByChoice(t *testing.T) {
 	body := `{"choices":[{"index":0,"finish_reason":"stop","message":{"content":"a"}},` +
 		`{"index":1,"finish_reason":"stop","message":{"content":"b","annotations":[` + a + `],"provider_specific_fields":{"citations":[[` + c + `]]}}}]}`
 	var resp openai.ChatCompletionResponse
-	extras := normalize(&resp, []byte(body))
+	extras, err := normalize(&resp, []byte(body), DefaultWireItems)
+	require.NoError(t, err)
 	want := WireExtras{Choices: []ChoiceExtras{{Index: 1, Annotations: []json.RawMessage{json.RawMessage(a)}, Citations: []json.RawMessage{json.RawMessage(c)}}}}
 	if !reflect.DeepEqual(extras, want) {
 		t.Fatalf("body: %+v", extras)
@@ -273,4 +349,53 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGoOpenAIStreamInternals pins what the library reads of go-openai's
+// stream beyond its API (sawDone, collectedLines): whether it read
+// "data: [DONE]", and the lines it collected that were not data. An
+// upgrade of go-openai that moves them fails here, not in production
+// (where a stream would then read as cut, and an error event as
+// unreadable).
+func TestGoOpenAIStreamInternals(t *testing.T) {
+	h := http.Header{"Content-Type": {"text/event-stream"}}
+	ev := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"
+	open := func(body string) *openai.ChatCompletionStream {
+		srv := lmtest.NewServer(lmtest.Raw(200, h, []byte(body)))
+		t.Cleanup(srv.Close)
+		s, err := srv.Client().CreateChatCompletionStream(t.Context(), openai.ChatCompletionRequest{Model: "m"})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	readAll := func(s *openai.ChatCompletionStream) (n int, err error) {
+		for {
+			raw, err := s.RecvRaw()
+			if err != nil || raw == nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	done := open(ev + "data: [DONE]\n\n")
+	n, err := readAll(done)
+	require.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, 1, n)
+	assert.True(t, sawDone(done))
+
+	cut := open(ev)
+	_, err = readAll(cut)
+	require.ErrorIs(t, err, io.EOF)
+	assert.False(t, sawDone(cut))
+	assert.False(t, sawDone(nil))
+
+	failed := open(": keep-alive\n\n" + ev + "event: error\ndata: {\"error\":{\"message\":\"boom\",\"code\":\"x\"}}\n\n")
+	_, err = readAll(failed)
+	require.NoError(t, err, "go-openai reads an error event it cannot decode as (nil, nil)")
+	assert.Contains(t, string(collectedLines(failed)), `{"error":{"message":"boom"`)
+	err = streamErrorEvent(failed)
+	var api *openai.APIError
+	require.ErrorAs(t, err, &api)
+	assert.Equal(t, "boom", api.Message)
+	assert.Nil(t, collectedLines(nil))
 }

@@ -1,0 +1,112 @@
+package adapter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Limits bounds what the library reads of one LM reply, so that an
+// endpoint — or a proxy before it — that is hostile or broken cannot make
+// a call allocate without bound. A reply past a limit ends the call with
+// an *LMError matching [ErrReplyTooLarge], never with a shortened reply
+// passed off as whole; it is not retried and not sent to a fallback.
+//
+// Set them with [WithLimits]. A zero field keeps the default; a negative
+// one turns that limit off. Whatever the limits, a reply or stream event
+// with more than [MaxChoices] choices is refused (no request can ask for
+// more), and every step that reads a reply does work linear in its bytes.
+type Limits struct {
+	// ReplyBytes bounds the bytes of one reply. For a stream it counts the
+	// data of its events (every event's JSON), and through a client whose
+	// HTTP client is wrapped with [HTTPDoer] every byte of the body
+	// (comments and lines go-openai buffers before the library sees them
+	// included). A blocking body is bounded only through the wrapper:
+	// without it go-openai reads the whole body itself. Default
+	// [DefaultReplyBytes].
+	ReplyBytes int64
+	// WireItems bounds the annotations and citations one choice may carry
+	// ([ChoiceExtras]), each of which a [WireReader] decodes. Default
+	// [DefaultWireItems].
+	WireItems int
+}
+
+// The default limits and the fixed bound on choices.
+const (
+	// DefaultReplyBytes is the default bound on a reply's bytes: 64 MiB,
+	// about 250 000 streamed tokens of OpenAI's framing (a token event is
+	// 200 to 300 bytes; logprobs make it several times larger, so a long
+	// reply with top_logprobs may need more).
+	DefaultReplyBytes int64 = 64 << 20
+	// DefaultWireItems is the default bound on the annotations and
+	// citations of one choice (web search replies carry tens).
+	DefaultWireItems = 1024
+	// MaxChoices bounds the choices of a reply and of one stream event:
+	// OpenAI's n is at most 128.
+	MaxChoices = maxStreamIndex
+)
+
+// ErrReplyTooLarge matches the *LMError for a reply past one of the call's
+// [Limits], or with more choices than [MaxChoices]. Its text names the
+// limit and how to raise it.
+var ErrReplyTooLarge = errors.New("reply too large")
+
+// WithLimits sets this call's (or, given to a module, its calls') limits
+// on what a reply may hold. Its non-zero fields override earlier ones, so
+// a call can raise one limit and keep its module's other.
+func WithLimits(l Limits) CallOption {
+	return optionFunc(func(c *callConfig) {
+		if l.ReplyBytes != 0 {
+			c.limits.ReplyBytes = l.ReplyBytes
+		}
+		if l.WireItems != 0 {
+			c.limits.WireItems = l.WireItems
+		}
+	})
+}
+
+// replyBytes is the bound on a reply's bytes in force.
+func (l Limits) replyBytes() int64 { return inForce(l.ReplyBytes, DefaultReplyBytes, math.MaxInt64) }
+
+// wireItems is the bound on a choice's annotations and citations in force.
+func (l Limits) wireItems() int { return inForce(l.WireItems, DefaultWireItems, math.MaxInt) }
+
+// inForce is a limit as set: 0 keeps the default, a negative value turns
+// it off (none: the largest value).
+func inForce[T int | int64](set, def, none T) T {
+	switch {
+	case set == 0:
+		return def
+	case set < 0:
+		return none
+	}
+	return set
+}
+
+// tooManyBytes is the error for a reply past max bytes.
+func tooManyBytes(what string, max int64) error {
+	return fmt.Errorf("%w: the %s passed %s (Limits.ReplyBytes; raise it with adapter.WithLimits)", ErrReplyTooLarge, what, byteSize(max))
+}
+
+// tooManyItems is the error for a choice with more than max annotations
+// and citations.
+func tooManyItems(choice, max int) error {
+	return fmt.Errorf("%w: choice %d carries more than %d annotations and citations (Limits.WireItems; raise it with adapter.WithLimits)", ErrReplyTooLarge, choice, max)
+}
+
+// tooManyChoices is the error for a reply or stream event with more than
+// MaxChoices choices.
+func tooManyChoices(what string) error {
+	return fmt.Errorf("%w: %s with more than %d choices (no request can ask for more)", ErrReplyTooLarge, what, MaxChoices)
+}
+
+// byteSize writes n bytes for a person: 64 MiB, 512 KiB, 1000 bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
