@@ -16,7 +16,23 @@ import (
 
 // XML is DSPy's XMLAdapter: every field in a <name>…</name> element;
 // list, dict and struct outputs as nested elements (<item>, child tags,
-// <entry key="…">). Its prompts are byte-identical to DSPy 3.3.1's.
+// <entry key="…">). Its prompts are byte-identical to DSPy 3.3.1's,
+// except where DSPy's would write a value that cannot be read back as
+// itself (DSPy cannot read these back either); those it writes so that
+// Parse reads them back exactly:
+//
+//   - an output's & and < are escaped whatever its type (DSPy escapes
+//     str outputs only);
+//   - None for a type whose text "None" reads as a value (Optional[str])
+//     is <name />; an empty list of an optional type is <name></name>;
+//   - a string inside a list, dict or struct keeps the white space around
+//     it, written as character references (&#32;x).
+//
+// A field's own text is read without its surrounding white space, as
+// DSPy reads it. A blank element is "" for an Optional[str] (as Chat
+// reads a blank section), [] or {} for an optional list or dict, None for
+// other optional types; <name /> is None for every nullable type. A dict
+// key is read exactly as its key attribute holds it.
 //
 // Its parser reads what models write rather than strict XML: unescaped &
 // and < in text, CDATA, tags in another case, prose and code fences around
@@ -180,8 +196,14 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 			b.WriteString("<" + f.Name + ">\n" + escapeXMLText(missing) + "\n</" + f.Name + ">")
 			continue
 		}
+		if outputs && isNil(v) && writesNoneAsEmpty(f.Spec) {
+			// None where the text "None" would read as a string
+			// (Optional[str]): the empty element, which reads as None.
+			b.WriteString("<" + f.Name + " />")
+			continue
+		}
 		if outputs && nestedXML(f.Spec) && isComposite(v) {
-			if err := writeValueXML(b, reflect.ValueOf(v), f.Name, 0); err != nil {
+			if err := writeValueXML(b, reflect.ValueOf(v), f.Name, f.Spec, 0); err != nil {
 				return &InputError{Field: f.Name, Err: err}
 			}
 			continue
@@ -190,12 +212,23 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 		if err != nil {
 			return err
 		}
-		if outputs && f.Spec.IsStr() {
-			s = escapeXMLText(s)
+		if outputs {
+			s = escapeXMLValue(s)
 		}
 		b.WriteString("<" + f.Name + ">\n" + s + "\n</" + f.Name + ">")
 	}
 	return nil
+}
+
+// escapeXMLValue escapes an output's text, as DSPy escapes a str's:
+// whatever its type, a value holding & or < reads back as itself (DSPy
+// escapes str values only, and cannot read the others back). A Formatter's
+// marker is left as it is.
+func escapeXMLValue(s string) string {
+	if strings.Contains(s, value.PartsKey) {
+		return s
+	}
+	return escapeXMLText(s)
 }
 
 // isComposite reports a value that serializes as a JSON object or array.
@@ -229,7 +262,35 @@ func escapeXMLText(s string) string {
 	if !strings.ContainsAny(s, "&<") {
 		return s
 	}
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;").Replace(s)
+	return xmlTextEscaper.Replace(s)
+}
+
+var xmlTextEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;")
+
+// escapeXMLLeaf escapes the text of a nested element: & and <, and the
+// white space around it as character references (&#32;x), which the
+// reader keeps where it trims what is written plainly. DSPy writes the
+// white space plainly and strips it when reading.
+func escapeXMLLeaf(s string) string {
+	s = escapeXMLText(s)
+	inner := strings.TrimSpace(s)
+	if len(inner) == len(s) {
+		return s
+	}
+	lead := s[:strings.Index(s, inner)]
+	if inner == "" {
+		lead = s
+	}
+	trail := s[len(lead)+len(inner):]
+	var b strings.Builder
+	for _, r := range lead {
+		fmt.Fprintf(&b, "&#%d;", r)
+	}
+	b.WriteString(inner)
+	for _, r := range trail {
+		fmt.Fprintf(&b, "&#%d;", r)
+	}
+	return b.String()
 }
 
 // maxXMLDepth bounds the nesting written and read.
@@ -237,14 +298,20 @@ const maxXMLDepth = 64
 
 // writeValueXML is DSPy's _value_to_xml: lists as <item> children (empty:
 // <tag />), maps and structs as child elements (keys that are not names as
-// <entry key="…">), None as <tag />, scalars as escaped text.
-func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) error {
+// <entry key="…">), None as <tag />, scalars as escaped text. spec is v's
+// type (nil when unknown, inside an Any): an empty list of an optional
+// type is <tag></tag>, as <tag /> reads as None.
+func writeValueXML(b *strings.Builder, v reflect.Value, tag string, spec *signature.TypeSpec, depth int) error {
 	if depth > maxXMLDepth {
 		return fmt.Errorf("value nested deeper than %d levels", maxXMLDepth)
 	}
 	open, closing, empty := "<"+tag+">", "</"+tag+">", "<"+tag+" />"
 	if !validXMLName(tag) {
 		open, closing, empty = "<entry key="+quoteAttr(tag)+">", "</entry>", "<entry key="+quoteAttr(tag)+" />"
+	}
+	nullable := spec != nil && spec.Nullable()
+	if spec != nil && spec.Kind() == signature.KindOptional {
+		spec = spec.Elem()
 	}
 	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
 		if v.IsNil() {
@@ -257,6 +324,12 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 		b.WriteString(empty)
 		return nil
 	}
+	sub := func(kind signature.Kind) *signature.TypeSpec {
+		if spec != nil && spec.Kind() == kind {
+			return spec.Elem()
+		}
+		return nil
+	}
 	switch {
 	case (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) && v.Type().Elem().Kind() != reflect.Uint8:
 		if v.Kind() == reflect.Slice && v.IsNil() {
@@ -264,12 +337,16 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 			return nil
 		}
 		if v.Len() == 0 {
-			b.WriteString(empty)
+			if nullable {
+				b.WriteString(open + closing)
+			} else {
+				b.WriteString(empty)
+			}
 			return nil
 		}
 		b.WriteString(open)
 		for i := range v.Len() {
-			if err := writeValueXML(b, v.Index(i), "item", depth+1); err != nil {
+			if err := writeValueXML(b, v.Index(i), "item", sub(signature.KindList), depth+1); err != nil {
 				return err
 			}
 		}
@@ -289,7 +366,7 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 		slices.SortFunc(order, func(x, y int) int { return strings.Compare(names[x], names[y]) })
 		b.WriteString(open)
 		for _, i := range order {
-			if err := writeValueXML(b, v.MapIndex(keys[i]), names[i], depth+1); err != nil {
+			if err := writeValueXML(b, v.MapIndex(keys[i]), names[i], sub(signature.KindDict), depth+1); err != nil {
 				return err
 			}
 		}
@@ -306,7 +383,7 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 		}
 		b.WriteString(open)
 		for _, sf := range fields {
-			if err := writeValueXML(b, v.FieldByIndex(sf.Index), sf.Field.Name, depth+1); err != nil {
+			if err := writeValueXML(b, v.FieldByIndex(sf.Index), sf.Field.Name, sf.Field.Spec, depth+1); err != nil {
 				return err
 			}
 		}
@@ -317,7 +394,7 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 	if err != nil {
 		return err
 	}
-	b.WriteString(open + escapeXMLText(s) + closing)
+	b.WriteString(open + escapeXMLLeaf(s) + closing)
 	return nil
 }
 
