@@ -17,10 +17,14 @@ import (
 // XML is DSPy's XMLAdapter: every field in a <name>…</name> element;
 // list, dict and struct outputs as nested elements (<item>, child tags,
 // <entry key="…">). Its prompts are byte-identical to DSPy 3.3.1's,
-// except where DSPy's would write a value that cannot be read back as
-// itself (DSPy cannot read these back either); those it writes so that
-// Parse reads them back exactly:
+// except where DSPy's would let an input forge a field, or write a value
+// that cannot be read back as itself (DSPy cannot read these back
+// either); those it writes so that Parse reads them back exactly:
 //
+//   - an input holding a tag that names a field (its own closing tag
+//     "</question>", "<answer>", in any case) or an <entry> tag has that
+//     tag's '<' written "&lt;": an input cannot close its element or
+//     forge an output (DSPy shows inputs as they are);
 //   - an output's & and < are escaped whatever its type (DSPy escapes
 //     str outputs only);
 //   - None for a type whose text "None" reads as a value (Optional[str])
@@ -214,6 +218,8 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 		}
 		if outputs {
 			s = escapeXMLValue(s)
+		} else {
+			s = neutraliseTags(sig, s)
 		}
 		b.WriteString("<" + f.Name + ">\n" + s + "\n</" + f.Name + ">")
 	}
@@ -229,6 +235,68 @@ func escapeXMLValue(s string) string {
 		return s
 	}
 	return escapeXMLText(s)
+}
+
+// neutraliseTags makes an input's text unable to close its element or to
+// open another field's: the '<' of a tag naming a field of the signature
+// (<answer>, </question>, in any case) or of an <entry> (whose key can
+// name one) is written &lt;. Other text, other markup included, is shown
+// as it is, as DSPy shows it. (DSPy escapes nothing in inputs.)
+func neutraliseTags(sig *signature.Signature, s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '<' || !fieldTagAt(sig, s, i) {
+			continue
+		}
+		if last == 0 {
+			b.Grow(len(s) + 8)
+		}
+		b.WriteString(s[last:i])
+		b.WriteString("&lt;")
+		last = i + 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// fieldTagAt reports a start or end tag at s[i] that names a field of
+// sig, in any case, or is an <entry> (whose key attribute can name one):
+// the XML reader would take it for a field's element. A tag cut off by
+// the end of the value counts: the prompt goes on after it.
+func fieldTagAt(sig *signature.Signature, s string, i int) bool {
+	j := i + 1
+	if j < len(s) && s[j] == '/' {
+		j++
+	}
+	k := j
+	for k < len(s) && reply.IsNameByte(s[k], k == j) {
+		k++
+	}
+	if k == j {
+		return false
+	}
+	name := s[j:k]
+	if strings.EqualFold(name, "entry") {
+		return true
+	}
+	for f := range sig.NumInputs() {
+		if strings.EqualFold(sig.InputName(f), name) {
+			return true
+		}
+	}
+	for f := range sig.NumOutputs() {
+		if strings.EqualFold(sig.OutputName(f), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // isComposite reports a value that serializes as a JSON object or array.
