@@ -26,8 +26,8 @@ import (
 //
 // A field's text is read without its surrounding white space, as DSPy
 // reads it; a blank section of an Optional[str] is "". In an assistant
-// turn (a demo, FormatFinetune) None for a type whose text "None" reads
-// as a value (Optional[str]) leaves the field's section out, since a
+// turn of a demo or FormatFinetune, None for a type whose text "None"
+// reads as a value (Optional[str]) leaves the field's section out, since a
 // missing nullable output reads as None (DSPy writes "None", which reads
 // back as the string). Values are not escaped, as in DSPy: one holding
 // text the reader takes for a field marker cannot be carried.
@@ -101,6 +101,10 @@ var chatLayout = layout{
 }
 
 // userFunc and assistantFunc render one turn of an adapter's conversation.
+// missing is the text of an output missing from vals: a demo's or a
+// training example's; "" for a History turn, whose missing outputs come
+// as nil and show as None, as DSPy shows them (a demo's None is written so
+// that it reads back as None: see omitNone).
 type (
 	userFunc      func(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error)
 	assistantFunc func(a *arena, sig *signature.Signature, vals Values, missing string) (string, error)
@@ -352,12 +356,12 @@ func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 	start := b.Len()
 	b.Grow(size + len(missing)*len(fs) + 32*len(fs) + 32)
 	last := len(fs) - 1
-	for last >= 0 && fs[last].present && omitNone(sig.Output(last), vals) {
+	for last >= 0 && fs[last].present && omitNone(sig.Output(last), vals, missing) {
 		last--
 	}
 	wrote := false
 	for i, f := range fs {
-		if f.present && omitNone(sig.Output(i), vals) {
+		if f.present && omitNone(sig.Output(i), vals, missing) {
 			continue
 		}
 		if wrote {
@@ -389,13 +393,14 @@ func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 	return b.String()[start:], nil
 }
 
-// omitNone reports an output whose value is None where the text "None"
-// would read as a value (Optional[str] keeps it as the string "None", as
-// DSPy does): its section is left out of the assistant turn, and a
-// missing nullable output reads as None. DSPy writes "None" there, which
-// it reads back as the string.
-func omitNone(f signature.Field, vals Values) bool {
-	return isNil(vals[f.Name]) && writesNoneAsEmpty(f.Spec)
+// omitNone reports an output of a demo or training example (missing
+// text given) whose value is None where the text "None" would read as a
+// value (Optional[str] keeps it as the string "None", as DSPy does): its
+// section is left out of the assistant turn, and a missing nullable output
+// reads as None. DSPy writes "None" there, which it reads back as the
+// string; a History turn still does, as DSPy's.
+func omitNone(f signature.Field, vals Values, missing string) bool {
+	return missing != "" && isNil(vals[f.Name]) && writesNoneAsEmpty(f.Spec)
 }
 
 // Parse reads the output fields from a Chat-format reply. See [Chat] for

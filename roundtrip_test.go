@@ -13,6 +13,7 @@ import (
 	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 // The round-trip property (DESIGN.md Decision 21): for every adapter and
@@ -721,5 +722,29 @@ func TestXMLInputsCannotCloseTheirField(t *testing.T) {
 	sent := srv.Requests()[0].Chat.Messages
 	if got := sent[len(sent)-1].Content; !strings.HasPrefix(got, want) {
 		t.Errorf("sent:\n%s", got)
+	}
+}
+
+// TestHistoryShowsNone: a History turn's None (a missing output) still
+// shows as None, as DSPy shows it (the README's History quirks); only a
+// demo's None of an Optional[str] is written so that it reads back as
+// None.
+func TestHistoryShowsNone(t *testing.T) {
+	sig, err := signature.Parse("history: History, question -> note: Optional[str], answer", signature.WithTypes(types.Names()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := adapter.Values{"history": types.History{Messages: []map[string]any{{"question": "q1", "answer": "a1"}}}, "question": "q2"}
+	for a, want := range map[adapter.Adapter]string{
+		adapter.Chat{}: "[[ ## note ## ]]\nNone\n\n[[ ## answer ## ]]\na1\n\n[[ ## completed ## ]]\n",
+		adapter.XML{}:  "<note>\nNone\n</note>\n\n<answer>\na1\n</answer>",
+	} {
+		msgs, err := a.Format(sig, nil, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msgs[2].Content; got != want {
+			t.Errorf("%s: history turn %q, want %q", a.Name(), got, want)
+		}
 	}
 }

@@ -27,8 +27,9 @@ import (
 //     forge an output (DSPy shows inputs as they are);
 //   - an output's & and < are escaped whatever its type (DSPy escapes
 //     str outputs only);
-//   - None for a type whose text "None" reads as a value (Optional[str])
-//     is <name />; an empty list of an optional type is <name></name>;
+//   - a demo's None for a type whose text "None" reads as a value
+//     (Optional[str]) is <name /> (a History turn shows None, as DSPy's);
+//     an empty list of an optional type is <name></name>;
 //   - a string inside a list, dict or struct keeps the white space around
 //     it, written as character references (&#32;x).
 //
@@ -200,9 +201,10 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 			b.WriteString("<" + f.Name + ">\n" + escapeXMLText(missing) + "\n</" + f.Name + ">")
 			continue
 		}
-		if outputs && isNil(v) && writesNoneAsEmpty(f.Spec) {
-			// None where the text "None" would read as a string
-			// (Optional[str]): the empty element, which reads as None.
+		if outputs && missing != "" && isNil(v) && writesNoneAsEmpty(f.Spec) {
+			// A demo's None where the text "None" would read as a
+			// string (Optional[str]): the empty element, which reads as
+			// None. A History turn (missing "") shows None, as DSPy's.
 			b.WriteString("<" + f.Name + " />")
 			continue
 		}
