@@ -24,6 +24,14 @@ import (
 // field. A marker in the middle of a line is recovery only: it never
 // overrides a line-start marker of its field.
 //
+// A field's text is read without its surrounding white space, as DSPy
+// reads it; a blank section of an Optional[str] is "". In an assistant
+// turn of a demo or FormatFinetune, None for a type whose text "None"
+// reads as a value (Optional[str]) leaves the field's section out, since a
+// missing nullable output reads as None (DSPy writes "None", which reads
+// back as the string). Values are not escaped, as in DSPy: one holding
+// text the reader takes for a field marker cannot be carried.
+//
 // The zero value is ready to use and safe for concurrent use.
 type Chat struct {
 	// NoFallback turns off the one retry with the JSON adapter after a
@@ -93,6 +101,10 @@ var chatLayout = layout{
 }
 
 // userFunc and assistantFunc render one turn of an adapter's conversation.
+// missing is the text of an output missing from vals: a demo's or a
+// training example's; "" for a History turn, whose missing outputs come
+// as nil and show as None, as DSPy shows them (a demo's None is written so
+// that it reads back as None: see omitNone).
 type (
 	userFunc      func(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error)
 	assistantFunc func(a *arena, sig *signature.Signature, vals Values, missing string) (string, error)
@@ -343,16 +355,25 @@ func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 	b := &a.b
 	start := b.Len()
 	b.Grow(size + len(missing)*len(fs) + 32*len(fs) + 32)
+	last := len(fs) - 1
+	for last >= 0 && fs[last].present && omitNone(sig.Output(last), vals, missing) {
+		last--
+	}
+	wrote := false
 	for i, f := range fs {
-		if i > 0 {
+		if f.present && omitNone(sig.Output(i), vals, missing) {
+			continue
+		}
+		if wrote {
 			b.WriteString("\n\n")
 		}
+		wrote = true
 		text := f.text
 		if !f.present {
 			text = missing
 		}
 		name := sig.OutputName(i)
-		if i == len(fs)-1 {
+		if i == last {
 			// The message is stripped: the last value loses its trailing
 			// space, and an empty last value its header's line break.
 			if text = strings.TrimRightFunc(text, unicode.IsSpace); text == "" {
@@ -365,8 +386,21 @@ func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 		writeHeader(b, name)
 		b.WriteString(text)
 	}
-	b.WriteString("\n\n[[ ## completed ## ]]\n")
+	if wrote {
+		b.WriteString("\n\n")
+	}
+	b.WriteString("[[ ## completed ## ]]\n")
 	return b.String()[start:], nil
+}
+
+// omitNone reports an output of a demo or training example (missing
+// text given) whose value is None where the text "None" would read as a
+// value (Optional[str] keeps it as the string "None", as DSPy does): its
+// section is left out of the assistant turn, and a missing nullable output
+// reads as None. DSPy writes "None" there, which it reads back as the
+// string; a History turn still does, as DSPy's.
+func omitNone(f signature.Field, vals Values, missing string) bool {
+	return missing != "" && isNil(vals[f.Name]) && writesNoneAsEmpty(f.Spec)
 }
 
 // Parse reads the output fields from a Chat-format reply. See [Chat] for

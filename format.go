@@ -38,6 +38,18 @@ func formatValue(v any, f signature.Field) (string, error) {
 	return s, nil
 }
 
+// writesNoneAsEmpty reports a nullable type for which the text "None"
+// does not read back as None (Optional[str] keeps it as the string, as
+// DSPy does): the text adapters write a None of it so that it reads back
+// as None — Chat leaves the field's section out, XML writes <name />.
+func writesNoneAsEmpty(spec *signature.TypeSpec) bool {
+	if spec == nil || !spec.Nullable() {
+		return false
+	}
+	v, err := value.Parse("None", spec)
+	return err == nil && !isNil(v)
+}
+
 // writeFieldDescriptions writes DSPy's get_field_description_string for
 // the inputs (or outputs): one numbered line per field, with its
 // description and constraints, the block stripped at the end.

@@ -16,7 +16,28 @@ import (
 
 // XML is DSPy's XMLAdapter: every field in a <name>…</name> element;
 // list, dict and struct outputs as nested elements (<item>, child tags,
-// <entry key="…">). Its prompts are byte-identical to DSPy 3.3.1's.
+// <entry key="…">). Its prompts are byte-identical to DSPy 3.3.1's,
+// except where DSPy's would let an input forge a field, or write a value
+// that cannot be read back as itself (DSPy cannot read these back
+// either); those it writes so that Parse reads them back exactly:
+//
+//   - an input holding a tag that names a field (its own closing tag
+//     "</question>", "<answer>", in any case) or an <entry> tag has that
+//     tag's '<' written "&lt;": an input cannot close its element or
+//     forge an output (DSPy shows inputs as they are);
+//   - an output's & and < are escaped whatever its type (DSPy escapes
+//     str outputs only);
+//   - a demo's None for a type whose text "None" reads as a value
+//     (Optional[str]) is <name /> (a History turn shows None, as DSPy's);
+//     an empty list of an optional type is <name></name>;
+//   - a string inside a list, dict or struct keeps the white space around
+//     it, written as character references (&#32;x).
+//
+// A field's own text is read without its surrounding white space, as
+// DSPy reads it. A blank element is "" for an Optional[str] (as Chat
+// reads a blank section), [] or {} for an optional list or dict, None for
+// other optional types; <name /> is None for every nullable type. A dict
+// key is read exactly as its key attribute holds it.
 //
 // Its parser reads what models write rather than strict XML: unescaped &
 // and < in text, CDATA, tags in another case, prose and code fences around
@@ -180,8 +201,15 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 			b.WriteString("<" + f.Name + ">\n" + escapeXMLText(missing) + "\n</" + f.Name + ">")
 			continue
 		}
+		if outputs && missing != "" && isNil(v) && writesNoneAsEmpty(f.Spec) {
+			// A demo's None where the text "None" would read as a
+			// string (Optional[str]): the empty element, which reads as
+			// None. A History turn (missing "") shows None, as DSPy's.
+			b.WriteString("<" + f.Name + " />")
+			continue
+		}
 		if outputs && nestedXML(f.Spec) && isComposite(v) {
-			if err := writeValueXML(b, reflect.ValueOf(v), f.Name, 0); err != nil {
+			if err := writeValueXML(b, reflect.ValueOf(v), f.Name, f.Spec, 0); err != nil {
 				return &InputError{Field: f.Name, Err: err}
 			}
 			continue
@@ -190,12 +218,87 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals 
 		if err != nil {
 			return err
 		}
-		if outputs && f.Spec.IsStr() {
-			s = escapeXMLText(s)
+		if outputs {
+			s = escapeXMLValue(s)
+		} else {
+			s = neutraliseTags(sig, s)
 		}
 		b.WriteString("<" + f.Name + ">\n" + s + "\n</" + f.Name + ">")
 	}
 	return nil
+}
+
+// escapeXMLValue escapes an output's text, as DSPy escapes a str's:
+// whatever its type, a value holding & or < reads back as itself (DSPy
+// escapes str values only, and cannot read the others back). A Formatter's
+// marker is left as it is.
+func escapeXMLValue(s string) string {
+	if strings.Contains(s, value.PartsKey) {
+		return s
+	}
+	return escapeXMLText(s)
+}
+
+// neutraliseTags makes an input's text unable to close its element or to
+// open another field's: the '<' of a tag naming a field of the signature
+// (<answer>, </question>, in any case) or of an <entry> (whose key can
+// name one) is written &lt;. Other text, other markup included, is shown
+// as it is, as DSPy shows it. (DSPy escapes nothing in inputs.)
+func neutraliseTags(sig *signature.Signature, s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '<' || !fieldTagAt(sig, s, i) {
+			continue
+		}
+		if last == 0 {
+			b.Grow(len(s) + 8)
+		}
+		b.WriteString(s[last:i])
+		b.WriteString("&lt;")
+		last = i + 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// fieldTagAt reports a start or end tag at s[i] that names a field of
+// sig, in any case, or is an <entry> (whose key attribute can name one):
+// the XML reader would take it for a field's element. A tag cut off by
+// the end of the value counts: the prompt goes on after it.
+func fieldTagAt(sig *signature.Signature, s string, i int) bool {
+	j := i + 1
+	if j < len(s) && s[j] == '/' {
+		j++
+	}
+	k := j
+	for k < len(s) && reply.IsNameByte(s[k], k == j) {
+		k++
+	}
+	if k == j {
+		return false
+	}
+	name := s[j:k]
+	if strings.EqualFold(name, "entry") {
+		return true
+	}
+	for f := range sig.NumInputs() {
+		if strings.EqualFold(sig.InputName(f), name) {
+			return true
+		}
+	}
+	for f := range sig.NumOutputs() {
+		if strings.EqualFold(sig.OutputName(f), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // isComposite reports a value that serializes as a JSON object or array.
@@ -229,7 +332,35 @@ func escapeXMLText(s string) string {
 	if !strings.ContainsAny(s, "&<") {
 		return s
 	}
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;").Replace(s)
+	return xmlTextEscaper.Replace(s)
+}
+
+var xmlTextEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;")
+
+// escapeXMLLeaf escapes the text of a nested element: & and <, and the
+// white space around it as character references (&#32;x), which the
+// reader keeps where it trims what is written plainly. DSPy writes the
+// white space plainly and strips it when reading.
+func escapeXMLLeaf(s string) string {
+	s = escapeXMLText(s)
+	inner := strings.TrimSpace(s)
+	if len(inner) == len(s) {
+		return s
+	}
+	lead := s[:strings.Index(s, inner)]
+	if inner == "" {
+		lead = s
+	}
+	trail := s[len(lead)+len(inner):]
+	var b strings.Builder
+	for _, r := range lead {
+		fmt.Fprintf(&b, "&#%d;", r)
+	}
+	b.WriteString(inner)
+	for _, r := range trail {
+		fmt.Fprintf(&b, "&#%d;", r)
+	}
+	return b.String()
 }
 
 // maxXMLDepth bounds the nesting written and read.
@@ -237,14 +368,20 @@ const maxXMLDepth = 64
 
 // writeValueXML is DSPy's _value_to_xml: lists as <item> children (empty:
 // <tag />), maps and structs as child elements (keys that are not names as
-// <entry key="…">), None as <tag />, scalars as escaped text.
-func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) error {
+// <entry key="…">), None as <tag />, scalars as escaped text. spec is v's
+// type (nil when unknown, inside an Any): an empty list of an optional
+// type is <tag></tag>, as <tag /> reads as None.
+func writeValueXML(b *strings.Builder, v reflect.Value, tag string, spec *signature.TypeSpec, depth int) error {
 	if depth > maxXMLDepth {
 		return fmt.Errorf("value nested deeper than %d levels", maxXMLDepth)
 	}
 	open, closing, empty := "<"+tag+">", "</"+tag+">", "<"+tag+" />"
 	if !validXMLName(tag) {
 		open, closing, empty = "<entry key="+quoteAttr(tag)+">", "</entry>", "<entry key="+quoteAttr(tag)+" />"
+	}
+	nullable := spec != nil && spec.Nullable()
+	if spec != nil && spec.Kind() == signature.KindOptional {
+		spec = spec.Elem()
 	}
 	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
 		if v.IsNil() {
@@ -257,6 +394,12 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 		b.WriteString(empty)
 		return nil
 	}
+	sub := func(kind signature.Kind) *signature.TypeSpec {
+		if spec != nil && spec.Kind() == kind {
+			return spec.Elem()
+		}
+		return nil
+	}
 	switch {
 	case (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) && v.Type().Elem().Kind() != reflect.Uint8:
 		if v.Kind() == reflect.Slice && v.IsNil() {
@@ -264,12 +407,16 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 			return nil
 		}
 		if v.Len() == 0 {
-			b.WriteString(empty)
+			if nullable {
+				b.WriteString(open + closing)
+			} else {
+				b.WriteString(empty)
+			}
 			return nil
 		}
 		b.WriteString(open)
 		for i := range v.Len() {
-			if err := writeValueXML(b, v.Index(i), "item", depth+1); err != nil {
+			if err := writeValueXML(b, v.Index(i), "item", sub(signature.KindList), depth+1); err != nil {
 				return err
 			}
 		}
@@ -289,7 +436,7 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 		slices.SortFunc(order, func(x, y int) int { return strings.Compare(names[x], names[y]) })
 		b.WriteString(open)
 		for _, i := range order {
-			if err := writeValueXML(b, v.MapIndex(keys[i]), names[i], depth+1); err != nil {
+			if err := writeValueXML(b, v.MapIndex(keys[i]), names[i], sub(signature.KindDict), depth+1); err != nil {
 				return err
 			}
 		}
@@ -306,7 +453,7 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 		}
 		b.WriteString(open)
 		for _, sf := range fields {
-			if err := writeValueXML(b, v.FieldByIndex(sf.Index), sf.Field.Name, depth+1); err != nil {
+			if err := writeValueXML(b, v.FieldByIndex(sf.Index), sf.Field.Name, sf.Field.Spec, depth+1); err != nil {
 				return err
 			}
 		}
@@ -317,7 +464,7 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, depth int) e
 	if err != nil {
 		return err
 	}
-	b.WriteString(open + escapeXMLText(s) + closing)
+	b.WriteString(open + escapeXMLLeaf(s) + closing)
 	return nil
 }
 

@@ -32,7 +32,7 @@ func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
 	if flat, ok := jsonx.DecodeFlat(t); ok {
 		return jsonFound{obj: flat, whole: true}, nil
 	}
-	if v, err := jsonx.Decode(t); err == nil || isDuplicate(err) {
+	if v, err := jsonx.DecodePython(t); err == nil || isDuplicate(err) {
 		if err != nil {
 			return jsonFound{whole: true}, ambiguousKey(err)
 		}

@@ -90,9 +90,12 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 	}
 	content := text[el.start:el.end]
 	trimmed := strings.TrimSpace(content)
+	if el.selfClosing && spec.Nullable() {
+		return nil, nil // <note />, as the XML adapter writes None
+	}
 	if spec.Kind() == signature.KindOptional {
-		if trimmed == "" {
-			return nil, nil
+		if trimmed == "" && !hasEmptyValue(spec.Elem()) {
+			return nil, nil // <n></n> for an Optional[int]
 		}
 		spec = spec.Elem()
 	}
@@ -110,14 +113,15 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 				return nil, wrapf(ErrTruncated, "element <"+c.name+"> is not closed")
 			}
 		}
+		if len(children) == 0 && trimmed != "" {
+			// Text, not elements: read by the text rules (a fenced list
+			// after a line of reasoning, bullets, one item, keyword
+			// arguments, None for an optional).
+			return xmlText(content), nil
+		}
 		if spec.Kind() == signature.KindList {
 			items := make([]any, 0, len(children))
 			if len(children) == 0 {
-				if trimmed != "" {
-					// Text, not items: read by the text rules (a fenced
-					// list after a line of reasoning, bullets, one item).
-					return xmlText(content), nil
-				}
 				return items, nil
 			}
 			for _, c := range children {
@@ -158,7 +162,26 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		}
 		return m, nil
 	}
+	if depth == 0 {
+		// A field's own text loses its surrounding white space however
+		// written, as DSPy's strip() and the field stream read it; only
+		// the text of nested elements keeps white space written as
+		// character references (the XML adapter writes it so).
+		return strings.TrimSpace(xmlText(content)), nil
+	}
 	return xmlText(content), nil
+}
+
+// hasEmptyValue reports a type with an empty value an element without
+// content stands for: "" for a str, [] for a list, {} for a dict. For
+// these an optional is None only as a self-closing element (<note />),
+// as the XML adapter writes None; <note></note> is "".
+func hasEmptyValue(spec *signature.TypeSpec) bool {
+	switch spec.Kind() {
+	case signature.KindString, signature.KindList, signature.KindDict:
+		return true
+	}
+	return false
 }
 
 // asItems is a list element's tree as items: its items, or its text as
@@ -191,12 +214,28 @@ func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec 
 }
 
 // xmlText is an element's text: CDATA sections literally, entities
-// decoded elsewhere, child markup kept as written, trimmed.
+// decoded elsewhere, child markup kept as written, without its
+// surrounding white space. White space written as a character reference
+// (&#32;x) is the value's own and stays (see xmlTree for a field's own
+// text).
 func xmlText(content string) string {
 	s := strings.TrimSpace(content)
 	if !strings.ContainsAny(s, "&<") {
 		return s
 	}
+	t := decodeText(s)
+	if strings.HasPrefix(s, "<![CDATA[") {
+		t = strings.TrimLeftFunc(t, unicode.IsSpace)
+	}
+	if strings.HasSuffix(s, "]]>") {
+		t = strings.TrimRightFunc(t, unicode.IsSpace)
+	}
+	return t
+}
+
+// decodeText decodes an element's text: CDATA sections literally,
+// entities decoded elsewhere, child markup kept as written.
+func decodeText(s string) string {
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "<![CDATA[")
@@ -214,7 +253,7 @@ func xmlText(content string) string {
 		b.WriteString(s[:end])
 		s = s[end+3:]
 	}
-	return strings.TrimSpace(b.String())
+	return b.String()
 }
 
 // xmlEntity decodes the entity at the start of s (&amp; &#38; &#x26; …),
@@ -257,6 +296,7 @@ func xmlEntity(s string) (string, int) {
 type xmlElem struct {
 	name        string
 	entryKey    string // the key attribute of an <entry> element
+	hasKey      bool   // the element has a key attribute ("" is a key)
 	start, end  int
 	next        int // where scanning continues after the element
 	selfClosing bool
@@ -266,7 +306,7 @@ type xmlElem struct {
 // key is the name a field or struct member is looked up by: an <entry>'s
 // key attribute, else the tag name.
 func (e xmlElem) key() string {
-	if e.name == "entry" && e.entryKey != "" {
+	if e.hasKey && e.name == "entry" {
 		return e.entryKey
 	}
 	return e.name
@@ -454,7 +494,7 @@ func openTag(text string, i, to int) (xmlElem, bool) {
 		case c == '>':
 			attrs := text[j:k]
 			el.selfClosing = strings.HasSuffix(attrs, "/")
-			el.entryKey = attrValue(attrs, "key")
+			el.entryKey, el.hasKey = attrValue(attrs, "key")
 			el.start, el.end, el.next = k+1, k+1, k+1
 			if el.selfClosing {
 				el.closed = true
@@ -479,22 +519,23 @@ func isNameByte(c byte, first bool) bool {
 }
 
 // attrValue returns the value of attribute name in a start tag's
-// attribute text, entities decoded.
-func attrValue(attrs, name string) string {
+// attribute text, entities decoded and nothing trimmed (a key's blanks are
+// its own), and whether the tag has it.
+func attrValue(attrs, name string) (string, bool) {
 	for s := attrs; ; {
 		i := strings.Index(s, name)
 		if i < 0 {
-			return ""
+			return "", false
 		}
 		rest := strings.TrimLeft(s[i+len(name):], " \t\n")
 		if (i == 0 || strings.IndexByte(" \t\n", s[i-1]) >= 0) && strings.HasPrefix(rest, "=") {
 			rest = strings.TrimLeft(rest[1:], " \t\n")
 			if len(rest) > 1 && (rest[0] == '"' || rest[0] == '\'') {
 				if e := strings.IndexByte(rest[1:], rest[0]); e >= 0 {
-					return xmlText(rest[1 : 1+e])
+					return decodeEntities(rest[1 : 1+e]), true
 				}
 			}
-			return ""
+			return "", false
 		}
 		s = s[i+len(name):]
 	}

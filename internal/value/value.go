@@ -942,10 +942,11 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	return decodeJSON(fixed)
 }
 
-// decodeJSON decodes strict JSON; an object that repeats a key with
-// another value is ErrAmbiguous.
+// decodeJSON decodes strict JSON, and the NaN and Infinity Python's
+// json.dumps writes for floats (DSPy renders them so); an object that
+// repeats a key with another value is ErrAmbiguous.
 func decodeJSON(t string) (v any, ok bool, err error) {
-	v, err = jsonx.Decode(t)
+	v, err = jsonx.DecodePython(t)
 	var dk *jsonx.DuplicateKeyError
 	switch {
 	case err == nil:
