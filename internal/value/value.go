@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -421,51 +420,89 @@ func parseInt(raw string) (int64, error) {
 	return intFromNumber(n, raw)
 }
 
+// intFromNumber reads a JSON-spelled number as an int64 exactly (never
+// through a float64, which rounds integers beyond 2^53), in time linear in
+// its length: a number with more significant digits than an int64 holds
+// is out of range before any arithmetic, so a reply of a million digits
+// costs a scan, not big-number arithmetic (security review round 3, N6).
 func intFromNumber(n json.Number, raw string) (int64, error) {
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		return i, nil
 	}
-	r, ok := exactNumber(string(n))
+	neg, digits, exp, ok := decimalParts(string(n))
 	switch {
 	case !ok:
-		return 0, invalid("%s is out of range for an int", clip(raw))
-	case !r.IsInt():
+		return 0, invalid("%s is not an int", clip(raw))
+	case digits == "":
+		return 0, nil
+	case exp < 0:
 		return 0, invalid("%s is not a whole number", clip(raw))
-	case !r.Num().IsInt64():
+	case len(digits)+exp > maxInt64Digits:
 		return 0, invalid("%s is out of range for an int", clip(raw))
 	}
-	return r.Num().Int64(), nil
+	s := digits + strings.Repeat("0", exp)
+	if neg {
+		s = "-" + s
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, invalid("%s is out of range for an int", clip(raw))
+	}
+	return i, nil
 }
 
-// maxExponent bounds the decimal exponent exactNumber reads: far beyond
-// any int64 or float64, and small enough that the exact value stays cheap.
+// maxInt64Digits is the number of decimal digits of the largest int64.
+const maxInt64Digits = 19
+
+// maxExponent bounds the decimal exponent read: far beyond any int64 or
+// float64.
 const maxExponent = 400
 
-// exactNumber reads a JSON-spelled number exactly (never through a
-// float64, which rounds integers beyond 2^53). It reports false for an
-// exponent beyond maxExponent.
-func exactNumber(s string) (*big.Rat, bool) {
-	mant, exp := s, 0
+// decimalParts splits a decimal number ("-12.50e3") into its sign, its
+// significant digits without leading or trailing zeros ("125") and the
+// power of ten they are multiplied by (2): the value is
+// ±digits×10^exp, exactly. Zero has no digits. ok is false for a text that
+// is not such a number, or an exponent beyond maxExponent.
+func decimalParts(s string) (neg bool, digits string, exp int, ok bool) {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	mant := s
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
-		if err != nil || e > maxExponent || e < -maxExponent {
-			return nil, false
+		if err != nil || e > maxExponent || e < -maxExponent || strings.HasPrefix(s[i+1:], "+-") {
+			return false, "", 0, false
 		}
 		mant, exp = s[:i], e
 	}
-	r, ok := new(big.Rat).SetString(mant)
-	if !ok {
-		return nil, false
+	whole, frac, _ := strings.Cut(mant, ".")
+	if whole == "" && frac == "" || !allDigits(whole) || !allDigits(frac) {
+		return false, "", 0, false
 	}
-	if exp != 0 {
-		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
-		if exp > 0 {
-			r.Mul(r, new(big.Rat).SetInt(p))
-		} else {
-			r.Quo(r, new(big.Rat).SetInt(p))
+	whole = strings.TrimLeft(whole, "0")
+	trimmed := strings.TrimRight(frac, "0")
+	exp -= len(trimmed)
+	if trimmed == "" {
+		trimmed = whole
+		whole = ""
+		n := len(trimmed)
+		trimmed = strings.TrimRight(trimmed, "0")
+		exp += n - len(trimmed)
+	}
+	digits = strings.TrimLeft(whole+trimmed, "0")
+	if digits == "" {
+		return neg, "", 0, true
+	}
+	return neg, digits, exp, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return r, true
+	return true
 }
 
 func intValue(n int64, t reflect.Type, raw string) (reflect.Value, error) {
