@@ -5,6 +5,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/value"
@@ -169,12 +170,12 @@ func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 
 // decodedValue converts a decoded JSON value to the field's type: a string
 // through ParseValue's text rules, anything else through the same rules for
-// decoded values.
-func decodedValue(v any, f signature.Field) (any, error) {
+// decoded values, paying JSON repair from the reply's budget b.
+func decodedValue(v any, f signature.Field, b *jsonx.Budget) (any, error) {
 	if s, ok := v.(string); ok {
-		return parseValue(s, f)
+		return value.ParseIn(s, f.Spec, b)
 	}
-	return value.FromJSON(v, f.Spec)
+	return value.FromJSONIn(v, f.Spec, b)
 }
 
 // Response modes of the JSON adapter, reported in [Result].Mode.

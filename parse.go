@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
@@ -31,12 +32,6 @@ func ParseValue(raw string, f signature.Field) (any, error) {
 		return nil, fmt.Errorf("adapter: field %q: %w", f.Name, err)
 	}
 	return v, nil
-}
-
-// parseValue is ParseValue without the field name in the error, for
-// adapters that report the field in a *ParseError.
-func parseValue(raw string, f signature.Field) (any, error) {
-	return value.Parse(raw, f.Spec)
 }
 
 // unquoteText drops one pair of double quotes (straight or curly) that
@@ -74,7 +69,9 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 	} else {
 		fields = make([]reply.Field, n)
 	}
-	if err := reply.Read(sig, completion, prefer, fields); err != nil {
+	// One repair budget for the reply: its JSON and every field's value.
+	budget := new(jsonx.Budget)
+	if err := reply.Read(sig, completion, prefer, fields, budget); err != nil {
 		pe := &ParseError{Adapter: adapter, Completion: completion, Err: err}
 		var re *reply.Error
 		if errors.As(err, &re) {
@@ -91,7 +88,7 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 			continue
 		}
 		f := sig.Output(i)
-		v, err := fieldValue(&fields[i], f)
+		v, err := fieldValue(&fields[i], f, budget)
 		if fields[i].Err != nil {
 			err = fields[i].Err
 		}
@@ -105,22 +102,23 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 
 // fieldValue converts a field's content from the reply to its Go value:
 // a JSON member through the rules for decoded values (a string through
-// ParseValue's), an XML element's tree likewise, text through ParseValue.
+// ParseValue's), an XML element's tree likewise, text through ParseValue,
+// paying JSON repair from the reply's budget b.
 // Text protocols (not JSON strings) lose one pair of quotes around a str.
-func fieldValue(fld *reply.Field, f signature.Field) (any, error) {
+func fieldValue(fld *reply.Field, f signature.Field, b *jsonx.Budget) (any, error) {
 	switch fld.Source {
 	case reply.Member:
-		return decodedValue(fld.Value, f)
+		return decodedValue(fld.Value, f, b)
 	case reply.String:
-		return parseValue(fld.Text, f)
+		return value.ParseIn(fld.Text, f.Spec, b)
 	case reply.Element:
 		tree := fld.Value
 		if s, ok := tree.(string); ok {
 			tree = unquoteText(s, f)
 		}
-		return value.FromJSON(tree, f.Spec)
+		return value.FromJSONIn(tree, f.Spec, b)
 	}
-	return parseValue(unquoteText(fld.Text, f), f)
+	return value.ParseIn(unquoteText(fld.Text, f), f.Spec, b)
 }
 
 // errNoOutputs is the cause when a reply holds none of the output fields,

@@ -27,7 +27,7 @@ var errNotJSON = errors.New("no JSON answer")
 // the objects in prose and code fences. Among several candidates it keeps
 // the one that takes no judgement (see choose). A bare array is the
 // answer of a signature with a single list output.
-func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
+func readJSON(sig *signature.Signature, text string, b *jsonx.Budget) (jsonFound, error) {
 	t := strings.TrimSpace(text)
 	if flat, ok := jsonx.DecodeFlat(t); ok {
 		return jsonFound{obj: flat, whole: true}, nil
@@ -47,7 +47,7 @@ func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
 			return jsonFound{obj: obj, whole: true}, nil
 		}
 	}
-	cands, err := candidates(sig, t)
+	cands, err := candidates(sig, t, b)
 	if err != nil {
 		return jsonFound{whole: len(cands) == 1 && cands[0].whole}, err
 	}
@@ -97,7 +97,7 @@ const maxCandidates = 16
 // reply or names an output; a span that cannot be read at all might be
 // the answer, so it stops the search with errNotJSON when it names an
 // output.
-func candidates(sig *signature.Signature, t string) ([]candidate, error) {
+func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidate, error) {
 	var out []candidate
 	spans := jsonx.Spans(t, maxCandidates)
 	for _, sp := range spans {
@@ -112,7 +112,7 @@ func candidates(sig *signature.Signature, t string) ([]candidate, error) {
 				continue
 			}
 		} else {
-			v, err = decodeSpan(sig, t[sp.Start:sp.End], whole)
+			v, err = decodeSpan(sig, t[sp.Start:sp.End], whole, b)
 		}
 		if err != nil {
 			if errors.Is(err, ErrTruncated) && (whole || sp.Start == 0 || namesOutput(sig, t[sp.Start:sp.End])) {
@@ -423,7 +423,7 @@ func ambiguousKey(err error) error {
 // supplied; then repaired. A span cut off mid-value is ErrTruncated,
 // except a trailing comma after members that give every output (the
 // model stopped after a complete answer).
-func decodeSpan(sig *signature.Signature, span string, whole bool) (any, error) {
+func decodeSpan(sig *signature.Signature, span string, whole bool, b *jsonx.Budget) (any, error) {
 	if v, err := jsonx.Decode(span); err == nil || isDuplicate(err) {
 		return v, ambiguousKey(err)
 	}
@@ -434,15 +434,15 @@ func decodeSpan(sig *signature.Signature, span string, whole bool) (any, error) 
 		if v, err := jsonx.Decode(fixed); err == nil || isDuplicate(err) {
 			return v, ambiguousKey(err)
 		}
-		if rep, info, err := jsonx.Repair(fixed); err == nil && !info.Truncated {
+		if rep, info, err := b.Repair(fixed); err == nil && !info.Truncated {
 			if v, err := jsonx.Decode(rep); err == nil || isDuplicate(err) {
 				return v, ambiguousKey(err)
 			}
 		}
 	}
-	fixed, info, err := jsonx.Repair(span)
+	fixed, info, err := b.Repair(span)
 	if info.Truncated {
-		if v, ok := completeBeforeComma(sig, span); ok {
+		if v, ok := completeBeforeComma(sig, span, b); ok {
 			return v, nil
 		}
 		return nil, ErrTruncated
@@ -457,12 +457,12 @@ func decodeSpan(sig *signature.Signature, span string, whole bool) (any, error) 
 // completeBeforeComma reads a span that ends in a comma after complete
 // members ({"answer": "Paris", "n": 1,) when those members give every
 // output.
-func completeBeforeComma(sig *signature.Signature, span string) (any, bool) {
+func completeBeforeComma(sig *signature.Signature, span string, b *jsonx.Budget) (any, bool) {
 	t := strings.TrimRight(span, " \t\r\n")
 	if !strings.HasSuffix(t, ",") {
 		return nil, false
 	}
-	fixed, info, err := jsonx.Repair(t[:len(t)-1])
+	fixed, info, err := b.Repair(t[:len(t)-1])
 	if err != nil || info.Truncated {
 		return nil, false
 	}

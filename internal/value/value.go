@@ -52,12 +52,20 @@ type fieldParser interface {
 }
 
 // Parse reads raw, a field's text, as a value of spec's Go type. A nil spec
-// means str.
+// means str. Its JSON repair is bounded as one reply's (see ParseIn).
 func Parse(raw string, spec *signature.TypeSpec) (any, error) {
+	return ParseIn(raw, spec, new(jsonx.Budget))
+}
+
+// ParseIn is Parse paying JSON repair from b, the budget of the reply the
+// text comes from: the fields of one reply share one budget, so a reply
+// cannot make each of its fields pay a repair's worst case. A spent budget
+// is an ErrInvalid error.
+func ParseIn(raw string, spec *signature.TypeSpec, b *jsonx.Budget) (any, error) {
 	if spec == nil || spec.Kind() == signature.KindString && spec.GoType() == stringType {
 		return raw, nil // str: the text as it is, without reflection
 	}
-	v, err := parseText(raw, spec, 0)
+	v, err := parseText(raw, spec, 0, b)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +77,16 @@ func Parse(raw string, spec *signature.TypeSpec) (any, error) {
 // Parse's text rules; a non-string for a str field becomes Python's str()
 // of it, as DSPy does; null for a field that cannot be None is an error.
 func FromJSON(v any, spec *signature.TypeSpec) (any, error) {
+	return FromJSONIn(v, spec, new(jsonx.Budget))
+}
+
+// FromJSONIn is FromJSON paying JSON repair (of strings that hold JSON)
+// from b, as ParseIn does.
+func FromJSONIn(v any, spec *signature.TypeSpec, b *jsonx.Budget) (any, error) {
 	if spec == nil {
 		spec = strSpec
 	}
-	out, err := fromDecoded(v, spec, true, 0)
+	out, err := fromDecoded(v, spec, true, 0, b)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +122,7 @@ func clip(s string) string {
 	return strconv.Quote(s)
 }
 
-func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	if depth > maxDepth {
 		return reflect.Value{}, invalid("nested too deeply")
 	}
@@ -168,7 +182,7 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 			}
 			return wrap(v, t), nil
 		}
-		v, err := parseText(raw, elem, depth+1)
+		v, err := parseText(raw, elem, depth+1, b)
 		if err != nil {
 			if none, nerr := noneAnswer(raw, nil); none && nerr == nil {
 				return reflect.Zero(t), nil // None, N/A, Unknown …
@@ -177,35 +191,35 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		}
 		return wrap(v, t), nil
 	case signature.KindUnion, signature.KindAny:
-		cand, ok, err := decodeText(raw)
+		cand, ok, err := decodeText(raw, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if !ok {
 			cand = raw
 		}
-		return fromDecoded(cand, spec, false, depth+1)
+		return fromDecoded(cand, spec, false, depth+1, b)
 	case signature.KindList, signature.KindDict, signature.KindStruct:
-		cand, ok, err := decodeText(raw)
+		cand, ok, err := decodeText(raw, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if ok {
 			if _, isStr := cand.(string); !isStr {
-				return fromDecoded(cand, spec, false, depth+1)
+				return fromDecoded(cand, spec, false, depth+1, b)
 			}
 		}
 		switch spec.Kind() {
 		case signature.KindList:
 			if items, ok := bullets(raw); ok {
-				return listFromText(items, spec, depth)
+				return listFromText(items, spec, depth, b)
 			}
 			if item, ok := singleItem(raw, spec.Elem()); ok {
-				return listFromText([]string{item}, spec, depth)
+				return listFromText([]string{item}, spec, depth, b)
 			}
 		default:
 			if m, err := pyKwargs(strings.TrimSpace(raw)); err == nil {
-				return fromDecoded(m, spec, false, depth+1)
+				return fromDecoded(m, spec, false, depth+1, b)
 			}
 		}
 		return reflect.Value{}, invalid("%s is not %s", clip(raw), A(spec.String()))
@@ -932,7 +946,7 @@ func literalValue(lit any, t reflect.Type) (reflect.Value, error) {
 // a Python literal, or the JSON embedded in prose (repaired if need be).
 // ok is false when raw holds no such value; a value cut off mid-way is
 // ErrTruncated.
-func decodeText(raw string) (v any, ok bool, err error) {
+func decodeText(raw string, b *jsonx.Budget) (v any, ok bool, err error) {
 	t := strings.TrimSpace(raw)
 	if t == "" {
 		return nil, false, nil
@@ -969,10 +983,12 @@ func decodeText(raw string) (v any, ok bool, err error) {
 	if v, err := pyLiteral(span); err == nil {
 		return v, true, nil
 	}
-	fixed, info, err := jsonx.Repair(span)
+	fixed, info, err := b.Repair(span)
 	switch {
 	case info.Truncated:
 		return nil, false, fmt.Errorf("%w: the value ends before it is complete", ErrTruncated)
+	case errors.Is(err, jsonx.ErrBudget):
+		return nil, false, invalid("%s needs JSON repair: %v", clip(raw), err)
 	case err != nil:
 		return nil, false, nil
 	}
@@ -1047,11 +1063,11 @@ func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 	return s, true
 }
 
-func listFromText(items []string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+func listFromText(items []string, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	t := spec.GoType()
 	out := reflect.MakeSlice(t, 0, len(items))
 	for i, it := range items {
-		v, err := parseText(it, spec.Elem(), depth+1)
+		v, err := parseText(it, spec.Elem(), depth+1, b)
 		if err != nil {
 			return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
 		}
