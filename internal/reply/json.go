@@ -3,6 +3,7 @@ package reply
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -38,7 +39,7 @@ func readJSON(sig *signature.Signature, text string, b *jsonx.Budget) (jsonFound
 		}
 		obj, ok := answerObject(sig, v)
 		if !ok {
-			return jsonFound{whole: true}, errNotJSON
+			return jsonFound{whole: true}, notAnObject(sig, v)
 		}
 		return jsonFound{obj: obj, whole: true}, nil
 	}
@@ -60,22 +61,64 @@ func readJSON(sig *signature.Signature, text string, b *jsonx.Budget) (jsonFound
 
 // answerObject returns the object a decoded reply answers with: the
 // object itself (a JSON string holding an object is decoded: a
-// double-encoded reply), or a bare array for a single list output.
+// double-encoded reply), or a bare array for a signature whose one output
+// takes it (see takesArray).
 func answerObject(sig *signature.Signature, v any) (map[string]any, bool) {
-	if s, ok := v.(string); ok {
-		if inner, err := jsonx.Decode(strings.TrimSpace(s)); err == nil {
-			v = inner
-		}
-	}
+	v = undouble(v)
 	switch x := v.(type) {
 	case map[string]any:
 		return x, true
 	case []any:
-		if sig.NumOutputs() == 1 && isListKind(sig.Output(0).Spec) {
+		if sig.NumOutputs() == 1 && takesArray(sig.Output(0).Spec, x) {
 			return map[string]any{sig.OutputName(0): x}, true
 		}
 	}
 	return nil, false
+}
+
+// undouble decodes a JSON string that holds a JSON value (a double-encoded
+// reply); any other value is returned as it is.
+func undouble(v any) any {
+	if s, ok := v.(string); ok {
+		if inner, err := jsonx.Decode(strings.TrimSpace(s)); err == nil {
+			return inner
+		}
+	}
+	return v
+}
+
+// takesArray reports whether a field of type spec takes the array a as its
+// value: a list (or an Optional one) always, so its items' errors name the
+// field; a str never (a list is not text, though str() of it would be);
+// any other type when a converts to it (Any, a union with a list member, a
+// type that decodes JSON arrays itself).
+func takesArray(spec *signature.TypeSpec, a []any) bool {
+	switch spec.Kind() {
+	case signature.KindList:
+		return true
+	case signature.KindOptional:
+		return takesArray(spec.Elem(), a)
+	case signature.KindString:
+		return false
+	}
+	_, err := value.FromJSON(a, spec)
+	return err == nil
+}
+
+// notAnObject is the error for a reply that is one JSON value, neither an
+// object nor a value its one output takes: as in DSPy, such a reply does
+// not answer (issue 30: ["Paris"] for answer: str is not the text
+// `["Paris"]`). Any other value (a number, a string) is errNotJSON: the
+// reply may still be read as text.
+func notAnObject(sig *signature.Signature, v any) error {
+	if _, arr := undouble(v).([]any); !arr {
+		return errNotJSON
+	}
+	err := wrapf(value.ErrInvalid, "the reply is a JSON array, not an object holding the output fields")
+	if sig.NumOutputs() == 1 {
+		err = replyErr(0, fmt.Errorf("the reply is a JSON array, not an object holding the output field, and %s does not take an array: %w", value.A(sig.Output(0).Spec.String()), value.ErrInvalid))
+	}
+	return err
 }
 
 // candidate is one JSON value found in a reply.
@@ -129,6 +172,9 @@ func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidat
 		}
 		obj, ok := answerObject(sig, v)
 		if !ok {
+			if err := notAnObject(sig, v); whole && !errors.Is(err, errNotJSON) {
+				return nil, err
+			}
 			continue
 		}
 		if _, isArr := v.([]any); !isArr {
