@@ -67,7 +67,7 @@ func fromProse[T comparable](raw string, read func(string) (T, error), find cand
 	}
 	for _, c := range cands {
 		if c.blocked != nil {
-			return v, c.blocked, true
+			return v, fmt.Errorf("%w: %s", c.blocked, clip(raw)), true
 		}
 		cv, cerr := read(c.text)
 		if cerr != nil {
@@ -202,6 +202,10 @@ func numberCandidates(text string) []candidate {
 			out = append(out, candidate{tok, q})
 			continue
 		}
+		if a := alternative(text, start, i); a != nil {
+			out = append(out, candidate{tok, a})
+			continue
+		}
 		if w := nextWord(text[i:]); scaleWords[w] || w == "k" || w == "m" || w == "b" {
 			out = append(out, candidate{tok, fmt.Errorf("%w: %s %s: a scale word changes the value", ErrInvalid, tok, w)})
 			continue
@@ -245,7 +249,14 @@ func choiceCandidates(choices []string) candidateFinder {
 			}
 			for _, form := range [...]string{strings.ToLower(c), strings.ToLower(strings.ReplaceAll(c, "_", " "))} {
 				if i := indexWord(lower, form); i >= 0 {
-					out = append(out, candidate{text: c, blocked: qualifier(lower, i)})
+					blocked := qualifier(lower, i)
+					if _, yesNo := strongBools[form]; blocked == nil && yesNo && determines(lower, i+len(form)) {
+						blocked = errNounPhrase
+					}
+					if blocked == nil {
+						blocked = alternative(lower, i, i+len(form))
+					}
+					out = append(out, candidate{text: c, blocked: blocked})
 					break
 				}
 			}
@@ -273,23 +284,52 @@ func indexWord(s, w string) int {
 // boolCandidates finds a yes/no answer that ends prose ("…, so the claim
 // holds: yes."), with every other truth word in the text as a candidate
 // too (two different ones are ambiguous); any negation in the text blocks
-// the reading.
+// the reading, as does a truth word that determines a noun ("No idea, but
+// yes") or is joined to None ("None or yes").
 func boolCandidates(text string) []candidate {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	lower := strings.ToLower(text)
+	type word struct {
+		w          string
+		start, end int
+	}
+	var words []word
+	for i := 0; i < len(lower); {
+		r, size := utf8.DecodeRuneInString(lower[i:])
+		if !unicode.IsLetter(r) && r != '\'' {
+			i += size
+			continue
+		}
+		j := i
+		for j < len(lower) {
+			r, size := utf8.DecodeRuneInString(lower[j:])
+			if !unicode.IsLetter(r) && r != '\'' {
+				break
+			}
+			j += size
+		}
+		words = append(words, word{lower[i:j], i, j})
+		i = j
+	}
 	if len(words) == 0 {
 		return nil
 	}
-	if _, ok := strongBools[words[len(words)-1]]; !ok {
+	if _, ok := strongBools[words[len(words)-1].w]; !ok {
 		return nil
 	}
 	var out []candidate
 	for _, w := range words {
 		switch {
-		case negations[w] && w != "no" || strings.HasSuffix(w, "n't"):
-			return []candidate{{text: w, blocked: errNegated}}
+		case negations[w.w] && w.w != "no" || strings.HasSuffix(w.w, "n't"):
+			return []candidate{{text: w.w, blocked: errNegated}}
 		}
-		if _, ok := strongBools[w]; ok {
-			out = append(out, candidate{text: w})
+		if _, ok := strongBools[w.w]; ok {
+			c := candidate{text: w.w}
+			if determines(lower, w.end) {
+				c.blocked = errNounPhrase
+			} else {
+				c.blocked = alternative(lower, w.start, w.end)
+			}
+			out = append(out, c)
 		}
 	}
 	return out

@@ -191,22 +191,22 @@ func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget)
 		}
 		return wrap(v, t), nil
 	case signature.KindUnion, signature.KindAny:
-		cand, ok, err := decodeText(raw, b)
+		cand, ok, at, err := decodeText(raw, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if !ok {
-			cand = raw
+			cand, at = raw, proseAt{}
 		}
-		return fromDecoded(cand, spec, false, depth+1, b)
+		return fromProseSpan(raw, cand, at, spec, depth, b)
 	case signature.KindList, signature.KindDict, signature.KindStruct:
-		cand, ok, err := decodeText(raw, b)
+		cand, ok, at, err := decodeText(raw, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if ok {
 			if _, isStr := cand.(string); !isStr {
-				return fromDecoded(cand, spec, false, depth+1, b)
+				return fromProseSpan(raw, cand, at, spec, depth, b)
 			}
 		}
 		switch spec.Kind() {
@@ -227,6 +227,19 @@ func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget)
 		return customFromText(raw, t)
 	}
 	return reflect.Value{}, invalid("cannot read a %s", spec)
+}
+
+// fromProseSpan converts a decoded value read from at (see decodeText) and
+// applies checkProse to it.
+func fromProseSpan(raw string, cand any, at proseAt, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
+	out, err := fromDecoded(cand, spec, false, depth+1, b)
+	if err != nil {
+		return out, err
+	}
+	if err := checkProse(raw, at, spec, out, depth, b); err != nil {
+		return reflect.Value{}, err
+	}
+	return out, nil
 }
 
 // unionHasStr reports a union with a plain str member.
@@ -697,6 +710,14 @@ func parseBool(raw string) (bool, error) {
 	if !ok {
 		return false, invalid("%s is not a bool", clip(raw))
 	}
+	start := strings.Index(s, words[0])
+	end := start + len(words[0])
+	if determines(s, end) {
+		return false, fmt.Errorf("%w: %s", errNounPhrase, clip(raw))
+	}
+	if err := alternative(s, start, end); err != nil {
+		return false, fmt.Errorf("%w: %s", err, clip(raw))
+	}
 	for _, w := range words[1:] {
 		if o, ok := strongBools[w]; ok && o != b {
 			return false, fmt.Errorf("%w: %s says both yes and no", ErrAmbiguous, clip(raw))
@@ -820,14 +841,22 @@ func explainedChoice(s string, choices []string) (int, error) {
 		}
 		return found
 	}
-	at, rest := pick(head), s[len(head):]
+	at, start, end := pick(head), 0, len(head)
 	if at < 0 {
 		if f := strings.Fields(s); len(f) > 1 {
-			at, rest = pick(f[0]), s[strings.Index(s, f[0])+len(f[0]):]
+			start = strings.Index(s, f[0])
+			at, end = pick(f[0]), start+len(f[0])
 		}
 	}
+	rest := s[end:]
 	if at < 0 || strings.TrimSpace(rest) == "" {
 		return -1, nil
+	}
+	if _, yesNo := strongBools[normChoice(choices[at])]; yesNo && determines(s, end) {
+		return -1, fmt.Errorf("%w: %s", errNounPhrase, clip(s))
+	}
+	if err := alternative(s, start, end); err != nil {
+		return -1, fmt.Errorf("%w: %s", err, clip(s))
 	}
 	lower := strings.ToLower(rest)
 	for i, c := range choices {
@@ -945,54 +974,102 @@ func literalValue(lit any, t reflect.Type) (reflect.Value, error) {
 // decodeText reads raw as structured data: strict JSON, a fenced block,
 // a Python literal, or the JSON embedded in prose (repaired if need be).
 // ok is false when raw holds no such value; a value cut off mid-way is
-// ErrTruncated.
-func decodeText(raw string, b *jsonx.Budget) (v any, ok bool, err error) {
+// ErrTruncated. For a value found in prose, at says where (see
+// checkProse).
+func decodeText(raw string, b *jsonx.Budget) (v any, ok bool, at proseAt, err error) {
 	t := strings.TrimSpace(raw)
 	if t == "" {
-		return nil, false, nil
+		return nil, false, at, nil
 	}
 	v, ok, err = decodeJSON(t)
 	if ok || err != nil {
-		return v, ok, err
+		return v, ok, at, err
 	}
 	if body, isFence := fenceBody(t); isFence {
 		t = strings.TrimSpace(body)
 		if v, ok, err = decodeJSON(t); ok || err != nil {
-			return v, ok, err
+			return v, ok, at, err
 		}
 	}
 	if v, err := pyLiteral(t); err == nil {
-		return v, true, nil
+		return v, true, at, nil
 	}
 	if fixed, ok := jsonx.CloseOne(t); ok {
 		// One closing bracket forgotten where all else is complete.
 		if v, ok, err := decodeJSON(fixed); ok || err != nil {
-			return v, ok, err
+			return v, ok, at, err
 		}
 		if v, err := pyLiteral(fixed); err == nil {
-			return v, true, nil
+			return v, true, at, nil
 		}
 	}
-	span, _, found := jsonx.Extract(t)
+	span, start, found := jsonx.Extract(t)
 	if !found {
-		return nil, false, nil
+		return nil, false, at, nil
 	}
+	at = proseAt{text: t, start: start, end: start + len(span)}
 	if v, ok, err = decodeJSON(span); ok || err != nil {
-		return v, ok, err
+		return v, ok, at, err
 	}
 	if v, err := pyLiteral(span); err == nil {
-		return v, true, nil
+		return v, true, at, nil
 	}
 	fixed, info, err := b.Repair(span)
 	switch {
 	case info.Truncated:
-		return nil, false, fmt.Errorf("%w: the value ends before it is complete", ErrTruncated)
+		return nil, false, at, fmt.Errorf("%w: the value ends before it is complete", ErrTruncated)
 	case errors.Is(err, jsonx.ErrBudget):
-		return nil, false, invalid("%s needs JSON repair: %v", clip(raw), err)
+		return nil, false, at, invalid("%s needs JSON repair: %v", clip(raw), err)
 	case err != nil:
-		return nil, false, nil
+		return nil, false, at, nil
 	}
-	return decodeJSON(fixed)
+	v, ok, err = decodeJSON(fixed)
+	return v, ok, at, err
+}
+
+// proseAt is where in a text decodeText found the value it read: text
+// and the value's span, or a zero text when the value is the whole text.
+type proseAt struct {
+	text       string
+	start, end int
+}
+
+// maxProseSpans bounds the other bracketed values checkProse compares.
+const maxProseSpans = 8
+
+// checkProse applies the rules for a value found in prose (see stated.go)
+// to the container value v read from at: a negation or bound before it
+// ("not [1, 2]") and an alternative with None ("[1, 2] or None") are
+// errors; another bracketed value in the text that reads as a different
+// value of the type ("[1, 2] and [3]", "{...}. Actually, {...}") makes the
+// text ambiguous.
+func checkProse(raw string, at proseAt, spec *signature.TypeSpec, v reflect.Value, depth int, b *jsonx.Budget) error {
+	if at.text == "" {
+		return nil
+	}
+	if err := qualifier(at.text, at.start); err != nil {
+		return fmt.Errorf("%w: %s", err, clip(raw))
+	}
+	if err := alternative(at.text, at.start, at.end); err != nil {
+		return fmt.Errorf("%w: %s", err, clip(raw))
+	}
+	for _, sp := range jsonx.Spans(at.text, maxProseSpans) {
+		if sp.Open || sp.Start == at.start {
+			continue
+		}
+		s := at.text[sp.Start:sp.End]
+		other, ok, err := decodeJSON(s)
+		if !ok || err != nil {
+			if other, err = pyLiteral(s); err != nil {
+				continue
+			}
+		}
+		ov, err := fromDecoded(other, spec, false, depth+1, b)
+		if err == nil && !reflect.DeepEqual(ov.Interface(), v.Interface()) {
+			return fmt.Errorf("%w: %s holds two different values, %s and %s", ErrAmbiguous, clip(raw), clip(at.text[at.start:at.end]), clip(s))
+		}
+	}
+	return nil
 }
 
 // decodeJSON decodes strict JSON; an object that repeats a key with
@@ -1045,7 +1122,8 @@ func bulletItem(l string) (string, bool) {
 
 // singleItem reads a lone scalar given for a list ("sql" for list[str]) as
 // the list's one item. A line with a comma or semicolon is refused for
-// text items: one item or several, the text does not say.
+// text items: one item or several, the text does not say; so is a text
+// that states no item (see noItem).
 func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 	s := strings.TrimSpace(raw)
 	if s == "" || strings.ContainsAny(s, "\n[]{}") {
@@ -1053,7 +1131,7 @@ func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 	}
 	switch elem.Kind() {
 	case signature.KindString, signature.KindEnum, signature.KindLiteral:
-		if strings.ContainsAny(s, ",;") {
+		if strings.ContainsAny(s, ",;") || noItem(s) {
 			return "", false
 		}
 	case signature.KindInt, signature.KindFloat, signature.KindBool:
