@@ -64,7 +64,8 @@ type proseTemplate struct {
 	family  string
 	text    string
 	want    proseOutcome
-	numeric bool
+	numeric bool // numbers only
+	yesNo   bool // types whose values are yes/no words only
 }
 
 func proseTemplates() []proseTemplate {
@@ -83,11 +84,23 @@ func proseTemplates() []proseTemplate {
 	add("hedge", noValue, "Maybe.", "Possibly", "It depends.", "Hard to say.", "Not sure.", "Unclear.", "Perhaps", "Could be either.")
 	add("alternative", ambiguous, "{v} or {w}", "{v} and {w}", "either {v} or {w}", "{v} or None", "{v} or null", "{v}, or nothing",
 		"{v} or unknown", "None or {v}", "{v} (or {w})", "{v} and/or {w}", "{v}, or possibly {w}", "{v} or maybe None", "null or {v}",
-		"{v}; {w}")
+		"{v}; {w}", "{v}/None", "{v} or 'unknown'", "{v} or **None**", "**{v}** or None", "{v} or no value", "N/A or {v}",
+		"{v} (or None)", "Either {v} or nothing.")
 	add("negation", refused, "not {v}", "Not {v}, but {w}.", "It is not {v}.", "definitely not {v}")
 	add("correction", ambiguous, "{v}, no wait, {w}", "{v}. Actually, {w}.", "{v} — correction: {w}", "{v}. Scratch that: {w}.")
-	for _, t := range []string{"{v}-{w}", "{v} to {w}", "between {v} and {w}", "from {v} to {w}", "{v}–{w}", "{v} or more", "at least {v}", "{v} or fewer"} {
+	for _, t := range []string{"{v}-{w}", "{v} to {w}", "between {v} and {w}", "from {v} to {w}", "{v}–{w}", "{v} or more", "at least {v}",
+		"{v} or fewer", "{v} at most", "{v} max", "{v} and up", "no more than {v}", "{v} and above", "up to {v}"} {
 		ts = append(ts, proseTemplate{family: "range", text: t, want: refused, numeric: true})
+	}
+	// A yes/no word is an answer before punctuation or a closed-class word,
+	// a determiner before any other word.
+	for _, t := range []string{"{v}, it is.", "{v} it is", "{v} the passage says so", "{v} because the passage says so",
+		"{v} - the passage says so", "{v}! The passage says so.", "{v} indeed", "{v}, definitely not otherwise"} {
+		ts = append(ts, proseTemplate{family: "answer word", text: t, want: stated, yesNo: true})
+	}
+	for _, t := range []string{"{v} answer", "{v} idea.", "{v} clear evidence", "{v} way to tell", "{v} information is given.", "{v} comment",
+		"{v} single value fits", "{v} data", "{v} relevant passage mentions it"} {
+		ts = append(ts, proseTemplate{family: "noun phrase", text: t, want: noValue, yesNo: true})
 	}
 	return ts
 }
@@ -119,8 +132,9 @@ func TestProseRule(t *testing.T) {
 		optional := f.Spec.Kind() == signature.KindOptional
 		numeric := f.Spec.Kind() == signature.KindInt || f.Spec.Kind() == signature.KindFloat ||
 			optional && (f.Spec.Elem().Kind() == signature.KindInt || f.Spec.Elem().Kind() == signature.KindFloat)
+		yesNo := strings.Contains("yes no true false", strings.ToLower(pt.v))
 		for _, tt := range proseTemplates() {
-			if tt.numeric && !numeric {
+			if tt.numeric && !numeric || tt.yesNo && !yesNo {
 				continue
 			}
 			text := tt.fill(pt)

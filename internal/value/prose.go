@@ -38,7 +38,7 @@ var emphasisRE = regexp.MustCompile("\\*\\*([^*\\n]+)\\*\\*|__([^_\\n]+)__|`([^`
 
 // fromProse reads a scalar explained in text (see above); ok is false when
 // the text does not hold one.
-func fromProse[T comparable](raw string, read func(string) (T, error), find candidateFinder) (v T, err error, ok bool) {
+func fromProse[T comparable](raw string, read func(string) (T, error), find candidateFinder, numeric bool) (v T, err error, ok bool) {
 	text := strings.TrimSpace(raw)
 	if len(text) > maxProse {
 		return v, nil, false
@@ -52,14 +52,28 @@ func fromProse[T comparable](raw string, read func(string) (T, error), find cand
 		}
 	}
 	var found []T
-	for _, m := range emphasisRE.FindAllStringSubmatch(text, 16) {
-		span := m[1] + m[2] + m[3]
-		if ev, eerr := orUnlabelled(span, read); eerr == nil && !contains(found, ev) {
-			found = append(found, ev)
+	var alt error
+	for _, m := range emphasisRE.FindAllStringSubmatchIndex(text, 16) {
+		var span string
+		for g := 2; g < len(m); g += 2 {
+			if m[g] >= 0 {
+				span = text[m[g]:m[g+1]]
+			}
+		}
+		if ev, eerr := orUnlabelled(span, read); eerr == nil {
+			if !contains(found, ev) {
+				found = append(found, ev)
+			}
+			if alt == nil {
+				alt = alternative(text, m[0], m[1], numeric)
+			}
 		}
 	}
 	switch len(found) {
 	case 1:
+		if alt != nil {
+			return v, fmt.Errorf("%w: %s", alt, clip(raw)), true
+		}
 		return found[0], nil, true
 	case 0:
 	default:
@@ -202,7 +216,7 @@ func numberCandidates(text string) []candidate {
 			out = append(out, candidate{tok, q})
 			continue
 		}
-		if a := alternative(text, start, i); a != nil {
+		if a := alternative(text, start, i, true); a != nil {
 			out = append(out, candidate{tok, a})
 			continue
 		}
@@ -254,7 +268,7 @@ func choiceCandidates(choices []string) candidateFinder {
 						blocked = errNounPhrase
 					}
 					if blocked == nil {
-						blocked = alternative(lower, i, i+len(form))
+						blocked = alternative(lower, i, i+len(form), false)
 					}
 					out = append(out, candidate{text: c, blocked: blocked})
 					break
@@ -314,6 +328,15 @@ func boolCandidates(text string) []candidate {
 		return nil
 	}
 	if _, ok := strongBools[words[len(words)-1].w]; !ok {
+		// No answer ends the text; one joined to None still says the
+		// text does not state a value ("Either yes or nothing.").
+		for _, w := range words {
+			if _, ok := strongBools[w.w]; ok {
+				if err := alternative(lower, w.start, w.end, false); err != nil {
+					return []candidate{{text: w.w, blocked: err}}
+				}
+			}
+		}
 		return nil
 	}
 	var out []candidate
@@ -327,7 +350,7 @@ func boolCandidates(text string) []candidate {
 			if determines(lower, w.end) {
 				c.blocked = errNounPhrase
 			} else {
-				c.blocked = alternative(lower, w.start, w.end)
+				c.blocked = alternative(lower, w.start, w.end, false)
 			}
 			out = append(out, c)
 		}

@@ -86,7 +86,7 @@ func wordAt(s string, i int) (string, int) {
 		}
 		j += size
 	}
-	return strings.ReplaceAll(strings.ToLower(s[i:j]), "’", "'"), j
+	return strings.Trim(strings.ReplaceAll(strings.ToLower(s[i:j]), "’", "'"), "'"), j
 }
 
 // skipBlanks returns the index of the first byte at or after i that is not
@@ -120,48 +120,76 @@ var (
 	noneAlternatives = wordSet("none", "null", "nil", "n/a", "na", "unknown", "undefined", "nothing", "neither", "not")
 	andNone          = wordSet("none", "null", "nil", "n/a", "unknown", "undefined")
 	orBounds         = wordSet("more", "less", "fewer", "higher", "lower", "above", "below", "greater", "larger", "smaller",
-		"over", "under", "later", "earlier", "longer", "shorter", "older", "newer", "bigger", "most", "least")
+		"over", "under", "later", "earlier", "longer", "shorter", "older", "newer", "bigger", "most", "least", "up")
+	trailingBounds = wordSet("max", "maximum", "min", "minimum", "tops", "plus")
 	altHedges     = wordSet("maybe", "perhaps", "possibly", "potentially", "even", "also", "just")
 	conjunctions  = wordSet("or", "and", "and/or", "nor", "vs", "versus")
 	errNoneAltern = fmt.Errorf("%w: a value with None as its alternative (\"7 or None\") states neither", ErrAmbiguous)
 )
 
-// alternative reports a value at text[start:end] joined to None or to a
-// comparative (rule 2 above): ErrAmbiguous, errBound, or nil. Two values
-// of the type joined together are the caller's to see.
-func alternative(text string, start, end int) error {
-	// After: [,;(]* conj [hedge] word
+// alternative reports a value at text[start:end] joined to None, and for
+// a number to a bound (rule 2 above): ErrAmbiguous, errBound, or nil. Two
+// values of the type joined together are the caller's to see.
+func alternative(text string, start, end int, numeric bool) error {
+	// After the value: [ ,;(]* conjunction [hedge] word, or a bound word.
 	i := end
-	for i < len(text) && strings.IndexByte(" \t,;(", text[i]) >= 0 {
+	for i < len(text) && strings.IndexByte(" \t,;(\"'`*_", text[i]) >= 0 {
 		i++
 	}
 	conj, j := wordAt(text, i)
-	if conjunctions[conj] {
-		k := skipBlanks(text, j)
+	if i < len(text) && text[i] == '/' && i == end {
+		conj, j = "or", i+1 // "7/None"
+	}
+	switch {
+	case conjunctions[conj]:
+		k := skipDecor(text, j)
 		w, next := wordAt(text, k)
 		if altHedges[w] {
-			w, _ = wordAt(text, skipBlanks(text, next))
+			k = skipDecor(text, next)
+			w, next = wordAt(text, k)
 		}
 		switch {
-		case conj == "or" && noneAlternatives[w] || conj != "or" && andNone[w]:
-			if !(w == "not" && strings.HasSuffix(strings.ToLower(strings.TrimRight(text[:start], " \t")), "whether")) {
-				return errNoneAltern
-			}
-		case conj == "or" && orBounds[w]:
+		case w == "not" && strings.HasSuffix(strings.ToLower(strings.TrimRight(text[:start], " \t")), "whether"):
+		case conj == "or" && noneAlternatives[w] || andNone[w]:
+			return errNoneAltern
+		case conj == "or" && w == "no" && determines(text, next): // "7 or no value"
+			return errNoneAltern
+		case numeric && orBounds[w]: // "7 or more", "7 and up"
 			return errBound
 		}
+	case numeric && conj == "at":
+		if w, _ := wordAt(text, skipBlanks(text, j)); w == "most" || w == "least" {
+			return errBound // "7 at most"
+		}
+	case numeric && trailingBounds[conj] && i > end:
+		return errBound // "7 max"
 	}
-	// Before: word [,] conj [(]
-	b := strings.TrimRight(text[:start], " \t(")
-	k := strings.LastIndexFunc(b, func(r rune) bool { return !unicode.IsLetter(r) && r != '/' })
-	if conj := strings.ToLower(b[k+1:]); conjunctions[conj] {
-		b = strings.TrimRight(b[:k+1], " \t,;")
-		k = strings.LastIndexFunc(b, func(r rune) bool { return !unicode.IsLetter(r) && r != '/' })
-		if w := strings.ToLower(b[k+1:]); andNone[w] || conj == "or" && w == "nothing" {
+	// Before the value: a None word, [,] conjunction, [(].
+	b := strings.TrimRight(text[:start], " \t(\"'`*_")
+	var rest string
+	if strings.HasSuffix(b, "/") {
+		conj, rest = "or", b[:len(b)-1]
+	} else {
+		k := strings.LastIndexFunc(b, func(r rune) bool { return !unicode.IsLetter(r) && r != '/' })
+		conj, rest = strings.ToLower(b[k+1:]), b[:k+1]
+	}
+	if conjunctions[conj] {
+		rest = strings.TrimRight(rest, " \t,;\"'`*_)")
+		k := strings.LastIndexFunc(rest, func(r rune) bool { return !unicode.IsLetter(r) && r != '/' })
+		if w := strings.ToLower(rest[k+1:]); andNone[w] || conj == "or" && w == "nothing" {
 			return errNoneAltern
 		}
 	}
 	return nil
+}
+
+// skipDecor returns the index of the first byte at or after i that is not
+// a blank, a quote or an emphasis mark.
+func skipDecor(s string, i int) int {
+	for i < len(s) && strings.IndexByte(" \t\"'`*_", s[i]) >= 0 {
+		i++
+	}
+	return i
 }
 
 // Words that open a text stating no item: negations and refusals, hedges,

@@ -268,31 +268,31 @@ func readScalar(raw string, spec *signature.TypeSpec, prose bool) (reflect.Value
 	find := finderFor(spec)
 	switch spec.Kind() {
 	case signature.KindInt:
-		n, err := scalar(raw, prose, parseInt, find)
+		n, err := scalar(raw, prose, parseInt, find, true)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return intValue(n, t, raw)
 	case signature.KindFloat:
-		f, err := scalar(raw, prose, parseFloat, find)
+		f, err := scalar(raw, prose, parseFloat, find, true)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(f).Convert(t), nil
 	case signature.KindBool:
-		b, err := scalar(raw, prose, parseBool, find)
+		b, err := scalar(raw, prose, parseBool, find, false)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(b).Convert(t), nil
 	case signature.KindEnum:
-		s, err := scalar(raw, prose, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) }, find)
+		s, err := scalar(raw, prose, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) }, find, false)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(s).Convert(t), nil
 	}
-	lit, err := scalar(raw, prose, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) }, find)
+	lit, err := scalar(raw, prose, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) }, find, false)
 	if err != nil {
 		return reflect.Value{}, err
 	}
@@ -301,12 +301,12 @@ func readScalar(raw string, spec *signature.TypeSpec, prose bool) (reflect.Value
 
 // scalar reads raw with read (also without a leading label), then, with
 // prose set, as a value explained in a sentence.
-func scalar[T comparable](raw string, prose bool, read func(string) (T, error), find candidateFinder) (T, error) {
+func scalar[T comparable](raw string, prose bool, read func(string) (T, error), find candidateFinder, numeric bool) (T, error) {
 	v, err := orUnlabelled(raw, read)
 	if err == nil || errors.Is(err, ErrAmbiguous) || !prose {
 		return v, err
 	}
-	if pv, perr, ok := fromProse(raw, read, find); ok {
+	if pv, perr, ok := fromProse(raw, read, find, numeric); ok {
 		return pv, perr
 	}
 	return v, err
@@ -683,8 +683,8 @@ func decoratedNumber(s string) (json.Number, bool) {
 	if m == nil {
 		return "", false
 	}
-	if scaleWords[strings.ToLower(m[3])] {
-		return "", false
+	if scaleWords[strings.ToLower(m[3])] || trailingBounds[strings.ToLower(m[3])] {
+		return "", false // "42 million", "42 max": not a unit
 	}
 	num := strings.ReplaceAll(m[2], ",", "")
 	if strings.HasPrefix(num, ".") {
@@ -715,7 +715,7 @@ func parseBool(raw string) (bool, error) {
 	if determines(s, end) {
 		return false, fmt.Errorf("%w: %s", errNounPhrase, clip(raw))
 	}
-	if err := alternative(s, start, end); err != nil {
+	if err := alternative(s, start, end, false); err != nil {
 		return false, fmt.Errorf("%w: %s", err, clip(raw))
 	}
 	for _, w := range words[1:] {
@@ -855,7 +855,7 @@ func explainedChoice(s string, choices []string) (int, error) {
 	if _, yesNo := strongBools[normChoice(choices[at])]; yesNo && determines(s, end) {
 		return -1, fmt.Errorf("%w: %s", errNounPhrase, clip(s))
 	}
-	if err := alternative(s, start, end); err != nil {
+	if err := alternative(s, start, end, false); err != nil {
 		return -1, fmt.Errorf("%w: %s", err, clip(s))
 	}
 	lower := strings.ToLower(rest)
@@ -1050,7 +1050,7 @@ func checkProse(raw string, at proseAt, spec *signature.TypeSpec, v reflect.Valu
 	if err := qualifier(at.text, at.start); err != nil {
 		return fmt.Errorf("%w: %s", err, clip(raw))
 	}
-	if err := alternative(at.text, at.start, at.end); err != nil {
+	if err := alternative(at.text, at.start, at.end, false); err != nil {
 		return fmt.Errorf("%w: %s", err, clip(raw))
 	}
 	for _, sp := range jsonx.Spans(at.text, maxProseSpans) {
