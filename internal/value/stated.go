@@ -122,9 +122,9 @@ var (
 	orBounds         = wordSet("more", "less", "fewer", "higher", "lower", "above", "below", "greater", "larger", "smaller",
 		"over", "under", "later", "earlier", "longer", "shorter", "older", "newer", "bigger", "most", "least", "up")
 	trailingBounds = wordSet("max", "maximum", "min", "minimum", "tops", "plus")
-	altHedges     = wordSet("maybe", "perhaps", "possibly", "potentially", "even", "also", "just")
-	conjunctions  = wordSet("or", "and", "and/or", "nor", "vs", "versus")
-	errNoneAltern = fmt.Errorf("%w: a value with None as its alternative (\"7 or None\") states neither", ErrAmbiguous)
+	altHedges      = wordSet("maybe", "perhaps", "possibly", "potentially", "even", "also", "just")
+	conjunctions   = wordSet("or", "and", "and/or", "nor", "vs", "versus")
+	errNoneAltern  = fmt.Errorf("%w: a value with None as its alternative (\"7 or None\") states neither", ErrAmbiguous)
 )
 
 // alternative reports a value at text[start:end] joined to None, and for
