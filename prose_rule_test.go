@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -189,4 +190,85 @@ func TestProseRule(t *testing.T) {
 	if failures > 0 {
 		t.Logf("%d phrasings read against their family's outcome", failures)
 	}
+}
+
+// FuzzProseRule: for any text the prose rule calls a noun phrase or an
+// alternative with None, ParseValue states no value, whatever surrounds
+// it. The fuzzer picks the type, the noun or None word, the joining
+// punctuation and the words before and after (one line of letters and
+// punctuation: no digits, brackets, quotes or emphasis, which could state
+// a value of their own, and no colon after the value, which would make
+// the text before it a label); the phrasing is "No <noun> …" for a yes/no type,
+// or "… <value>[,;(] or|and <None word> …" for any type. The result must
+// be an error, or None for an Optional type.
+func FuzzProseRule(f *testing.F) {
+	f.Add(uint8(0), uint8(0), "answer", "", "")
+	f.Add(uint8(1), uint8(2), "idea", "I would say", ", sorry.")
+	f.Add(uint8(7), uint8(1), "way to tell", "Answer:", " at all")
+	f.Add(uint8(9), uint8(3), "information is given", "", ". The passage is silent!")
+	f.Add(uint8(12), uint8(5), "data", "Hmm", " - hard to say")
+	types := proseTypes()
+	sigs := make([]*signature.Signature, len(types))
+	for i, pt := range types {
+		sigs[i] = proseSig(f, pt.typ)
+	}
+	line := func(s string) bool {
+		for _, r := range s {
+			if !(r == ' ' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || strings.ContainsRune(".,;:!?-", r)) {
+				return false
+			}
+		}
+		return true
+	}
+	nones := []string{"None", "null", "nil", "N/A", "unknown", "undefined", "nothing", "not"}
+	seps := []string{"", ",", " (", ";", " ,"}
+	f.Fuzz(func(t *testing.T, typ, form uint8, word, before, after string) {
+		if !line(word) || !line(before) || !line(after) || len(word)+len(before)+len(after) > 200 ||
+			strings.ContainsRune(word+after, ':') {
+			return // a colon after the value makes what precedes it a label ("Yes or None: Y")
+		}
+		pt := types[int(typ)%len(types)]
+		f := sigs[int(typ)%len(types)].Output(0)
+		var text string
+		if form%2 == 0 {
+			// "No <noun> …" for a yes/no type.
+			v := strings.ToLower(pt.v)
+			noun := strings.ToLower(strings.TrimSpace(word))
+			first, _, _ := strings.Cut(noun, " ")
+			if v != "yes" && v != "no" && v != "true" && v != "false" || len(first) < 2 || !isLetters(first) ||
+				value.IsClosedWord(first) {
+				return
+			}
+			if after != "" && strings.IndexByte(".,;:!?- ", after[0]) < 0 {
+				after = " " + after
+			}
+			text = strings.TrimSpace(before + " " + pt.v + " " + noun + after)
+			if before != "" && !strings.HasSuffix(strings.TrimSpace(before), ":") {
+				return // the yes/no word must start the answer (a label may precede it)
+			}
+		} else {
+			none := nones[int(form/2)%len(nones)]
+			conj := "or"
+			if form/2%3 == 1 && (none == "None" || none == "null" || none == "unknown") {
+				conj = "and"
+			}
+			if after != "" && strings.IndexByte(".,;:!?- ", after[0]) < 0 {
+				after = " " + after // the None word ends where the words after begin
+			}
+			text = before + " " + pt.v + seps[int(form/16)%len(seps)] + " " + conj + " " + none + after
+		}
+		got, err := adapter.ParseValue(text, f)
+		if err == nil && !reflect.ValueOf(got).IsZero() || err == nil && f.Spec.Kind() != signature.KindOptional {
+			t.Fatalf("%s %q: a value from a text that states none: %#v", pt.typ, text, got)
+		}
+	})
+}
+
+func isLetters(s string) bool {
+	for _, r := range s {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -215,3 +215,8 @@ func noItem(s string) bool {
 	w, _ := wordAt(t, 0)
 	return noItemNegations[w] || noItemHedges[w] || noItemPronouns[w]
 }
+
+// IsClosedWord reports whether w (lower case) is one of the closed-class
+// words that may follow a yes/no answer word directly without making it a
+// determiner (rule 1 above). Tests use it to generate noun phrases.
+func IsClosedWord(w string) bool { return closedWords[w] || strings.HasSuffix(w, "n't") }
