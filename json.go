@@ -158,9 +158,11 @@ func jsonAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 // forgotten closing bracket supplied, then repaired (only that span). It
 // unwraps a single wrapper key ({"json": {...}}, {"properties": {...}}), a
 // tool-call envelope ({"name": …, "arguments": {...}}) and a
-// double-encoded reply, accepts a bare array for a single list output, key
-// case differences, and a key that is a rename (prefix or suffix) of the
-// one missing output. A reply in another shape (Chat markers, XML
+// double-encoded reply, accepts a bare array for a signature whose one
+// output takes it (a list, Any, a union with a list member; any other
+// reply that is a JSON array is an error, as in DSPy), key case
+// differences, and a key that is a rename (prefix or suffix) of the one
+// missing output. A reply in another shape (Chat markers, XML
 // elements, labels, bare text for a single str output) is read as such.
 // Values go through [ParseValue] (strings) or the same rules for decoded
 // JSON values.

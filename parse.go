@@ -26,6 +26,18 @@ type FieldParser interface {
 // and structs are read the ways models write them, but never guessed: a
 // non-integral int, a percentage, an ambiguous bool or enum is an error
 // naming the field and keeping the raw text.
+//
+// A value is read only where the text states one. "No" before a noun is
+// a noun phrase, not false ("No answer", "No idea": an error; "No.", "No,
+// it is not" and "No it isn't" are false). A value given with None or with
+// another value as its alternative ("7 or None", "[1, 2] and [3]",
+// `{"a": 1} or {"b": 2}`), or corrected by another, is ErrAmbiguous; a
+// negated, bounded or ranged one ("not 7", "7 or more", "5-7") is an
+// error; refusals and hedges ("I don't know.", "Maybe.") are no value,
+// None for an Optional field where they say so. A value hedged but stated
+// ("approximately 1450", "Probably yes.") is read. An int with more
+// digits than an int64 holds is out of range before any arithmetic, so
+// huge numbers cost a scan.
 func ParseValue(raw string, f signature.Field) (any, error) {
 	v, err := value.Parse(raw, f.Spec)
 	if err != nil {
@@ -57,6 +69,11 @@ func unquoteText(s string, f signature.Field) string {
 // parseReply is the parser of every text adapter: the reply reader finds
 // each output's content in the reply (in the shape the adapter prefers
 // first, then any other), and each is converted to the field's Go type.
+// The reply's JSON and its fields' values share one JSON repair budget
+// (jsonx.Budget): all the repair one reply forces costs at most one repair
+// of a span at the 16 KiB cap, so parsing stays short enough that Call and
+// Stream need not interrupt it (Parse takes no context); a reply that needs
+// more is an error naming the field.
 func parseReply(sig *signature.Signature, completion, adapter string, prefer reply.Shape) (Values, error) {
 	if sig == nil {
 		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: errNilSignature}

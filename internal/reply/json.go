@@ -27,7 +27,8 @@ var errNotJSON = errors.New("no JSON answer")
 // a double-encoded object, an object serialised under a wrapper key), or
 // the objects in prose and code fences. Among several candidates it keeps
 // the one that takes no judgement (see choose). A bare array is the
-// answer of a signature with a single list output.
+// answer of a signature whose one output takes it (see takesArray); a
+// reply that is any other array is an error (see notAnObject).
 func readJSON(sig *signature.Signature, text string, b *jsonx.Budget) (jsonFound, error) {
 	t := strings.TrimSpace(text)
 	if flat, ok := jsonx.DecodeFlat(t); ok {
