@@ -96,11 +96,12 @@ func proseTemplates() []proseTemplate {
 	// A yes/no word is an answer before punctuation or a closed-class word,
 	// a determiner before any other word.
 	for _, t := range []string{"{v}, it is.", "{v} it is", "{v} the passage says so", "{v} because the passage says so",
-		"{v} - the passage says so", "{v}! The passage says so.", "{v} indeed", "{v}, definitely not otherwise"} {
+		"{v} - the passage says so", "{v}! The passage says so.", "{v} indeed", "{v}, definitely not otherwise",
+		"No evidence contradicts it, so the answer is {v}.", "No data contradicts it: {v}", "{v}\u00a0it is"} {
 		ts = append(ts, proseTemplate{family: "answer word", text: t, want: stated, yesNo: true})
 	}
 	for _, t := range []string{"{v} answer", "{v} idea.", "{v} clear evidence", "{v} way to tell", "{v} information is given.", "{v} comment",
-		"{v} single value fits", "{v} data", "{v} relevant passage mentions it"} {
+		"{v} single value fits", "{v} data", "{v} relevant passage mentions it", "{v}\u00a0answer", "Answer: {v} idea"} {
 		ts = append(ts, proseTemplate{family: "noun phrase", text: t, want: noValue, yesNo: true})
 	}
 	return ts

@@ -262,11 +262,19 @@ func choiceCandidates(choices []string) candidateFinder {
 				continue
 			}
 			for _, form := range [...]string{strings.ToLower(c), strings.ToLower(strings.ReplaceAll(c, "_", " "))} {
-				if i := indexWord(lower, form); i >= 0 {
-					blocked := qualifier(lower, i)
-					if _, yesNo := strongBools[form]; blocked == nil && yesNo && determines(lower, i+len(form)) {
-						blocked = errNounPhrase
+				_, yesNo := strongBools[form]
+				i := indexWord(lower, form)
+				for yesNo && i >= 0 && determines(lower, i+len(form)) {
+					// "No evidence …": a determiner, not the member.
+					next := indexWord(lower[i+len(form):], form)
+					if next < 0 {
+						i = -1
+						break
 					}
+					i += len(form) + next
+				}
+				if i >= 0 {
+					blocked := qualifier(lower, i)
 					if blocked == nil {
 						blocked = alternative(lower, i, i+len(form), false)
 					}
@@ -298,8 +306,9 @@ func indexWord(s, w string) int {
 // boolCandidates finds a yes/no answer that ends prose ("…, so the claim
 // holds: yes."), with every other truth word in the text as a candidate
 // too (two different ones are ambiguous); any negation in the text blocks
-// the reading, as does a truth word that determines a noun ("No idea, but
-// yes") or is joined to None ("None or yes").
+// the reading, as does a truth word joined to None ("None or yes"). A
+// truth word that determines a noun ("No evidence was found, so: false")
+// is no answer, and no candidate.
 func boolCandidates(text string) []candidate {
 	lower := strings.ToLower(text)
 	type word struct {
@@ -345,14 +354,8 @@ func boolCandidates(text string) []candidate {
 		case negations[w.w] && w.w != "no" || strings.HasSuffix(w.w, "n't"):
 			return []candidate{{text: w.w, blocked: errNegated}}
 		}
-		if _, ok := strongBools[w.w]; ok {
-			c := candidate{text: w.w}
-			if determines(lower, w.end) {
-				c.blocked = errNounPhrase
-			} else {
-				c.blocked = alternative(lower, w.start, w.end, false)
-			}
-			out = append(out, c)
+		if _, ok := strongBools[w.w]; ok && !determines(lower, w.end) { // "No evidence …" is no answer
+			out = append(out, candidate{text: w.w, blocked: alternative(lower, w.start, w.end, false)})
 		}
 	}
 	return out

@@ -90,10 +90,17 @@ func wordAt(s string, i int) (string, int) {
 }
 
 // skipBlanks returns the index of the first byte at or after i that is not
-// a space or a tab (a line break ends a phrase).
+// a space, a tab or a no-break space (a line break ends a phrase).
 func skipBlanks(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
+	for i < len(s) {
+		switch {
+		case s[i] == ' ' || s[i] == '\t':
+			i++
+		case strings.HasPrefix(s[i:], "\u00a0"):
+			i += len("\u00a0")
+		default:
+			return i
+		}
 	}
 	return i
 }
