@@ -93,6 +93,12 @@ func proseTemplates() []proseTemplate {
 		"{v} or fewer", "{v} at most", "{v} max", "{v} and up", "no more than {v}", "{v} and above", "up to {v}"} {
 		ts = append(ts, proseTemplate{family: "range", text: t, want: refused, numeric: true})
 	}
+	// A refusal after a yes/no word, and a None answer with a guess.
+	for _, t := range []string{"{v}, I cannot determine this.", "{v}, but I can't be sure.", "{v} - it cannot be determined from the passage.",
+		"{v}; there is no way to tell."} {
+		ts = append(ts, proseTemplate{family: "refusal", text: t, want: noValue, yesNo: true})
+	}
+	add("refusal", refused, "Unknown, maybe {v}", "Unknown (possibly {v})", "N/A - perhaps {v}", "None, but probably {v}")
 	// A yes/no word is an answer before punctuation or a closed-class word,
 	// a determiner before any other word.
 	for _, t := range []string{"{v}, it is.", "{v} it is", "{v} the passage says so", "{v} because the passage says so",
@@ -200,7 +206,8 @@ func TestProseRule(t *testing.T) {
 // punctuation: no digits, brackets, quotes or emphasis, which could state
 // a value of their own, and no colon after the value, which would make
 // the text before it a label); the phrasing is "No <noun> …" for a yes/no type,
-// or "… <value>[,;(] or|and <None word> …" for any type. The result must
+// "… <value>[,;(] or|and <None word> …" or "<None answer>, maybe <value> …"
+// for any type. The result must
 // be an error, or None for an Optional type.
 func FuzzProseRule(f *testing.F) {
 	f.Add(uint8(0), uint8(0), "answer", "", "")
@@ -231,7 +238,15 @@ func FuzzProseRule(f *testing.F) {
 		pt := types[int(typ)%len(types)]
 		f := sigs[int(typ)%len(types)].Output(0)
 		var text string
-		if form%2 == 0 {
+		if form%4 == 3 {
+			// "<None answer>, maybe <value> …": a guess the text disowns.
+			heads := []string{"Unknown", "N/A", "None", "Not specified", "unknown"}
+			joins := []string{", maybe ", " (possibly ", " - perhaps ", ", but probably ", ": likely "}
+			if after != "" && strings.IndexByte(".,;:!?- ", after[0]) < 0 {
+				after = " " + after
+			}
+			text = heads[int(form/4)%len(heads)] + joins[int(form/32)%len(joins)] + pt.v + after
+		} else if form%2 == 0 {
 			// "No <noun> …" for a yes/no type.
 			v := strings.ToLower(pt.v)
 			noun := strings.ToLower(strings.TrimSpace(word))

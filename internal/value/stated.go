@@ -2,6 +2,7 @@ package value
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -227,3 +228,24 @@ func noItem(s string) bool {
 // words that may follow a yes/no answer word directly without making it a
 // determiner (rule 1 above). Tests use it to generate noun phrases.
 func IsClosedWord(w string) bool { return closedWords[w] || strings.HasSuffix(w, "n't") }
+
+// refusalRE finds a clause saying the text cannot tell: a first-person
+// negated ability or knowledge ("I cannot determine", "I can't be sure",
+// "I don't know") or an impersonal one ("it cannot be determined", "there
+// is no way to tell"). After a yes/no word it takes the answer back: "No,
+// I cannot determine this." states no value.
+var refusalRE = regexp.MustCompile(`(?i)\bI(?:\s+|'|’)(?:cannot|can't|can’t|can not|am unable to|m unable to|am not able to|m not able to|do not|don't|don’t|am not|m not)\s+(?:\w+\s+){0,2}?(?:know|tell|say|determine|answer|sure|certain|confirm|verify)\b` +
+	`|\b(?:cannot|can't|can’t|can not)\s+be\s+(?:determined|known|said|told|confirmed|verified|answered)\b` +
+	`|\b(?:impossible|not possible|no way)\s+to\s+(?:tell|know|say|determine)\b`)
+
+// errRefusal: a yes/no word taken back by a refusal.
+var errRefusal = fmt.Errorf("%w: the text says it cannot tell", ErrInvalid)
+
+// noneHead reports whether text opens with a None answer ("Unknown, maybe
+// 7", "N/A - perhaps [1, 2]"): whatever value follows is a guess the text
+// has already disowned.
+func noneHead(text string) bool {
+	s := cleanScalar(text)
+	m := noneHeadRE.FindStringSubmatch(s)
+	return m != nil && m[1] != s && noneWords[strings.ToLower(cleanScalar(m[1]))]
+}

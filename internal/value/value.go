@@ -184,6 +184,9 @@ func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget)
 		}
 		v, err := parseText(raw, elem, depth+1, b)
 		if err != nil {
+			if errors.Is(err, ErrAmbiguous) {
+				return reflect.Value{}, err // a value and something else: not None
+			}
 			if none, nerr := noneAnswer(raw, nil); none && nerr == nil {
 				return reflect.Zero(t), nil // None, N/A, Unknown …
 			}
@@ -305,6 +308,13 @@ func scalar[T comparable](raw string, prose bool, read func(string) (T, error), 
 	v, err := orUnlabelled(raw, read)
 	if err == nil || errors.Is(err, ErrAmbiguous) || !prose {
 		return v, err
+	}
+	if noneHead(raw) {
+		// "Unknown, maybe 7": no value, and a guess at one.
+		if _, nerr := noneAnswer(raw, find); nerr != nil {
+			return v, nerr
+		}
+		return v, invalid("%s says there is no value", clip(raw))
 	}
 	if pv, perr, ok := fromProse(raw, read, find, numeric); ok {
 		return pv, perr
@@ -718,6 +728,9 @@ func parseBool(raw string) (bool, error) {
 	if err := alternative(s, start, end, false); err != nil {
 		return false, fmt.Errorf("%w: %s", err, clip(raw))
 	}
+	if refusalRE.MatchString(s[end:]) {
+		return false, fmt.Errorf("%w: %s", errRefusal, clip(raw))
+	}
 	for _, w := range words[1:] {
 		if o, ok := strongBools[w]; ok && o != b {
 			return false, fmt.Errorf("%w: %s says both yes and no", ErrAmbiguous, clip(raw))
@@ -793,13 +806,14 @@ func matchEnum(raw string, values []string) (string, error) {
 
 // orUnlabelled reads raw with read, and when that fails for a reason
 // other than ambiguity, once more without a leading label ("Answer:
-// **True**", "**Category:** billing").
+// **True**", "**Category:** billing"). A None answer is no label
+// ("Unknown: probably 7" guesses a value it disowns).
 func orUnlabelled[T any](raw string, read func(string) (T, error)) (T, error) {
 	v, err := read(raw)
 	if err == nil || errors.Is(err, ErrAmbiguous) {
 		return v, err
 	}
-	if m := labelRE.FindStringIndex(cleanScalar(raw)); m != nil {
+	if m := labelRE.FindStringIndex(cleanScalar(raw)); m != nil && !noneHead(cleanScalar(raw)[:m[1]]) {
 		if rest := cleanScalar(raw)[m[1]:]; rest != "" {
 			if v2, err2 := read(rest); err2 == nil || errors.Is(err2, ErrAmbiguous) {
 				return v2, err2
@@ -857,6 +871,9 @@ func explainedChoice(s string, choices []string) (int, error) {
 	}
 	if err := alternative(s, start, end, false); err != nil {
 		return -1, fmt.Errorf("%w: %s", err, clip(s))
+	}
+	if _, yesNo := strongBools[normChoice(choices[at])]; yesNo && refusalRE.MatchString(rest) {
+		return -1, fmt.Errorf("%w: %s", errRefusal, clip(s))
 	}
 	lower := strings.ToLower(rest)
 	for i, c := range choices {
@@ -1046,6 +1063,9 @@ const maxProseSpans = 8
 func checkProse(raw string, at proseAt, spec *signature.TypeSpec, v reflect.Value, depth int, b *jsonx.Budget) error {
 	if at.text == "" {
 		return nil
+	}
+	if noneHead(at.text[:at.start]) || noneHead(at.text) && at.start > 0 {
+		return fmt.Errorf("%w: %s says both that there is no value and %s", ErrAmbiguous, clip(raw), clip(at.text[at.start:at.end]))
 	}
 	if err := qualifier(at.text, at.start); err != nil {
 		return fmt.Errorf("%w: %s", err, clip(raw))
