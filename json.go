@@ -5,6 +5,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/value"
@@ -157,9 +158,11 @@ func jsonAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 // forgotten closing bracket supplied, then repaired (only that span). It
 // unwraps a single wrapper key ({"json": {...}}, {"properties": {...}}), a
 // tool-call envelope ({"name": …, "arguments": {...}}) and a
-// double-encoded reply, accepts a bare array for a single list output, key
-// case differences, and a key that is a rename (prefix or suffix) of the
-// one missing output. A reply in another shape (Chat markers, XML
+// double-encoded reply, accepts a bare array for a signature whose one
+// output takes it (a list, Any, a union with a list member; any other
+// reply that is a JSON array is an error, as in DSPy), key case
+// differences, and a key that is a rename (prefix or suffix) of the one
+// missing output. A reply in another shape (Chat markers, XML
 // elements, labels, bare text for a single str output) is read as such.
 // Values go through [ParseValue] (strings) or the same rules for decoded
 // JSON values.
@@ -169,12 +172,12 @@ func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 
 // decodedValue converts a decoded JSON value to the field's type: a string
 // through ParseValue's text rules, anything else through the same rules for
-// decoded values.
-func decodedValue(v any, f signature.Field) (any, error) {
+// decoded values, paying JSON repair from the reply's budget b.
+func decodedValue(v any, f signature.Field, b *jsonx.Budget) (any, error) {
 	if s, ok := v.(string); ok {
-		return parseValue(s, f)
+		return value.ParseIn(s, f.Spec, b)
 	}
-	return value.FromJSON(v, f.Spec)
+	return value.FromJSONIn(v, f.Spec, b)
 }
 
 // Response modes of the JSON adapter, reported in [Result].Mode.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
@@ -25,18 +26,24 @@ type FieldParser interface {
 // and structs are read the ways models write them, but never guessed: a
 // non-integral int, a percentage, an ambiguous bool or enum is an error
 // naming the field and keeping the raw text.
+//
+// A value is read only where the text states one. "No" before a noun is
+// a noun phrase, not false ("No answer", "No idea": an error; "No.", "No,
+// it is not" and "No it isn't" are false). A value given with None or with
+// another value as its alternative ("7 or None", "[1, 2] and [3]",
+// `{"a": 1} or {"b": 2}`), or corrected by another, is ErrAmbiguous; a
+// negated, bounded or ranged one ("not 7", "7 or more", "5-7") is an
+// error; refusals and hedges ("I don't know.", "Maybe.") are no value,
+// None for an Optional field where they say so. A value hedged but stated
+// ("approximately 1450", "Probably yes.") is read. An int with more
+// digits than an int64 holds is out of range before any arithmetic, so
+// huge numbers cost a scan.
 func ParseValue(raw string, f signature.Field) (any, error) {
 	v, err := value.Parse(raw, f.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("adapter: field %q: %w", f.Name, err)
 	}
 	return v, nil
-}
-
-// parseValue is ParseValue without the field name in the error, for
-// adapters that report the field in a *ParseError.
-func parseValue(raw string, f signature.Field) (any, error) {
-	return value.Parse(raw, f.Spec)
 }
 
 // unquoteText drops one pair of double quotes (straight or curly) that
@@ -62,6 +69,11 @@ func unquoteText(s string, f signature.Field) string {
 // parseReply is the parser of every text adapter: the reply reader finds
 // each output's content in the reply (in the shape the adapter prefers
 // first, then any other), and each is converted to the field's Go type.
+// The reply's JSON and its fields' values share one JSON repair budget
+// (jsonx.Budget): all the repair one reply forces costs at most one repair
+// of a span at the 16 KiB cap, so parsing stays short enough that Call and
+// Stream need not interrupt it (Parse takes no context); a reply that needs
+// more is an error naming the field.
 func parseReply(sig *signature.Signature, completion, adapter string, prefer reply.Shape) (Values, error) {
 	if sig == nil {
 		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: errNilSignature}
@@ -74,7 +86,9 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 	} else {
 		fields = make([]reply.Field, n)
 	}
-	if err := reply.Read(sig, completion, prefer, fields); err != nil {
+	// One repair budget for the reply: its JSON and every field's value.
+	budget := new(jsonx.Budget)
+	if err := reply.Read(sig, completion, prefer, fields, budget); err != nil {
 		pe := &ParseError{Adapter: adapter, Completion: completion, Err: err}
 		var re *reply.Error
 		if errors.As(err, &re) {
@@ -91,7 +105,7 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 			continue
 		}
 		f := sig.Output(i)
-		v, err := fieldValue(&fields[i], f)
+		v, err := fieldValue(&fields[i], f, budget)
 		if fields[i].Err != nil {
 			err = fields[i].Err
 		}
@@ -105,22 +119,23 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 
 // fieldValue converts a field's content from the reply to its Go value:
 // a JSON member through the rules for decoded values (a string through
-// ParseValue's), an XML element's tree likewise, text through ParseValue.
+// ParseValue's), an XML element's tree likewise, text through ParseValue,
+// paying JSON repair from the reply's budget b.
 // Text protocols (not JSON strings) lose one pair of quotes around a str.
-func fieldValue(fld *reply.Field, f signature.Field) (any, error) {
+func fieldValue(fld *reply.Field, f signature.Field, b *jsonx.Budget) (any, error) {
 	switch fld.Source {
 	case reply.Member:
-		return decodedValue(fld.Value, f)
+		return decodedValue(fld.Value, f, b)
 	case reply.String:
-		return parseValue(fld.Text, f)
+		return value.ParseIn(fld.Text, f.Spec, b)
 	case reply.Element:
 		tree := fld.Value
 		if s, ok := tree.(string); ok {
 			tree = unquoteText(s, f)
 		}
-		return value.FromJSON(tree, f.Spec)
+		return value.FromJSONIn(tree, f.Spec, b)
 	}
-	return parseValue(unquoteText(fld.Text, f), f)
+	return value.ParseIn(unquoteText(fld.Text, f), f.Spec, b)
 }
 
 // errNoOutputs is the cause when a reply holds none of the output fields,

@@ -198,6 +198,12 @@ func prevSignificant(text string, from, j int) byte {
 // valid JSON. A span that was cut off while a value was being written is
 // reported in info.Truncated (with no repaired text).
 func Repair(span string) (string, RepairInfo, error) {
+	return (*Budget)(nil).Repair(span)
+}
+
+// Repair is [Repair] paid from b: the repair itself (the quadratic step)
+// is refused with ErrBudget once b is spent. A nil b bounds only the span.
+func (b *Budget) Repair(span string) (string, RepairInfo, error) {
 	if len(span) > MaxRepair {
 		return "", RepairInfo{}, ErrTooLarge
 	}
@@ -214,6 +220,9 @@ func Repair(span string) (string, RepairInfo, error) {
 	if badNumber != "" {
 		// Repair would make "-" a 0 and "1.5e" a 1.5: a guess.
 		return "", RepairInfo{}, fmt.Errorf("%w: %q is not a number", ErrInvalid, badNumber)
+	}
+	if !b.spend(len(span)) {
+		return "", RepairInfo{}, ErrBudget
 	}
 	fixed, err := repair(span)
 	if err != nil {

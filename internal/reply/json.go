@@ -3,6 +3,7 @@ package reply
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -26,8 +27,9 @@ var errNotJSON = errors.New("no JSON answer")
 // a double-encoded object, an object serialised under a wrapper key), or
 // the objects in prose and code fences. Among several candidates it keeps
 // the one that takes no judgement (see choose). A bare array is the
-// answer of a signature with a single list output.
-func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
+// answer of a signature whose one output takes it (see takesArray); a
+// reply that is any other array is an error (see notAnObject).
+func readJSON(sig *signature.Signature, text string, b *jsonx.Budget) (jsonFound, error) {
 	t := strings.TrimSpace(text)
 	if flat, ok := jsonx.DecodeFlat(t); ok {
 		return jsonFound{obj: flat, whole: true}, nil
@@ -38,7 +40,7 @@ func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
 		}
 		obj, ok := answerObject(sig, v)
 		if !ok {
-			return jsonFound{whole: true}, errNotJSON
+			return jsonFound{whole: true}, notAnObject(sig, v)
 		}
 		return jsonFound{obj: obj, whole: true}, nil
 	}
@@ -47,7 +49,7 @@ func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
 			return jsonFound{obj: obj, whole: true}, nil
 		}
 	}
-	cands, err := candidates(sig, t)
+	cands, err := candidates(sig, t, b)
 	if err != nil {
 		return jsonFound{whole: len(cands) == 1 && cands[0].whole}, err
 	}
@@ -60,22 +62,64 @@ func readJSON(sig *signature.Signature, text string) (jsonFound, error) {
 
 // answerObject returns the object a decoded reply answers with: the
 // object itself (a JSON string holding an object is decoded: a
-// double-encoded reply), or a bare array for a single list output.
+// double-encoded reply), or a bare array for a signature whose one output
+// takes it (see takesArray).
 func answerObject(sig *signature.Signature, v any) (map[string]any, bool) {
-	if s, ok := v.(string); ok {
-		if inner, err := jsonx.Decode(strings.TrimSpace(s)); err == nil {
-			v = inner
-		}
-	}
+	v = undouble(v)
 	switch x := v.(type) {
 	case map[string]any:
 		return x, true
 	case []any:
-		if sig.NumOutputs() == 1 && isListKind(sig.Output(0).Spec) {
+		if sig.NumOutputs() == 1 && takesArray(sig.Output(0).Spec, x) {
 			return map[string]any{sig.OutputName(0): x}, true
 		}
 	}
 	return nil, false
+}
+
+// undouble decodes a JSON string that holds a JSON value (a double-encoded
+// reply); any other value is returned as it is.
+func undouble(v any) any {
+	if s, ok := v.(string); ok {
+		if inner, err := jsonx.Decode(strings.TrimSpace(s)); err == nil {
+			return inner
+		}
+	}
+	return v
+}
+
+// takesArray reports whether a field of type spec takes the array a as its
+// value: a list (or an Optional one) always, so its items' errors name the
+// field; a str never (a list is not text, though str() of it would be);
+// any other type when a converts to it (Any, a union with a list member, a
+// type that decodes JSON arrays itself).
+func takesArray(spec *signature.TypeSpec, a []any) bool {
+	switch spec.Kind() {
+	case signature.KindList:
+		return true
+	case signature.KindOptional:
+		return takesArray(spec.Elem(), a)
+	case signature.KindString:
+		return false
+	}
+	_, err := value.FromJSON(a, spec)
+	return err == nil
+}
+
+// notAnObject is the error for a reply that is one JSON value, neither an
+// object nor a value its one output takes: as in DSPy, such a reply does
+// not answer (issue 30: ["Paris"] for answer: str is not the text
+// `["Paris"]`). Any other value (a number, a string) is errNotJSON: the
+// reply may still be read as text.
+func notAnObject(sig *signature.Signature, v any) error {
+	if _, arr := undouble(v).([]any); !arr {
+		return errNotJSON
+	}
+	err := wrapf(value.ErrInvalid, "the reply is a JSON array, not an object holding the output fields")
+	if sig.NumOutputs() == 1 {
+		err = replyErr(0, fmt.Errorf("the reply is a JSON array, not an object holding the output field, and %s does not take an array: %w", value.A(sig.Output(0).Spec.String()), value.ErrInvalid))
+	}
+	return err
 }
 
 // candidate is one JSON value found in a reply.
@@ -97,7 +141,7 @@ const maxCandidates = 16
 // reply or names an output; a span that cannot be read at all might be
 // the answer, so it stops the search with errNotJSON when it names an
 // output.
-func candidates(sig *signature.Signature, t string) ([]candidate, error) {
+func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidate, error) {
 	var out []candidate
 	spans := jsonx.Spans(t, maxCandidates)
 	for _, sp := range spans {
@@ -112,7 +156,7 @@ func candidates(sig *signature.Signature, t string) ([]candidate, error) {
 				continue
 			}
 		} else {
-			v, err = decodeSpan(sig, t[sp.Start:sp.End], whole)
+			v, err = decodeSpan(sig, t[sp.Start:sp.End], whole, b)
 		}
 		if err != nil {
 			if errors.Is(err, ErrTruncated) && (whole || sp.Start == 0 || namesOutput(sig, t[sp.Start:sp.End])) {
@@ -129,6 +173,9 @@ func candidates(sig *signature.Signature, t string) ([]candidate, error) {
 		}
 		obj, ok := answerObject(sig, v)
 		if !ok {
+			if err := notAnObject(sig, v); whole && !errors.Is(err, errNotJSON) {
+				return nil, err
+			}
 			continue
 		}
 		if _, isArr := v.([]any); !isArr {
@@ -423,7 +470,7 @@ func ambiguousKey(err error) error {
 // supplied; then repaired. A span cut off mid-value is ErrTruncated,
 // except a trailing comma after members that give every output (the
 // model stopped after a complete answer).
-func decodeSpan(sig *signature.Signature, span string, whole bool) (any, error) {
+func decodeSpan(sig *signature.Signature, span string, whole bool, b *jsonx.Budget) (any, error) {
 	if v, err := jsonx.Decode(span); err == nil || isDuplicate(err) {
 		return v, ambiguousKey(err)
 	}
@@ -434,15 +481,15 @@ func decodeSpan(sig *signature.Signature, span string, whole bool) (any, error) 
 		if v, err := jsonx.Decode(fixed); err == nil || isDuplicate(err) {
 			return v, ambiguousKey(err)
 		}
-		if rep, info, err := jsonx.Repair(fixed); err == nil && !info.Truncated {
+		if rep, info, err := b.Repair(fixed); err == nil && !info.Truncated {
 			if v, err := jsonx.Decode(rep); err == nil || isDuplicate(err) {
 				return v, ambiguousKey(err)
 			}
 		}
 	}
-	fixed, info, err := jsonx.Repair(span)
+	fixed, info, err := b.Repair(span)
 	if info.Truncated {
-		if v, ok := completeBeforeComma(sig, span); ok {
+		if v, ok := completeBeforeComma(sig, span, b); ok {
 			return v, nil
 		}
 		return nil, ErrTruncated
@@ -457,12 +504,12 @@ func decodeSpan(sig *signature.Signature, span string, whole bool) (any, error) 
 // completeBeforeComma reads a span that ends in a comma after complete
 // members ({"answer": "Paris", "n": 1,) when those members give every
 // output.
-func completeBeforeComma(sig *signature.Signature, span string) (any, bool) {
+func completeBeforeComma(sig *signature.Signature, span string, b *jsonx.Budget) (any, bool) {
 	t := strings.TrimRight(span, " \t\r\n")
 	if !strings.HasSuffix(t, ",") {
 		return nil, false
 	}
-	fixed, info, err := jsonx.Repair(t[:len(t)-1])
+	fixed, info, err := b.Repair(t[:len(t)-1])
 	if err != nil || info.Truncated {
 		return nil, false
 	}

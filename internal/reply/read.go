@@ -59,8 +59,10 @@ type Field struct {
 // str, that output's text. A field missing from the reply is left
 // Missing; defaults and missing-field errors are the caller's. Errors are
 // *Error values wrapping ErrAmbiguous, ErrTruncated or an invalid-value
-// error.
-func Read(sig *signature.Signature, completion string, prefer Shape, fields []Field) error {
+// error. JSON repair is paid from b, the reply's budget, which the caller
+// goes on to share with the fields' values (nil: each repair bounded only
+// by its span).
+func Read(sig *signature.Signature, completion string, prefer Shape, fields []Field, b *jsonx.Budget) error {
 	for i := range fields {
 		fields[i] = Field{}
 	}
@@ -88,7 +90,7 @@ func Read(sig *signature.Signature, completion string, prefer Shape, fields []Fi
 		case shXML:
 			found, err = readXML(sig, text, fields)
 		case shJSON:
-			found, err = readJSONShape(sig, text, fields)
+			found, err = readJSONShape(sig, text, fields, b)
 		case shLabels:
 			found, err = labels(sig, text, fields)
 		}
@@ -206,14 +208,14 @@ func renamedElement(sig *signature.Signature, text string, missing int, fields [
 	}
 }
 
-func readJSONShape(sig *signature.Signature, text string, fields []Field) (bool, error) {
+func readJSONShape(sig *signature.Signature, text string, fields []Field, b *jsonx.Budget) (bool, error) {
 	if !strings.ContainsAny(text, "{[") {
 		return false, nil
 	}
 	if readFlat(sig, text, fields) {
 		return true, nil
 	}
-	found, err := readJSON(sig, text)
+	found, err := readJSON(sig, text, b)
 	switch {
 	case errors.Is(err, errNotJSON):
 		return false, nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -32,7 +33,7 @@ func TestReadShapes(t *testing.T) {
 		{"Reasoning: r\nAnswer: 4", XML, Label},
 	} {
 		fields := make([]Field, 2)
-		if err := Read(sig, tc.reply, tc.prefer, fields); err != nil {
+		if err := Read(sig, tc.reply, tc.prefer, fields, nil); err != nil {
 			t.Fatalf("%q: %v", tc.reply, err)
 		}
 		if fields[1].Source != tc.src {
@@ -61,7 +62,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, reply string, pick uint8) {
 		sig := sigs[int(pick)%len(sigs)]
 		fields := make([]Field, sig.NumOutputs())
-		err := Read(sig, reply, Shape(pick/4%3), fields)
+		err := Read(sig, reply, Shape(pick/4%3), fields, new(jsonx.Budget))
 		var re *Error
 		if err != nil && !errors.As(err, &re) {
 			t.Fatalf("%T %v", err, err)

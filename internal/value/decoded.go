@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/signature"
 )
@@ -14,7 +15,7 @@ import (
 // fromDecoded converts a decoded value to spec's Go type. top marks a
 // field's own value, where DSPy turns a non-string into str() for a str
 // field; inside containers a str must be a string.
-func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.Value, error) {
+func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	if depth > maxDepth {
 		return reflect.Value{}, invalid("nested too deeply")
 	}
@@ -68,7 +69,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			}
 			return intValue(n, t, x.String())
 		case string:
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 	case signature.KindFloat:
 		switch x := v.(type) {
@@ -79,7 +80,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			}
 			return reflect.ValueOf(f).Convert(t), nil
 		case string:
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 	case signature.KindBool:
 		switch x := v.(type) {
@@ -90,11 +91,11 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 				return reflect.ValueOf(x == "1").Convert(t), nil
 			}
 		case string:
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 	case signature.KindEnum:
 		if x, ok := v.(string); ok {
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 	case signature.KindLiteral:
 		for _, l := range spec.Literals() {
@@ -103,20 +104,20 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			}
 		}
 		if x, ok := v.(string); ok {
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 		return reflect.Value{}, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, clip(pyjson.Repr(v)), pyjson.Repr(spec.Literals()))
 	case signature.KindOptional:
 		if x, isStr := v.(string); isStr && spec.Elem().Kind() != signature.KindString && !(spec.Elem().Kind() == signature.KindUnion && unionHasStr(spec.Elem())) {
-			return parseText(x, spec, depth+1) // the text rules: "", "None", "Unknown – …"
+			return parseText(x, spec, depth+1, b) // the text rules: "", "None", "Unknown – …"
 		}
-		out, err := fromDecoded(v, spec.Elem(), top, depth+1)
+		out, err := fromDecoded(v, spec.Elem(), top, depth+1, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return wrap(out, t), nil
 	case signature.KindUnion:
-		return unionFromDecoded(v, spec, depth)
+		return unionFromDecoded(v, spec, depth, b)
 	case signature.KindAny:
 		out := reflect.New(t).Elem()
 		if n := plain(v); n != nil {
@@ -128,7 +129,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 		case []any:
 			out := reflect.MakeSlice(t, len(x), len(x))
 			for i, e := range x {
-				ev, err := fromDecoded(e, spec.Elem(), false, depth+1)
+				ev, err := fromDecoded(e, spec.Elem(), false, depth+1, b)
 				if err != nil {
 					return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
 				}
@@ -136,10 +137,10 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			}
 			return out, nil
 		case string:
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		case json.Number, bool:
 			// A lone scalar given for a list is its one item.
-			ev, err := fromDecoded(x, spec.Elem(), false, depth+1)
+			ev, err := fromDecoded(x, spec.Elem(), false, depth+1, b)
 			if err != nil {
 				return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), A(spec.String()))
 			}
@@ -152,11 +153,11 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 		case map[string]any:
 			out := reflect.MakeMapWithSize(t, len(x))
 			for k, e := range x {
-				kv, err := parseText(k, spec.Key(), depth+1)
+				kv, err := parseText(k, spec.Key(), depth+1, b)
 				if err != nil {
 					return reflect.Value{}, fmt.Errorf("key %s: %w", clip(k), err)
 				}
-				ev, err := fromDecoded(e, spec.Elem(), false, depth+1)
+				ev, err := fromDecoded(e, spec.Elem(), false, depth+1, b)
 				if err != nil {
 					return reflect.Value{}, fmt.Errorf("key %s: %w", clip(k), err)
 				}
@@ -164,14 +165,14 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int) (reflect.
 			}
 			return out, nil
 		case string:
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 	case signature.KindStruct:
 		switch x := v.(type) {
 		case map[string]any:
-			return structFromMap(x, spec, depth)
+			return structFromMap(x, spec, depth, b)
 		case string:
-			return parseText(x, spec, depth+1)
+			return parseText(x, spec, depth+1, b)
 		}
 	case signature.KindNone:
 		return reflect.Value{}, invalid("%s is not None", clip(pyjson.Repr(v)))
@@ -216,7 +217,7 @@ func sameLiteral(v, lit any) bool {
 // unionFromDecoded picks the member for v as pydantic's smart mode does:
 // a member v already is (a string for str, an integral number for int)
 // first, then the first member v converts to.
-func unionFromDecoded(v any, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+func unionFromDecoded(v any, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	t := spec.GoType()
 	opts := spec.Options()
 	set := func(x reflect.Value) reflect.Value {
@@ -226,13 +227,13 @@ func unionFromDecoded(v any, spec *signature.TypeSpec, depth int) (reflect.Value
 	}
 	for _, o := range opts {
 		if exactKind(v, o) {
-			if x, err := fromDecoded(v, o, false, depth+1); err == nil {
+			if x, err := fromDecoded(v, o, false, depth+1, b); err == nil {
 				return set(x), nil
 			}
 		}
 	}
 	for _, o := range opts {
-		if x, err := fromDecoded(v, o, false, depth+1); err == nil {
+		if x, err := fromDecoded(v, o, false, depth+1, b); err == nil {
 			return set(x), nil
 		}
 	}
@@ -291,7 +292,7 @@ func plain(v any) any {
 // (exactly, else uniquely up to case and separators); a missing key takes
 // the field's default, None when it is nullable, and is an error
 // otherwise. Unknown keys are ignored, as pydantic does.
-func structFromMap(m map[string]any, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+func structFromMap(m map[string]any, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	t := spec.GoType()
 	fields, err := spec.Fields()
 	if err != nil {
@@ -319,7 +320,7 @@ func structFromMap(m map[string]any, spec *signature.TypeSpec, depth int) (refle
 			}
 			return reflect.Value{}, invalid("%s: key %q missing", spec, f.Name)
 		}
-		v, err := fromDecoded(raw, f.Spec, false, depth+1)
+		v, err := fromDecoded(raw, f.Spec, false, depth+1, b)
 		if err != nil {
 			return reflect.Value{}, fmt.Errorf("%s.%s: %w", spec, f.Name, err)
 		}

@@ -4,7 +4,8 @@
 // same result, recovers the decorations models add (bold, quotes, fences,
 // Literal[...] wrappers, thousands separators, units, markdown bullets),
 // and refuses what it cannot read unambiguously (a fractional int, a
-// percentage, "yes and no", two enum members). FromJSON applies the same
+// percentage, "yes and no", two enum members) and what states no value
+// ("No answer", "7 or None", "[1, 2] and [3]": see stated.go). FromJSON applies the same
 // rules to values that arrive already decoded (JSON, XML). Format is DSPy's
 // format_field_value.
 //

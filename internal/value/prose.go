@@ -38,7 +38,7 @@ var emphasisRE = regexp.MustCompile("\\*\\*([^*\\n]+)\\*\\*|__([^_\\n]+)__|`([^`
 
 // fromProse reads a scalar explained in text (see above); ok is false when
 // the text does not hold one.
-func fromProse[T comparable](raw string, read func(string) (T, error), find candidateFinder) (v T, err error, ok bool) {
+func fromProse[T comparable](raw string, read func(string) (T, error), find candidateFinder, numeric bool) (v T, err error, ok bool) {
 	text := strings.TrimSpace(raw)
 	if len(text) > maxProse {
 		return v, nil, false
@@ -52,14 +52,28 @@ func fromProse[T comparable](raw string, read func(string) (T, error), find cand
 		}
 	}
 	var found []T
-	for _, m := range emphasisRE.FindAllStringSubmatch(text, 16) {
-		span := m[1] + m[2] + m[3]
-		if ev, eerr := orUnlabelled(span, read); eerr == nil && !contains(found, ev) {
-			found = append(found, ev)
+	var alt error
+	for _, m := range emphasisRE.FindAllStringSubmatchIndex(text, 16) {
+		var span string
+		for g := 2; g < len(m); g += 2 {
+			if m[g] >= 0 {
+				span = text[m[g]:m[g+1]]
+			}
+		}
+		if ev, eerr := orUnlabelled(span, read); eerr == nil {
+			if !contains(found, ev) {
+				found = append(found, ev)
+			}
+			if alt == nil {
+				alt = alternative(text, m[0], m[1], numeric)
+			}
 		}
 	}
 	switch len(found) {
 	case 1:
+		if alt != nil {
+			return v, fmt.Errorf("%w: %s", alt, clip(raw)), true
+		}
 		return found[0], nil, true
 	case 0:
 	default:
@@ -67,7 +81,7 @@ func fromProse[T comparable](raw string, read func(string) (T, error), find cand
 	}
 	for _, c := range cands {
 		if c.blocked != nil {
-			return v, c.blocked, true
+			return v, fmt.Errorf("%w: %s", c.blocked, clip(raw)), true
 		}
 		cv, cerr := read(c.text)
 		if cerr != nil {
@@ -202,6 +216,10 @@ func numberCandidates(text string) []candidate {
 			out = append(out, candidate{tok, q})
 			continue
 		}
+		if a := alternative(text, start, i, true); a != nil {
+			out = append(out, candidate{tok, a})
+			continue
+		}
 		if w := nextWord(text[i:]); scaleWords[w] || w == "k" || w == "m" || w == "b" {
 			out = append(out, candidate{tok, fmt.Errorf("%w: %s %s: a scale word changes the value", ErrInvalid, tok, w)})
 			continue
@@ -244,8 +262,26 @@ func choiceCandidates(choices []string) candidateFinder {
 				continue
 			}
 			for _, form := range [...]string{strings.ToLower(c), strings.ToLower(strings.ReplaceAll(c, "_", " "))} {
-				if i := indexWord(lower, form); i >= 0 {
-					out = append(out, candidate{text: c, blocked: qualifier(lower, i)})
+				_, yesNo := strongBools[form]
+				i := indexWord(lower, form)
+				for yesNo && i >= 0 && determines(lower, i+len(form)) {
+					// "No evidence …": a determiner, not the member.
+					next := indexWord(lower[i+len(form):], form)
+					if next < 0 {
+						i = -1
+						break
+					}
+					i += len(form) + next
+				}
+				if i >= 0 {
+					blocked := qualifier(lower, i)
+					if blocked == nil {
+						blocked = alternative(lower, i, i+len(form), false)
+					}
+					if blocked == nil && yesNo && refusalRE.MatchString(lower[i+len(form):]) {
+						blocked = errRefusal // "No, I cannot tell."
+					}
+					out = append(out, candidate{text: c, blocked: blocked})
 					break
 				}
 			}
@@ -273,23 +309,56 @@ func indexWord(s, w string) int {
 // boolCandidates finds a yes/no answer that ends prose ("…, so the claim
 // holds: yes."), with every other truth word in the text as a candidate
 // too (two different ones are ambiguous); any negation in the text blocks
-// the reading.
+// the reading, as does a truth word joined to None ("None or yes"). A
+// truth word that determines a noun ("No evidence was found, so: false")
+// is no answer, and no candidate.
 func boolCandidates(text string) []candidate {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	lower := strings.ToLower(text)
+	type word struct {
+		w          string
+		start, end int
+	}
+	var words []word
+	for i := 0; i < len(lower); {
+		r, size := utf8.DecodeRuneInString(lower[i:])
+		if !unicode.IsLetter(r) && r != '\'' {
+			i += size
+			continue
+		}
+		j := i
+		for j < len(lower) {
+			r, size := utf8.DecodeRuneInString(lower[j:])
+			if !unicode.IsLetter(r) && r != '\'' {
+				break
+			}
+			j += size
+		}
+		words = append(words, word{lower[i:j], i, j})
+		i = j
+	}
 	if len(words) == 0 {
 		return nil
 	}
-	if _, ok := strongBools[words[len(words)-1]]; !ok {
+	if _, ok := strongBools[words[len(words)-1].w]; !ok {
+		// No answer ends the text; one joined to None still says the
+		// text does not state a value ("Either yes or nothing.").
+		for _, w := range words {
+			if _, ok := strongBools[w.w]; ok {
+				if err := alternative(lower, w.start, w.end, false); err != nil {
+					return []candidate{{text: w.w, blocked: err}}
+				}
+			}
+		}
 		return nil
 	}
 	var out []candidate
 	for _, w := range words {
 		switch {
-		case negations[w] && w != "no" || strings.HasSuffix(w, "n't"):
-			return []candidate{{text: w, blocked: errNegated}}
+		case negations[w.w] && w.w != "no" || strings.HasSuffix(w.w, "n't"):
+			return []candidate{{text: w.w, blocked: errNegated}}
 		}
-		if _, ok := strongBools[w]; ok {
-			out = append(out, candidate{text: w})
+		if _, ok := strongBools[w.w]; ok && !determines(lower, w.end) { // "No evidence …" is no answer
+			out = append(out, candidate{text: w.w, blocked: alternative(lower, w.start, w.end, false)})
 		}
 	}
 	return out

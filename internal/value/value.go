@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -53,12 +52,20 @@ type fieldParser interface {
 }
 
 // Parse reads raw, a field's text, as a value of spec's Go type. A nil spec
-// means str.
+// means str. Its JSON repair is bounded as one reply's (see ParseIn).
 func Parse(raw string, spec *signature.TypeSpec) (any, error) {
+	return ParseIn(raw, spec, new(jsonx.Budget))
+}
+
+// ParseIn is Parse paying JSON repair from b, the budget of the reply the
+// text comes from: the fields of one reply share one budget, so a reply
+// cannot make each of its fields pay a repair's worst case. A spent budget
+// is an ErrInvalid error.
+func ParseIn(raw string, spec *signature.TypeSpec, b *jsonx.Budget) (any, error) {
 	if spec == nil || spec.Kind() == signature.KindString && spec.GoType() == stringType {
 		return raw, nil // str: the text as it is, without reflection
 	}
-	v, err := parseText(raw, spec, 0)
+	v, err := parseText(raw, spec, 0, b)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +77,16 @@ func Parse(raw string, spec *signature.TypeSpec) (any, error) {
 // Parse's text rules; a non-string for a str field becomes Python's str()
 // of it, as DSPy does; null for a field that cannot be None is an error.
 func FromJSON(v any, spec *signature.TypeSpec) (any, error) {
+	return FromJSONIn(v, spec, new(jsonx.Budget))
+}
+
+// FromJSONIn is FromJSON paying JSON repair (of strings that hold JSON)
+// from b, as ParseIn does.
+func FromJSONIn(v any, spec *signature.TypeSpec, b *jsonx.Budget) (any, error) {
 	if spec == nil {
 		spec = strSpec
 	}
-	out, err := fromDecoded(v, spec, true, 0)
+	out, err := fromDecoded(v, spec, true, 0, b)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +122,7 @@ func clip(s string) string {
 	return strconv.Quote(s)
 }
 
-func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	if depth > maxDepth {
 		return reflect.Value{}, invalid("nested too deeply")
 	}
@@ -169,8 +182,11 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 			}
 			return wrap(v, t), nil
 		}
-		v, err := parseText(raw, elem, depth+1)
+		v, err := parseText(raw, elem, depth+1, b)
 		if err != nil {
+			if errors.Is(err, ErrAmbiguous) {
+				return reflect.Value{}, err // a value and something else: not None
+			}
 			if none, nerr := noneAnswer(raw, nil); none && nerr == nil {
 				return reflect.Zero(t), nil // None, N/A, Unknown …
 			}
@@ -178,35 +194,35 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		}
 		return wrap(v, t), nil
 	case signature.KindUnion, signature.KindAny:
-		cand, ok, err := decodeText(raw)
+		cand, ok, at, err := decodeText(raw, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if !ok {
-			cand = raw
+			cand, at = raw, proseAt{}
 		}
-		return fromDecoded(cand, spec, false, depth+1)
+		return fromProseSpan(raw, cand, at, spec, depth, b)
 	case signature.KindList, signature.KindDict, signature.KindStruct:
-		cand, ok, err := decodeText(raw)
+		cand, ok, at, err := decodeText(raw, b)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if ok {
 			if _, isStr := cand.(string); !isStr {
-				return fromDecoded(cand, spec, false, depth+1)
+				return fromProseSpan(raw, cand, at, spec, depth, b)
 			}
 		}
 		switch spec.Kind() {
 		case signature.KindList:
 			if items, ok := bullets(raw); ok {
-				return listFromText(items, spec, depth)
+				return listFromText(items, spec, depth, b)
 			}
 			if item, ok := singleItem(raw, spec.Elem()); ok {
-				return listFromText([]string{item}, spec, depth)
+				return listFromText([]string{item}, spec, depth, b)
 			}
 		default:
 			if m, err := pyKwargs(strings.TrimSpace(raw)); err == nil {
-				return fromDecoded(m, spec, false, depth+1)
+				return fromDecoded(m, spec, false, depth+1, b)
 			}
 		}
 		return reflect.Value{}, invalid("%s is not %s", clip(raw), A(spec.String()))
@@ -214,6 +230,19 @@ func parseText(raw string, spec *signature.TypeSpec, depth int) (reflect.Value, 
 		return customFromText(raw, t)
 	}
 	return reflect.Value{}, invalid("cannot read a %s", spec)
+}
+
+// fromProseSpan converts a decoded value read from at (see decodeText) and
+// applies checkProse to it.
+func fromProseSpan(raw string, cand any, at proseAt, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
+	out, err := fromDecoded(cand, spec, false, depth+1, b)
+	if err != nil {
+		return out, err
+	}
+	if err := checkProse(raw, at, spec, out, depth, b); err != nil {
+		return reflect.Value{}, err
+	}
+	return out, nil
 }
 
 // unionHasStr reports a union with a plain str member.
@@ -242,31 +271,31 @@ func readScalar(raw string, spec *signature.TypeSpec, prose bool) (reflect.Value
 	find := finderFor(spec)
 	switch spec.Kind() {
 	case signature.KindInt:
-		n, err := scalar(raw, prose, parseInt, find)
+		n, err := scalar(raw, prose, parseInt, find, true)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return intValue(n, t, raw)
 	case signature.KindFloat:
-		f, err := scalar(raw, prose, parseFloat, find)
+		f, err := scalar(raw, prose, parseFloat, find, true)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(f).Convert(t), nil
 	case signature.KindBool:
-		b, err := scalar(raw, prose, parseBool, find)
+		b, err := scalar(raw, prose, parseBool, find, false)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(b).Convert(t), nil
 	case signature.KindEnum:
-		s, err := scalar(raw, prose, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) }, find)
+		s, err := scalar(raw, prose, func(r string) (string, error) { return matchEnum(r, spec.EnumValues()) }, find, false)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return reflect.ValueOf(s).Convert(t), nil
 	}
-	lit, err := scalar(raw, prose, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) }, find)
+	lit, err := scalar(raw, prose, func(r string) (any, error) { return matchLiteral(r, spec.Literals()) }, find, false)
 	if err != nil {
 		return reflect.Value{}, err
 	}
@@ -275,12 +304,19 @@ func readScalar(raw string, spec *signature.TypeSpec, prose bool) (reflect.Value
 
 // scalar reads raw with read (also without a leading label), then, with
 // prose set, as a value explained in a sentence.
-func scalar[T comparable](raw string, prose bool, read func(string) (T, error), find candidateFinder) (T, error) {
+func scalar[T comparable](raw string, prose bool, read func(string) (T, error), find candidateFinder, numeric bool) (T, error) {
 	v, err := orUnlabelled(raw, read)
 	if err == nil || errors.Is(err, ErrAmbiguous) || !prose {
 		return v, err
 	}
-	if pv, perr, ok := fromProse(raw, read, find); ok {
+	if noneHead(raw) {
+		// "Unknown, maybe 7": no value, and a guess at one.
+		if _, nerr := noneAnswer(raw, find); nerr != nil {
+			return v, nerr
+		}
+		return v, invalid("%s says there is no value", clip(raw))
+	}
+	if pv, perr, ok := fromProse(raw, read, find, numeric); ok {
 		return pv, perr
 	}
 	return v, err
@@ -421,51 +457,89 @@ func parseInt(raw string) (int64, error) {
 	return intFromNumber(n, raw)
 }
 
+// intFromNumber reads a JSON-spelled number as an int64 exactly (never
+// through a float64, which rounds integers beyond 2^53), in time linear in
+// its length: a number with more significant digits than an int64 holds
+// is out of range before any arithmetic, so a reply of a million digits
+// costs a scan, not big-number arithmetic (security review round 3, N6).
 func intFromNumber(n json.Number, raw string) (int64, error) {
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		return i, nil
 	}
-	r, ok := exactNumber(string(n))
+	neg, digits, exp, ok := decimalParts(string(n))
 	switch {
 	case !ok:
-		return 0, invalid("%s is out of range for an int", clip(raw))
-	case !r.IsInt():
+		return 0, invalid("%s is not an int", clip(raw))
+	case digits == "":
+		return 0, nil
+	case exp < 0:
 		return 0, invalid("%s is not a whole number", clip(raw))
-	case !r.Num().IsInt64():
+	case len(digits)+exp > maxInt64Digits:
 		return 0, invalid("%s is out of range for an int", clip(raw))
 	}
-	return r.Num().Int64(), nil
+	s := digits + strings.Repeat("0", exp)
+	if neg {
+		s = "-" + s
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, invalid("%s is out of range for an int", clip(raw))
+	}
+	return i, nil
 }
 
-// maxExponent bounds the decimal exponent exactNumber reads: far beyond
-// any int64 or float64, and small enough that the exact value stays cheap.
+// maxInt64Digits is the number of decimal digits of the largest int64.
+const maxInt64Digits = 19
+
+// maxExponent bounds the decimal exponent read: far beyond any int64 or
+// float64.
 const maxExponent = 400
 
-// exactNumber reads a JSON-spelled number exactly (never through a
-// float64, which rounds integers beyond 2^53). It reports false for an
-// exponent beyond maxExponent.
-func exactNumber(s string) (*big.Rat, bool) {
-	mant, exp := s, 0
+// decimalParts splits a decimal number ("-12.50e3") into its sign, its
+// significant digits without leading or trailing zeros ("125") and the
+// power of ten they are multiplied by (2): the value is
+// ±digits×10^exp, exactly. Zero has no digits. ok is false for a text that
+// is not such a number, or an exponent beyond maxExponent.
+func decimalParts(s string) (neg bool, digits string, exp int, ok bool) {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	mant := s
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
-		if err != nil || e > maxExponent || e < -maxExponent {
-			return nil, false
+		if err != nil || e > maxExponent || e < -maxExponent || strings.HasPrefix(s[i+1:], "+-") {
+			return false, "", 0, false
 		}
 		mant, exp = s[:i], e
 	}
-	r, ok := new(big.Rat).SetString(mant)
-	if !ok {
-		return nil, false
+	whole, frac, _ := strings.Cut(mant, ".")
+	if whole == "" && frac == "" || !allDigits(whole) || !allDigits(frac) {
+		return false, "", 0, false
 	}
-	if exp != 0 {
-		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
-		if exp > 0 {
-			r.Mul(r, new(big.Rat).SetInt(p))
-		} else {
-			r.Quo(r, new(big.Rat).SetInt(p))
+	whole = strings.TrimLeft(whole, "0")
+	trimmed := strings.TrimRight(frac, "0")
+	exp -= len(trimmed)
+	if trimmed == "" {
+		trimmed = whole
+		whole = ""
+		n := len(trimmed)
+		trimmed = strings.TrimRight(trimmed, "0")
+		exp += n - len(trimmed)
+	}
+	digits = strings.TrimLeft(whole+trimmed, "0")
+	if digits == "" {
+		return neg, "", 0, true
+	}
+	return neg, digits, exp, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return r, true
+	return true
 }
 
 func intValue(n int64, t reflect.Type, raw string) (reflect.Value, error) {
@@ -619,8 +693,8 @@ func decoratedNumber(s string) (json.Number, bool) {
 	if m == nil {
 		return "", false
 	}
-	if scaleWords[strings.ToLower(m[3])] {
-		return "", false
+	if scaleWords[strings.ToLower(m[3])] || trailingBounds[strings.ToLower(m[3])] {
+		return "", false // "42 million", "42 max": not a unit
 	}
 	num := strings.ReplaceAll(m[2], ",", "")
 	if strings.HasPrefix(num, ".") {
@@ -645,6 +719,17 @@ func parseBool(raw string) (bool, error) {
 	b, ok := strongBools[words[0]]
 	if !ok {
 		return false, invalid("%s is not a bool", clip(raw))
+	}
+	start := strings.Index(s, words[0])
+	end := start + len(words[0])
+	if determines(s, end) {
+		return false, fmt.Errorf("%w: %s", errNounPhrase, clip(raw))
+	}
+	if err := alternative(s, start, end, false); err != nil {
+		return false, fmt.Errorf("%w: %s", err, clip(raw))
+	}
+	if refusalRE.MatchString(s[end:]) {
+		return false, fmt.Errorf("%w: %s", errRefusal, clip(raw))
 	}
 	for _, w := range words[1:] {
 		if o, ok := strongBools[w]; ok && o != b {
@@ -721,13 +806,14 @@ func matchEnum(raw string, values []string) (string, error) {
 
 // orUnlabelled reads raw with read, and when that fails for a reason
 // other than ambiguity, once more without a leading label ("Answer:
-// **True**", "**Category:** billing").
+// **True**", "**Category:** billing"). A None answer is no label
+// ("Unknown: probably 7" guesses a value it disowns).
 func orUnlabelled[T any](raw string, read func(string) (T, error)) (T, error) {
 	v, err := read(raw)
 	if err == nil || errors.Is(err, ErrAmbiguous) {
 		return v, err
 	}
-	if m := labelRE.FindStringIndex(cleanScalar(raw)); m != nil {
+	if m := labelRE.FindStringIndex(cleanScalar(raw)); m != nil && !noneHead(cleanScalar(raw)[:m[1]]) {
 		if rest := cleanScalar(raw)[m[1]:]; rest != "" {
 			if v2, err2 := read(rest); err2 == nil || errors.Is(err2, ErrAmbiguous) {
 				return v2, err2
@@ -769,14 +855,25 @@ func explainedChoice(s string, choices []string) (int, error) {
 		}
 		return found
 	}
-	at, rest := pick(head), s[len(head):]
+	at, start, end := pick(head), 0, len(head)
 	if at < 0 {
 		if f := strings.Fields(s); len(f) > 1 {
-			at, rest = pick(f[0]), s[strings.Index(s, f[0])+len(f[0]):]
+			start = strings.Index(s, f[0])
+			at, end = pick(f[0]), start+len(f[0])
 		}
 	}
+	rest := s[end:]
 	if at < 0 || strings.TrimSpace(rest) == "" {
 		return -1, nil
+	}
+	if _, yesNo := strongBools[normChoice(choices[at])]; yesNo && determines(s, end) {
+		return -1, fmt.Errorf("%w: %s", errNounPhrase, clip(s))
+	}
+	if err := alternative(s, start, end, false); err != nil {
+		return -1, fmt.Errorf("%w: %s", err, clip(s))
+	}
+	if _, yesNo := strongBools[normChoice(choices[at])]; yesNo && refusalRE.MatchString(rest) {
+		return -1, fmt.Errorf("%w: %s", errRefusal, clip(s))
 	}
 	lower := strings.ToLower(rest)
 	for i, c := range choices {
@@ -894,52 +991,105 @@ func literalValue(lit any, t reflect.Type) (reflect.Value, error) {
 // decodeText reads raw as structured data: strict JSON, a fenced block,
 // a Python literal, or the JSON embedded in prose (repaired if need be).
 // ok is false when raw holds no such value; a value cut off mid-way is
-// ErrTruncated.
-func decodeText(raw string) (v any, ok bool, err error) {
+// ErrTruncated. For a value found in prose, at says where (see
+// checkProse).
+func decodeText(raw string, b *jsonx.Budget) (v any, ok bool, at proseAt, err error) {
 	t := strings.TrimSpace(raw)
 	if t == "" {
-		return nil, false, nil
+		return nil, false, at, nil
 	}
 	v, ok, err = decodeJSON(t)
 	if ok || err != nil {
-		return v, ok, err
+		return v, ok, at, err
 	}
 	if body, isFence := fenceBody(t); isFence {
 		t = strings.TrimSpace(body)
 		if v, ok, err = decodeJSON(t); ok || err != nil {
-			return v, ok, err
+			return v, ok, at, err
 		}
 	}
 	if v, err := pyLiteral(t); err == nil {
-		return v, true, nil
+		return v, true, at, nil
 	}
 	if fixed, ok := jsonx.CloseOne(t); ok {
 		// One closing bracket forgotten where all else is complete.
 		if v, ok, err := decodeJSON(fixed); ok || err != nil {
-			return v, ok, err
+			return v, ok, at, err
 		}
 		if v, err := pyLiteral(fixed); err == nil {
-			return v, true, nil
+			return v, true, at, nil
 		}
 	}
-	span, _, found := jsonx.Extract(t)
+	span, start, found := jsonx.Extract(t)
 	if !found {
-		return nil, false, nil
+		return nil, false, at, nil
 	}
+	at = proseAt{text: t, start: start, end: start + len(span)}
 	if v, ok, err = decodeJSON(span); ok || err != nil {
-		return v, ok, err
+		return v, ok, at, err
 	}
 	if v, err := pyLiteral(span); err == nil {
-		return v, true, nil
+		return v, true, at, nil
 	}
-	fixed, info, err := jsonx.Repair(span)
+	fixed, info, err := b.Repair(span)
 	switch {
 	case info.Truncated:
-		return nil, false, fmt.Errorf("%w: the value ends before it is complete", ErrTruncated)
+		return nil, false, at, fmt.Errorf("%w: the value ends before it is complete", ErrTruncated)
+	case errors.Is(err, jsonx.ErrBudget):
+		return nil, false, at, invalid("%s needs JSON repair: %v", clip(raw), err)
 	case err != nil:
-		return nil, false, nil
+		return nil, false, at, nil
 	}
-	return decodeJSON(fixed)
+	v, ok, err = decodeJSON(fixed)
+	return v, ok, at, err
+}
+
+// proseAt is where in a text decodeText found the value it read: text
+// and the value's span, or a zero text when the value is the whole text.
+type proseAt struct {
+	text       string
+	start, end int
+}
+
+// maxProseSpans bounds the other bracketed values checkProse compares.
+const maxProseSpans = 8
+
+// checkProse applies the rules for a value found in prose (see stated.go)
+// to the container value v read from at: a negation or bound before it
+// ("not [1, 2]") and an alternative with None ("[1, 2] or None") are
+// errors; another bracketed value in the text that reads as a different
+// value of the type ("[1, 2] and [3]", "{...}. Actually, {...}") makes the
+// text ambiguous.
+func checkProse(raw string, at proseAt, spec *signature.TypeSpec, v reflect.Value, depth int, b *jsonx.Budget) error {
+	if at.text == "" {
+		return nil
+	}
+	if noneHead(at.text[:at.start]) || noneHead(at.text) && at.start > 0 {
+		return fmt.Errorf("%w: %s says both that there is no value and %s", ErrAmbiguous, clip(raw), clip(at.text[at.start:at.end]))
+	}
+	if err := qualifier(at.text, at.start); err != nil {
+		return fmt.Errorf("%w: %s", err, clip(raw))
+	}
+	if err := alternative(at.text, at.start, at.end, false); err != nil {
+		return fmt.Errorf("%w: %s", err, clip(raw))
+	}
+	for _, sp := range jsonx.Spans(at.text, maxProseSpans) {
+		if sp.Open || sp.Start == at.start {
+			continue
+		}
+		s := at.text[sp.Start:sp.End]
+		other, ok, err := decodeJSON(s)
+		if !ok || err != nil {
+			if other, err = pyLiteral(s); err != nil {
+				continue
+			}
+		}
+		ov, err := fromDecoded(other, spec, false, depth+1, b)
+		if err == nil && !reflect.DeepEqual(ov.Interface(), v.Interface()) {
+			return fmt.Errorf("%w: %s holds two different values, %s and %s", ErrAmbiguous, clip(raw), clip(at.text[at.start:at.end]), clip(s))
+		}
+	}
+	return nil
 }
 
 // decodeJSON decodes strict JSON, and the NaN and Infinity Python's
@@ -993,7 +1143,8 @@ func bulletItem(l string) (string, bool) {
 
 // singleItem reads a lone scalar given for a list ("sql" for list[str]) as
 // the list's one item. A line with a comma or semicolon is refused for
-// text items: one item or several, the text does not say.
+// text items: one item or several, the text does not say; so is a text
+// that states no item (see noItem).
 func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 	s := strings.TrimSpace(raw)
 	if s == "" || strings.ContainsAny(s, "\n[]{}") {
@@ -1001,7 +1152,7 @@ func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 	}
 	switch elem.Kind() {
 	case signature.KindString, signature.KindEnum, signature.KindLiteral:
-		if strings.ContainsAny(s, ",;") {
+		if strings.ContainsAny(s, ",;") || noItem(s) {
 			return "", false
 		}
 	case signature.KindInt, signature.KindFloat, signature.KindBool:
@@ -1011,11 +1162,11 @@ func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 	return s, true
 }
 
-func listFromText(items []string, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+func listFromText(items []string, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	t := spec.GoType()
 	out := reflect.MakeSlice(t, 0, len(items))
 	for i, it := range items {
-		v, err := parseText(it, spec.Elem(), depth+1)
+		v, err := parseText(it, spec.Elem(), depth+1, b)
 		if err != nil {
 			return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
 		}
