@@ -40,6 +40,8 @@ func TestTopLevelNotAnObject(t *testing.T) {
 		// Not a JSON reply: text that starts with a bracket is still text.
 		{"q -> answer", `[1] Paris is the capital.`, adapter.Values{"answer": "[1] Paris is the capital."}},
 		{"q -> answer", `42`, adapter.Values{"answer": "42"}},
+		// Chat's markers are no JSON array, though repair would make one.
+		{"q -> note: Optional[int]", "[[ ## completed ## ]]\n", adapter.Values{"note": (*int)(nil)}},
 	} {
 		sig := mustParse(t, tt.sig)
 		for _, p := range []adapter.Parser{adapter.JSON{}, adapter.Chat{}, adapter.XML{}, adapter.BAML{}} {

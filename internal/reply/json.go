@@ -173,7 +173,10 @@ func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidat
 		}
 		obj, ok := answerObject(sig, v)
 		if !ok {
-			if err := notAnObject(sig, v); whole && !errors.Is(err, errNotJSON) {
+			// A whole reply that is an array answers nothing; but text in
+			// Chat's markers ("[[ ## completed ## ]]"), which repair would
+			// turn into an array, is no JSON reply at all.
+			if err := notAnObject(sig, v); whole && !errors.Is(err, errNotJSON) && !hasMarker(sig, t[sp.Start:sp.End]) {
 				return nil, err
 			}
 			continue
@@ -661,4 +664,10 @@ func stringWrapped(t string) (string, bool) {
 	}
 	inner := rest[1 : len(rest)-1]
 	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\r`, "\r", `\"`, `"`, `\\`, `\`).Replace(inner), true
+}
+
+// hasMarker reports a Chat field marker anywhere in s.
+func hasMarker(sig *signature.Signature, s string) bool {
+	_, ok := FindMarker(sig, s, 0)
+	return ok
 }
