@@ -141,8 +141,13 @@ func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 		return nil, err
 	}
 	sig, demos, all := m.forCall(opts)
+	sig, inputs, record, err := m.inAttempt(ctx, sig, inputs) // Refine's hint, its trajectory (refine.go)
+	if err != nil {
+		return nil, err
+	}
 	ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
 	res, err := adapter.Call(ctx, lm, sig, demos, inputs, all...)
+	record(res, err)
 	done(res, err)
 	return res, err
 }
