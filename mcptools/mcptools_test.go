@@ -233,7 +233,7 @@ func TestArguments(t *testing.T) {
 	require.NoError(t, err)
 	w := byName(tools)["weather"]
 	ctx := context.Background()
-	for _, args := range []string{`[1, 2]`, `"Paris"`, `3`, `null`, `{"city": `} {
+	for _, args := range []string{`[1, 2]`, `"Paris"`, `3`, `null`, `{"city": `, `{"city": "a"} {"city": "b"}`} {
 		_, err := w.Call(ctx, json.RawMessage(args))
 		assert.Error(t, err, args)
 	}
