@@ -159,6 +159,17 @@ func (s *streamed) again(i int) bool {
 	return s.high[i]
 }
 
+// unmark forgets that output i was sent.
+func (s *streamed) unmark(i int) {
+	switch {
+	case i < 0:
+	case i < 64:
+		s.low &^= 1 << i
+	default:
+		delete(s.high, i)
+	}
+}
+
 // mark records that output i was sent.
 func (s *streamed) mark(i int) {
 	switch {

@@ -388,6 +388,32 @@ func genReply(rng *rand.Rand, name string, outputs ...string) string {
 	return b.String()
 }
 
+// streamChunks streams reply with adapter a in chunks of size bytes and
+// returns the field chunks (in order) and the Done chunk's outputs.
+func streamChunks(t *testing.T, a adapter.Adapter, sig *signature.Signature, size int, replies ...string) ([]adapter.Chunk, adapter.Values) {
+	t.Helper()
+	var rs []lmtest.Reply
+	for _, r := range replies {
+		rs = append(rs, lmtest.Text(r).ChunkSize(size))
+	}
+	srv := lmtest.NewServer(rs...)
+	defer srv.Close()
+	var chunks []adapter.Chunk
+	var out adapter.Values
+	for ch, err := range adapter.Stream(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseAdapter(a), adapter.NoRetry()) {
+		if err != nil {
+			t.Fatalf("chunk size %d: %v", size, err)
+		}
+		switch {
+		case ch.Done:
+			out = ch.Result.Outputs[0]
+		case ch.Field != "":
+			chunks = append(chunks, ch)
+		}
+	}
+	return chunks, out
+}
+
 // TestStreamRepliesReplaced: a later reply replaces what an earlier one
 // streamed, with an explicit event on its first delta of each field: a
 // fallback's reply replaces the first adapter's deltas, and a middleware
@@ -434,6 +460,84 @@ func TestStreamRepliesReplaced(t *testing.T) {
 	require.True(t, last.Done)
 	assert.Equal(t, "again", last.Result.Outputs[0]["answer"])
 	assert.Equal(t, "again", texts["answer"])
+}
+
+// checkContiguous streams reply at several chunk sizes and requires the
+// field deltas, joined, to be want, with no replacement, each field's text
+// arriving before the next field's, and, for chunks of up to 7 bytes and
+// hold >= 0, no delta longer than the chunk and hold bytes: the text
+// streams as it arrives, not as a suffix sent before Done.
+func checkContiguous(t *testing.T, a adapter.Adapter, sig *signature.Signature, reply string, want adapter.Values, hold int) {
+	t.Helper()
+	for _, size := range []int{1, 2, 3, 5, 7, 16, 1 << 20} {
+		chunks, out := streamChunks(t, a, sig, size, reply)
+		require.Equal(t, want, out, "%q", reply)
+		texts := fieldTexts{}
+		var order []string
+		for _, ch := range chunks {
+			assert.False(t, ch.Replace, "%s %q chunk size %d: a replacement", a.Name(), reply, size)
+			if hold >= 0 && size <= 7 {
+				assert.LessOrEqual(t, len(ch.Delta), size+hold, "%s %q chunk size %d: %q held back", a.Name(), reply, size, ch.Delta)
+			}
+			if len(order) == 0 || order[len(order)-1] != ch.Field {
+				assert.NotContains(t, order, ch.Field, "%s %q chunk size %d: %s's text after another field's", a.Name(), reply, size, ch.Field)
+				order = append(order, ch.Field)
+			}
+			texts.apply(ch)
+		}
+		for name, v := range want {
+			assert.Equal(t, v, texts[name], "%s %q chunk size %d", a.Name(), reply, size)
+		}
+	}
+}
+
+// TestJSONStreamHoldsClosingQuote: a JSON string's closing quote is held
+// until the next significant byte confirms it, so the unescaped inner
+// quotes Parse recovers stream as part of the value, with no replacement
+// ({"answer": "The document says "Help here" and then…"} streamed "The
+// document says " and stopped).
+func TestJSONStreamHoldsClosingQuote(t *testing.T) {
+	sig := mustParse(t, "question -> answer")
+	checkContiguous(t, adapter.JSON{}, mustParse(t, "question -> answer, reasoning"), `{"answer": "He said "hi" twice", "reasoning": "r"}`,
+		adapter.Values{"answer": `He said "hi" twice`, "reasoning": "r"}, 4)
+	for reply, want := range map[string]string{
+		`{"answer": "The document says "Help here" and then…"}`: `The document says "Help here" and then…`,
+		`{"answer": "He said "hi"  twice", "n": 2}`:             `He said "hi"  twice`,
+		`{"answer": "x" "y"}`:                                   `x" "y`,
+		"{\"answer\": \"x\" \n}":                                "x",
+		"```json\n{\"answer\": \"a \\\"b\\\" c\"}\n```":         `a "b" c`,
+	} {
+		checkContiguous(t, adapter.JSON{}, sig, reply, adapter.Values{"answer": want}, 4)
+	}
+}
+
+// TestJSONStreamCorrection: a second, corrected object streams as it
+// arrives, its first delta of each field replacing the draft's text; an
+// empty corrected value replaces too.
+func TestJSONStreamCorrection(t *testing.T) {
+	sig := mustParse(t, "question -> answer")
+	for _, size := range []int{1, 2, 3} {
+		chunks, out := streamChunks(t, adapter.JSON{}, sig, size, `{"answer": "Lyon"}`+"\nCorrection: "+`{"answer": "Paris"}`)
+		require.Equal(t, "Paris", out["answer"])
+		texts, replaced := fieldTexts{}, 0
+		for _, ch := range chunks {
+			if ch.Replace {
+				replaced++
+				assert.Less(t, len(ch.Delta), len("Paris"), "chunk size %d: the correction streams as it arrives (%q)", size, ch.Delta)
+			}
+			texts.apply(ch)
+		}
+		assert.Equal(t, 1, replaced, "chunk size %d", size)
+		assert.Equal(t, "Paris", texts["answer"], "chunk size %d", size)
+	}
+	chunks, out := streamChunks(t, adapter.JSON{}, sig, 3, `{"answer": "Lyon"} Actually, {"answer": ""}`)
+	require.Equal(t, "", out["answer"])
+	texts := fieldTexts{}
+	for _, ch := range chunks {
+		texts.apply(ch)
+	}
+	assert.Equal(t, "", texts["answer"])
+	assert.True(t, chunks[len(chunks)-1].Replace)
 }
 
 // fuzzDeltasAreTheValue is the stream fuzzers' check of the property of
