@@ -540,6 +540,35 @@ func TestJSONStreamCorrection(t *testing.T) {
 	assert.True(t, chunks[len(chunks)-1].Replace)
 }
 
+// TestXMLStreamContiguousValues: where an XML reply holds a field's value
+// as one contiguous reading, the deltas are that value with no
+// replacement, before the next field's: a value holding its own closing
+// tag (the closing tag is held until the next output element or the end
+// confirms it), quoted (the quotes Parse drops), in a CDATA section split
+// across chunks, or whose closing tag was forgotten (another output's
+// opening tag is held until the field's closing tag or the end decides).
+func TestXMLStreamContiguousValues(t *testing.T) {
+	sig := mustParse(t, "question -> answer, reasoning")
+	for value, want := range map[string]string{
+		"\nprint('</answer>')\n":                          "print('</answer>')",
+		"a</answer>b</ANSWER >c":                          "a</answer>b</ANSWER >c",
+		`"The Great Gatsby"`:                              "The Great Gatsby",
+		`"Two" and "three"`:                               `"Two" and "three"`,
+		"<![CDATA[if a < b and c & d: pass]]>":            "if a < b and c & d: pass",
+		"x &lt; y, <![CDATA[</answer>]]> z":               "x < y, </answer> z",
+		"Put it in <reasoning> tags.":                     "Put it in <reasoning> tags.",
+		"a</answer> and </answer> then text</answer> end": "a</answer> and </answer> then text",
+	} {
+		reply := "<answer>" + value + "</answer> trailing\n<reasoning>r</reasoning>"
+		if strings.HasSuffix(value, "end") {
+			reply = "<answer>" + value + "\n<reasoning>r</reasoning>"
+		}
+		checkContiguous(t, adapter.XML{}, sig, reply, adapter.Values{"answer": want, "reasoning": "r"}, -1)
+	}
+	checkContiguous(t, adapter.XML{}, sig, "<answer>\nIt is the capital.\n<reasoning>\nParis\n</reasoning>",
+		adapter.Values{"answer": "It is the capital.", "reasoning": "Paris"}, -1)
+}
+
 // fuzzDeltasAreTheValue is the stream fuzzers' check of the property of
 // TestStreamDeltasAreTheValue for one reply and chunk size.
 func fuzzDeltasAreTheValue(t *testing.T, srv *valueServer, a adapter.Adapter, sig *signature.Signature, text string, size int) {
