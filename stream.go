@@ -69,7 +69,14 @@ type StreamParser interface {
 // FieldStream splits a streamed reply into field deltas. Write consumes the
 // next piece of text and appends to dst the deltas it can already decide;
 // Close appends what is left. A FieldStream does work linear in the text:
-// it never re-reads more than a marker's length of it.
+// it holds back only what the text still to come decides (the start of a
+// marker or tag, a closing quote or tag Parse may read as part of the
+// value) and reads each byte a bounded number of times. A delta it sends
+// should be text of the value Parse reads; where a later part of the
+// reply replaces a value, it sends the new one with FieldDelta.Replace.
+// Stream replaces, before the Done chunk, any field whose deltas do not
+// give its parsed value, so a FieldStream that cannot follow a reply is
+// never wrong in the end.
 type FieldStream interface {
 	Write(dst []FieldDelta, text string) []FieldDelta
 	Close(dst []FieldDelta) []FieldDelta
