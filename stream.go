@@ -36,7 +36,7 @@ type Chunk struct {
 	// (for other types, with text that ParseValue reads as the value).
 	// The stream sends it when a later part of the reply replaces what it
 	// streamed — a second, corrected JSON object, a key or section given
-	// again, a fallback's or a retried reply — at the latest just before
+	// again, a fallback's reply — at the latest just before
 	// the Done chunk, with the whole final text.
 	Replace bool
 	// Reasoning is a reasoning delta: reasoning_content, a raw reasoning
@@ -112,11 +112,10 @@ type FieldDelta struct {
 // A field's deltas are its value: a consumer that joins them, starting
 // anew at a chunk with Replace set, ends with each str output's value in
 // the Result. Replace is sent where a later part of the reply replaces
-// what was streamed (a corrected JSON object, a fallback's reply, a reply
-// a middleware asked for again after deltas were delivered), and, at the
-// latest, just before the Done chunk with the field's whole text, where
-// Parse read the value otherwise than the stream could (a lenient reading
-// recovered from the whole reply).
+// what was streamed (a corrected JSON object, a fallback's reply), and,
+// at the latest, just before the Done chunk with the field's whole text,
+// where Parse read the value otherwise than the stream could (a lenient
+// reading recovered from the whole reply).
 func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos []Values, inputs Values, opts ...CallOption) iter.Seq2[Chunk, error] {
 	return func(yield func(Chunk, error) bool) {
 		var llm LM
@@ -194,7 +193,7 @@ func (s *streamed) mark(i int) {
 // heldTexts is what a consumer of a Stream holds of each output field:
 // the deltas sent since the field's last replacement, and which reply
 // (the field stream of one LM call) sent them. It spans the attempts of
-// one Stream: a fallback's or a retried reply replaces the text an
+// one Stream: a later reply (a fallback's) replaces the text an
 // earlier reply gave a field.
 type heldTexts struct {
 	reply int // the reply being streamed (next counts them)
