@@ -346,7 +346,8 @@ func (s *chatFieldStream) addSent(i, n int) {
 }
 
 // settle ends a deferred stream: it reads the whole reply as Parse does
-// and sends, for each field, what Parse reads beyond what was sent.
+// and sends each str field's value, replacing what was sent of it (Stream
+// turns a replacement that only extends the text into its suffix).
 func (s *chatFieldStream) settle(dst []FieldDelta) []FieldDelta {
 	vals, err := Chat{}.Parse(s.sig, s.buf.String())
 	if err != nil {
@@ -362,8 +363,8 @@ func (s *chatFieldStream) settle(dst []FieldDelta) []FieldDelta {
 		if s.sentLen != nil {
 			n = s.sentLen[i]
 		}
-		if len(v) > n {
-			dst = append(dst, FieldDelta{Field: f.Name, Text: v[n:]})
+		if n > 0 || v != "" {
+			dst = append(dst, FieldDelta{Field: f.Name, Text: v, Replace: n > 0})
 		}
 	}
 	return dst

@@ -14,24 +14,27 @@ import (
 )
 
 // streamFields feeds text to a Chat field stream in pieces of size bytes
-// and joins the deltas per field.
+// and joins the deltas per field, a replacement dropping those before it.
 func streamFields(sig *signature.Signature, text string, size int) map[string]string {
 	fs := adapter.Chat{}.NewFieldStream(sig)
 	got := map[string]string{}
-	var ds []adapter.FieldDelta
-	for i := 0; i < len(text); i += size {
-		ds = fs.Write(ds[:0], text[i:min(i+size, len(text))])
+	add := func(ds []adapter.FieldDelta) {
 		for _, d := range ds {
-			if !d.Reasoning {
+			switch {
+			case d.Reasoning:
+			case d.Replace:
+				got[d.Field] = d.Text
+			default:
 				got[d.Field] += d.Text
 			}
 		}
 	}
-	for _, d := range fs.Close(ds[:0]) {
-		if !d.Reasoning {
-			got[d.Field] += d.Text
-		}
+	var ds []adapter.FieldDelta
+	for i := 0; i < len(text); i += size {
+		ds = fs.Write(ds[:0], text[i:min(i+size, len(text))])
+		add(ds)
 	}
+	add(fs.Close(ds[:0]))
 	return got
 }
 
@@ -212,7 +215,9 @@ func sizeName(n, size int) string {
 
 // FuzzChatStream: whatever the reply and chunking, the stream never
 // panics, and each field's joined deltas are its parsed text, or nothing
-// (a field Parse read otherwise than from markers).
+// (a field Parse read otherwise than from markers); through Stream, a
+// consumer that applies deltas and replacements ends with each str
+// output's value (fuzzDeltasAreTheValue).
 func FuzzChatStream(f *testing.F) {
 	for _, s := range []string{
 		"[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\na\n\n[[ ## completed ## ]]",
@@ -222,8 +227,10 @@ func FuzzChatStream(f *testing.F) {
 		f.Add(s, uint8(3))
 	}
 	sig := must(signature.Parse("question -> reasoning, answer"))
+	srv := newValueServer(f)
 	f.Fuzz(func(t *testing.T, text string, size uint8) {
 		got := streamFields(sig, text, int(size%64)+1)
+		fuzzDeltasAreTheValue(t, srv, adapter.Chat{}, sig, text, int(size%64)+1)
 		vals, err := adapter.Chat{}.Parse(sig, text)
 		var pe *adapter.ParseError
 		if err != nil && !errors.As(err, &pe) {

@@ -17,6 +17,15 @@ import (
 // null, an array, an object) is reported once complete, as its JSON text.
 // Text around the object (prose, a code fence) belongs to no field. A
 // leading <think> block streams as reasoning, as for every adapter.
+//
+// A string's closing quote is held until the next significant byte
+// confirms it ends the value (',', ':', '}', ']' or the end of the reply,
+// as Parse reads an unescaped quote): in {"answer": "He said "hi" twice"}
+// the inner quotes stream as part of the value. A key given again in the
+// same object is not streamed again (Parse keeps one value, or reports
+// two different ones); a later object (a correction after a draft)
+// streams too, each field's first delta in it replacing what the field
+// received from an earlier one (FieldDelta.Replace).
 func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
 	return withThink(sig, &jsonFieldStream{sig: sig, field: reply.Other})
 }
@@ -38,20 +47,26 @@ const (
 	jsString                  // inside a string value
 	jsRaw                     // inside another value
 	jsComma                   // after a value, expecting ',' or '}'
-	jsDone                    // after the object
 )
 
 type jsonFieldStream struct {
-	sig    *signature.Signature
-	state  jsonState
-	field  int             // output index of the current member, or reply.Other
-	key    strings.Builder // the key being read
-	esc    []byte          // an escape sequence split across writes
-	raw    strings.Builder // a non-string value being read
-	depth  int             // nesting inside a raw value
-	inStr  bool            // inside a string within a raw value
-	rawEsc bool            // after a backslash in such a string
-	sent   streamed        // outputs whose member was read
+	sig     *signature.Signature
+	state   jsonState
+	field   int             // output index of the current member, or reply.Other
+	key     strings.Builder // the key being read
+	keyEsc  bool            // a backslash ended the last write inside a key
+	esc     []byte          // an escape sequence split across writes
+	closing bool            // a string's closing quote, held until confirmed
+	blanks  []byte          // blanks after the held quote
+	raw     strings.Builder // a non-string value being read
+	depth   int             // nesting inside a raw value
+	inStr   bool            // inside a string within a raw value
+	rawEsc  bool            // after a backslash in such a string
+	obj     int             // objects begun (1 during the first)
+	objOf   []int           // per output, the object its member was last read in (0: none)
+	objBuf  [8]int
+	replace bool     // the current member replaces an earlier object's: its first delta says so
+	holds   streamed // outputs whose text sent so far is not empty
 }
 
 func (s *jsonFieldStream) name() string {
@@ -71,7 +86,8 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 				return dst
 			}
 			i += j + 1
-			s.state = jsKey
+			s.state, s.field = jsKey, reply.Other
+			s.obj++
 		case jsKey:
 			c := text[i]
 			i++
@@ -80,9 +96,15 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 				s.key.Reset()
 				s.state = jsInKey
 			case '}':
-				s.state = jsDone
+				s.state = jsBefore
 			}
 		case jsInKey:
+			if s.keyEsc {
+				s.key.WriteByte(text[i])
+				s.keyEsc = false
+				i++
+				continue
+			}
 			j := strings.IndexAny(text[i:], `"\`)
 			if j < 0 {
 				s.key.WriteString(text[i:])
@@ -95,14 +117,11 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 				continue
 			}
 			if text[i+j] == '\\' {
+				s.keyEsc = true
 				return dst
 			}
 			i += j + 1
-			s.field = reply.OutputIndex(s.sig, s.key.String())
-			if s.sent.again(s.field) {
-				s.field = reply.Other // a repeated key is not streamed again
-			}
-			s.sent.mark(s.field)
+			s.member(reply.OutputIndex(s.sig, s.key.String()))
 			s.state = jsColon
 		case jsColon:
 			if text[i] == ':' {
@@ -126,15 +145,14 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 			var end bool
 			i, end, dst = s.stringChunk(dst, text, i)
 			if end {
+				dst = s.endString(dst)
 				s.state = jsComma
 			}
 		case jsRaw:
 			var end bool
 			i, end = s.rawChunk(text, i)
 			if end {
-				if s.field >= 0 {
-					dst = append(dst, FieldDelta{Field: s.name(), Text: strings.TrimSpace(s.raw.String())})
-				}
+				dst = s.endRaw(dst)
 				s.state = jsComma
 			}
 		case jsComma:
@@ -144,25 +162,84 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 			case ',':
 				s.state, s.field = jsKey, reply.Other
 			case '}':
-				s.state = jsDone
+				s.state, s.field = jsBefore, reply.Other
 			}
-		case jsDone:
-			return dst
 		}
 	}
 	return dst
+}
+
+// member starts the member of output i (reply.Other: none) in the
+// current object. A key given again in the same object is not streamed
+// again; one given in an earlier object is, replacing it.
+func (s *jsonFieldStream) member(i int) {
+	s.field, s.replace = i, false
+	if i < 0 {
+		return
+	}
+	if s.objOf == nil {
+		if n := s.sig.NumOutputs(); n <= len(s.objBuf) {
+			s.objOf = s.objBuf[:n]
+		} else {
+			s.objOf = make([]int, n)
+		}
+	}
+	switch prev := s.objOf[i]; {
+	case prev == s.obj:
+		s.field = reply.Other
+	default:
+		s.replace = prev > 0
+		s.objOf[i] = s.obj
+	}
+}
+
+// send appends text of the current member, the first replacing what an
+// earlier object gave the field.
+func (s *jsonFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
+	if s.field < 0 || text == "" && !s.replace {
+		return dst
+	}
+	if text == "" && !s.holds.again(s.field) {
+		s.replace = false // nothing to replace
+		return dst
+	}
+	dst = append(dst, FieldDelta{Field: s.name(), Text: text, Replace: s.replace})
+	s.replace = false
+	if text == "" {
+		s.holds.unmark(s.field)
+	} else {
+		s.holds.mark(s.field)
+	}
+	return dst
+}
+
+// endString ends a string value: an empty one that replaces an earlier
+// object's value says so.
+func (s *jsonFieldStream) endString(dst []FieldDelta) []FieldDelta {
+	if s.replace {
+		dst = s.send(dst, "")
+	}
+	return dst
+}
+
+// endRaw reports a complete non-string value.
+func (s *jsonFieldStream) endRaw(dst []FieldDelta) []FieldDelta {
+	return s.send(dst, strings.TrimSpace(s.raw.String()))
 }
 
 // stringChunk decodes a string value from text[i:], appending its text to
 // dst, and reports where it stopped and whether the string ended. Escapes
 // and UTF-8 sequences split across writes wait for the next write;
 // invalid UTF-8 becomes U+FFFD per byte and a lone surrogate escape U+FFFD,
-// as encoding/json decodes them.
+// as encoding/json decodes them. A quote ends the string only when the
+// next significant byte is one of ",:}]" (left for jsComma), as Parse
+// reads an unescaped quote; otherwise the quote and the blanks after it
+// are text of the value.
 func (s *jsonFieldStream) stringChunk(dst []FieldDelta, text string, i int) (int, bool, []FieldDelta) {
 	var out strings.Builder
 	flush := func() {
-		if out.Len() > 0 && s.field >= 0 {
-			dst = append(dst, FieldDelta{Field: s.name(), Text: out.String()})
+		if out.Len() > 0 {
+			dst = s.send(dst, out.String())
 		}
 		out.Reset()
 	}
@@ -176,10 +253,26 @@ func (s *jsonFieldStream) stringChunk(dst []FieldDelta, text string, i int) (int
 	j := 0
 	for j < len(buf) {
 		c := buf[j]
+		if s.closing {
+			switch {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				s.blanks = append(s.blanks, c)
+				j++
+				continue
+			case strings.IndexByte(",:}]", c) >= 0:
+				s.closing, s.blanks = false, s.blanks[:0]
+				flush()
+				return base + j, true, dst
+			}
+			// An inner quote: it and the blanks after it are text.
+			out.WriteByte('"')
+			out.Write(s.blanks)
+			s.closing, s.blanks = false, s.blanks[:0]
+		}
 		switch {
 		case c == '"':
-			flush()
-			return base + j + 1, true, dst
+			s.closing = true
+			j++
 		case c == '\\':
 			n, r, ok := jsonEscape(buf[j:])
 			if !ok {
@@ -300,11 +393,15 @@ func (s *jsonFieldStream) rawChunk(text string, i int) (int, bool) {
 	return i, false
 }
 
-// Close reports a value still being read when the reply ended.
+// Close reports a value still being read when the reply ended; a held
+// closing quote ended its string.
 func (s *jsonFieldStream) Close(dst []FieldDelta) []FieldDelta {
-	if s.state == jsRaw && s.field >= 0 && strings.TrimSpace(s.raw.String()) != "" {
-		dst = append(dst, FieldDelta{Field: s.name(), Text: strings.TrimSpace(s.raw.String())})
+	switch {
+	case s.state == jsRaw:
+		dst = s.endRaw(dst)
+	case s.state == jsString && s.closing:
+		dst = s.endString(dst)
 	}
-	s.state = jsDone
+	s.state, s.field, s.closing = jsBefore, reply.Other, false
 	return dst
 }

@@ -15,12 +15,15 @@ import (
 )
 
 // streamWith feeds text to a field stream in pieces of size bytes and
-// collects the deltas per field.
+// collects the deltas per field, a replacement dropping those before it.
 func streamWith(fs adapter.FieldStream, text string, size int) map[string][]string {
 	got := map[string][]string{}
 	var ds []adapter.FieldDelta
 	add := func(ds []adapter.FieldDelta) {
 		for _, d := range ds {
+			if d.Replace {
+				got[d.Field] = nil
+			}
 			got[d.Field] = append(got[d.Field], d.Text)
 		}
 	}
@@ -70,14 +73,22 @@ func TestJSONStreamCall(t *testing.T) {
 }
 
 // FuzzJSONStream: for any reply that is one JSON object, the joined deltas
-// of each string member equal the member's decoded value.
+// of each string member equal the member's decoded value; through Stream,
+// a consumer that applies deltas and replacements ends with each str
+// output's value, whatever the reply (fuzzDeltasAreTheValue).
 func FuzzJSONStream(f *testing.F) {
 	f.Add(`{"answer": "a\u00e9\\\"b", "n": [1, {"x": "}"}]}`, uint8(1))
 	f.Add(`{"answer": "x", "other": {"answer": "y"}}`, uint8(2))
 	f.Add(`{"answer": "\ud83d\ude00 \ud800 x \udc00 ÿþ é"}`, uint8(1))
+	f.Add(`{"answer": "The document says "Help here" and then…"}`, uint8(1))
+	f.Add(`{"answer": "Lyon", "n": 1}`+"\nCorrection: "+`{"answer": "Paris", "n": 1}`, uint8(3))
+	f.Add(`{"answer": "a "b": c", "n": 1}`, uint8(2))
+	f.Add(`"{\"answer\": \"Paris\", \"n\": 1}"`, uint8(1))
 	sig := must(signature.Parse("question -> answer, n"))
+	srv := newValueServer(f)
 	f.Fuzz(func(t *testing.T, text string, size uint8) {
 		got := streamWith(adapter.JSON{}.NewFieldStream(sig), text, int(size%64)+1)
+		fuzzDeltasAreTheValue(t, srv, adapter.JSON{}, sig, text, int(size%64)+1)
 		var obj map[string]json.RawMessage
 		if json.Unmarshal([]byte(text), &obj) != nil {
 			return

@@ -321,7 +321,7 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Signature, base openai.ChatCompletionRequest, msgs []openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {
 	var bottom Invoker
 	if s := r.sink; s != nil {
-		s.adapter, s.fsig, s.fields, s.newFS = a.Name(), fsig, streamed{}, nil
+		s.adapter, s.fsig, s.newFS = a.Name(), fsig, nil
 		if sp, ok := a.(StreamParser); ok {
 			s.newFS = func() FieldStream { return withThink(fsig, sp.NewFieldStream(fsig)) }
 		}

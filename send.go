@@ -219,7 +219,7 @@ type streamSink struct {
 	sent    bool               // something reached the caller in this attempt
 	live    bool               // the reply in hand was streamed, not served by a middleware
 	stopped bool               // the consumer broke out
-	fields  streamed           // outputs that received deltas (by index in fsig)
+	texts   heldTexts          // what the caller holds of each field (stream.go)
 	fsig    *signature.Signature
 	deltas  []FieldDelta
 
@@ -247,23 +247,15 @@ func (s *streamSink) emitDeltas(ds []FieldDelta) bool {
 		if d.Reasoning {
 			c = Chunk{Reasoning: d.Text}
 		} else if d.Field != "" {
-			s.markField(d.Field)
+			if c.Delta, c.Replace = s.texts.add(d.Field, d.Text, d.Replace); c.Delta == "" && !c.Replace {
+				continue // a replacement that changes nothing
+			}
 		}
 		if !s.emit(c) {
 			return false
 		}
 	}
 	return true
-}
-
-// markField records that output name received a delta.
-func (s *streamSink) markField(name string) {
-	for i := range s.fsig.NumOutputs() {
-		if s.fsig.OutputName(i) == name {
-			s.fields.mark(i)
-			return
-		}
-	}
 }
 
 // sender is the bottom of a Stream's chain.
@@ -308,6 +300,7 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 	var fs FieldStream
 	if s.newFS != nil {
 		fs = s.newFS()
+		s.texts.next()
 	}
 	var c wireChunk // reused: one allocation per stream, not per chunk
 	done := false
@@ -549,34 +542,12 @@ func (s *streamSink) replay(resp openai.ChatCompletionResponse) bool {
 		return true
 	}
 	fs := s.newFS()
+	s.texts.next()
 	s.deltas = fs.Write(s.deltas[:0], ch.Message.Content)
 	if !s.emitDeltas(s.deltas) {
 		return false
 	}
 	return s.emitDeltas(fs.Close(s.deltas[:0]))
-}
-
-// complete sends, as one delta each, the outputs of choice 0 that Parse
-// read but whose text never reached the caller (read leniently: JSON
-// instead of markers, labels, renamed keys), so that a caller never sees
-// nothing and then a value.
-func (s *streamSink) complete(vals Values) {
-	for i := range s.fsig.NumOutputs() {
-		if s.stopped || s.fields.again(i) {
-			continue
-		}
-		f := s.fsig.Output(i)
-		v, ok := vals[f.Name]
-		if !ok || isNil(v) {
-			continue
-		}
-		text, err := FormatValue(v, f)
-		if err != nil || text == "" {
-			continue
-		}
-		s.fields.mark(i)
-		s.emit(Chunk{Field: f.Name, Delta: text})
-	}
 }
 
 // choiceAt returns the choice with the given index.

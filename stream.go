@@ -3,6 +3,8 @@ package adapter
 import (
 	"context"
 	"iter"
+	"reflect"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -17,8 +19,25 @@ type Chunk struct {
 	// finds later and then sends as deltas of their own, before Done).
 	Field string
 	// Delta is new text of Field. Concatenating a str field's deltas gives
-	// the field's parsed value.
+	// the field's parsed value, with Replace applied.
 	Delta string
+	// Replace, on a chunk of a Field, says that the field's value is not
+	// what its deltas so far join to: discard them, and read Delta (which
+	// may be empty) as the start of the field's new value, which later
+	// deltas extend. A consumer keeps, per field:
+	//
+	//	if c.Replace {
+	//		text[c.Field] = ""
+	//	}
+	//	text[c.Field] += c.Delta
+	//
+	// and ends, for every str output, with exactly the Result's value
+	// (for other types, with text that ParseValue reads as the value).
+	// The stream sends it when a later part of the reply replaces what it
+	// streamed — a second, corrected JSON object, a key or section given
+	// again, a fallback's reply — at the latest just before
+	// the Done chunk, with the whole final text.
+	Replace bool
 	// Reasoning is a reasoning delta: reasoning_content, a raw reasoning
 	// field, or the text of a leading <think> block.
 	Reasoning string
@@ -49,17 +68,29 @@ type StreamParser interface {
 // FieldStream splits a streamed reply into field deltas. Write consumes the
 // next piece of text and appends to dst the deltas it can already decide;
 // Close appends what is left. A FieldStream does work linear in the text:
-// it never re-reads more than a marker's length of it.
+// it holds back only what the text still to come decides (the start of a
+// marker or tag, a closing quote or tag Parse may read as part of the
+// value) and reads each byte a bounded number of times. A delta it sends
+// should be text of the value Parse reads; where a later part of the
+// reply replaces a value, it sends the new one with FieldDelta.Replace.
+// Stream replaces, before the Done chunk, any field whose deltas do not
+// give its parsed value, so a FieldStream that cannot follow a reply is
+// never wrong in the end.
 type FieldStream interface {
 	Write(dst []FieldDelta, text string) []FieldDelta
 	Close(dst []FieldDelta) []FieldDelta
 }
 
 // FieldDelta is a piece of a field's text ("" Field: outside any field).
+// Replace says that Text starts Field's value anew: what the field
+// received before is discarded (a later part of the reply, such as a
+// second, corrected JSON object, gives it again); Stream sends it as a
+// Chunk with Replace set.
 type FieldDelta struct {
 	Field     string
 	Text      string
 	Reasoning bool
+	Replace   bool
 }
 
 // Stream runs the pipeline like [Call] with a streaming request, yielding
@@ -81,6 +112,14 @@ type FieldDelta struct {
 // middleware (a cache hit) is replayed as deltas. An output that Parse read
 // without its text having been streamed (an answer given as JSON instead
 // of markers, say) arrives as one delta before the Done chunk.
+//
+// A field's deltas are its value: a consumer that joins them, starting
+// anew at a chunk with Replace set, ends with each str output's value in
+// the Result. Replace is sent where a later part of the reply replaces
+// what was streamed (a corrected JSON object, a fallback's reply), and,
+// at the latest, just before the Done chunk with the field's whole text,
+// where Parse read the value otherwise than the stream could (a lenient
+// reading recovered from the whole reply).
 func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos []Values, inputs Values, opts ...CallOption) iter.Seq2[Chunk, error] {
 	return func(yield func(Chunk, error) bool) {
 		var llm LM
@@ -130,6 +169,17 @@ func (s *streamed) again(i int) bool {
 	return s.high[i]
 }
 
+// unmark forgets that output i was sent.
+func (s *streamed) unmark(i int) {
+	switch {
+	case i < 0:
+	case i < 64:
+		s.low &^= 1 << i
+	default:
+		delete(s.high, i)
+	}
+}
+
 // mark records that output i was sent.
 func (s *streamed) mark(i int) {
 	switch {
@@ -142,4 +192,114 @@ func (s *streamed) mark(i int) {
 		}
 		s.high[i] = true
 	}
+}
+
+// heldTexts is what a consumer of a Stream holds of each output field:
+// the deltas sent since the field's last replacement, and which reply
+// (the field stream of one LM call) sent them. It spans the attempts of
+// one Stream: a later reply (a fallback's) replaces the text an
+// earlier reply gave a field.
+type heldTexts struct {
+	reply int // the reply being streamed (next counts them)
+	texts map[string]*heldText
+}
+
+type heldText struct {
+	b     strings.Builder
+	reply int
+}
+
+// next starts the deltas of another reply.
+func (h *heldTexts) next() { h.reply++ }
+
+// add records a delta of field and returns the chunk's Delta and Replace:
+// the delta replaces what the consumer holds when it says so (replace),
+// or when it is the first of this reply for a field that holds text of
+// an earlier one. A replacement of nothing is a plain delta, and so is a
+// replacement that extends what the consumer holds (its suffix is sent).
+func (h *heldTexts) add(field, text string, replace bool) (string, bool) {
+	t := h.texts[field]
+	if t == nil {
+		if h.texts == nil {
+			h.texts = map[string]*heldText{}
+		}
+		t = &heldText{reply: h.reply}
+		h.texts[field] = t
+	}
+	replace = (replace || t.reply != h.reply) && t.b.Len() > 0
+	t.reply = h.reply
+	if replace {
+		if held := t.b.String(); strings.HasPrefix(text, held) {
+			text, replace = text[len(held):], false
+		} else {
+			t.b.Reset()
+		}
+	}
+	t.b.WriteString(text)
+	return text, replace
+}
+
+// text returns what the consumer holds of field.
+func (h *heldTexts) text(field string) string {
+	if t := h.texts[field]; t != nil {
+		return t.b.String()
+	}
+	return ""
+}
+
+// complete brings every output of choice 0, as the consumer holds it, to
+// the value Parse read: an output whose text never reached the caller
+// (read leniently: JSON instead of markers, labels, renamed keys, a
+// default) arrives as one delta, so that a caller never sees nothing and
+// then a value; an output whose deltas do not give its value (a later
+// object or element replaced it, the reply's text was recovered only as
+// a whole) is replaced by its whole text. It runs before the Done chunk.
+func (s *streamSink) complete(vals Values) {
+	for i := range s.fsig.NumOutputs() {
+		if s.stopped {
+			return
+		}
+		f := s.fsig.Output(i)
+		v, ok := vals[f.Name]
+		if !ok {
+			continue
+		}
+		held := s.texts.text(f.Name)
+		if holdsValue(held, v, f) {
+			continue
+		}
+		var want string
+		switch x := v.(type) {
+		case string:
+			want = x
+		default:
+			if isNil(v) {
+				break
+			}
+			text, err := FormatValue(v, f)
+			if err != nil {
+				continue
+			}
+			want = text
+		}
+		if held == "" && want == "" {
+			continue
+		}
+		delta, replace := s.texts.add(f.Name, want, true)
+		s.emit(Chunk{Field: f.Name, Delta: delta, Replace: replace})
+	}
+}
+
+// holdsValue reports whether text, a field's joined deltas, gives v: the
+// same string for a str value, else text that ParseValue reads as v
+// (nothing, for no value).
+func holdsValue(text string, v any, f signature.Field) bool {
+	if s, ok := v.(string); ok {
+		return text == s
+	}
+	if text == "" {
+		return isNil(v)
+	}
+	got, err := ParseValue(text, f)
+	return err == nil && reflect.DeepEqual(got, v)
 }

@@ -41,15 +41,19 @@ func TestXMLFieldStream(t *testing.T) {
 // which the stream documents it cannot follow).
 var wellFormedFields = regexp.MustCompile(`(?is)^[^<]*(?:<think>[^<]*</think>[^<]*)?(?:(?:<reasoning>(?:[^<]|(?-i:<!\[CDATA\[)(?:[^\]]|\][^\]])*\]\]>)*</reasoning>|<answer>(?:[^<]|(?-i:<!\[CDATA\[)(?:[^\]]|\][^\]])*\]\]>)*</answer>)[^<]*){2}$`)
 
-// FuzzXMLStream: for replies Parse reads from elements, the joined deltas
-// of each str field equal the parsed value, unless the value held its own
-// closing tag (which only the whole reply can tell).
+// FuzzXMLStream: for replies Parse reads from plain elements
+// (wellFormedFields), the joined deltas of each str field equal the parsed
+// value; through Stream, a consumer that applies deltas and replacements
+// ends with each str output's value, whatever the reply
+// (fuzzDeltasAreTheValue).
 func FuzzXMLStream(f *testing.F) {
 	f.Add("<answer>a &amp; b</answer><reasoning><![CDATA[x]]></reasoning>", uint8(1))
 	f.Add("<think>hm</think><reasoning>r</reasoning>\n<answer>  spaced  </answer>", uint8(3))
 	sig := must(signature.Parse("question -> reasoning, answer"))
+	srv := newValueServer(f)
 	f.Fuzz(func(t *testing.T, text string, size uint8) {
 		got := streamWith(adapter.XML{}.NewFieldStream(sig), text, int(size%64)+1)
+		fuzzDeltasAreTheValue(t, srv, adapter.XML{}, sig, text, int(size%64)+1)
 		vals, err := adapter.XML{}.Parse(sig, text)
 		var pe *adapter.ParseError
 		if err != nil && !errors.As(err, &pe) {
