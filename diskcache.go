@@ -110,9 +110,11 @@ func DiskCacheMaxEntries(n int) DiskCacheOption {
 // written in every file's header.
 const diskCacheVersion = "v1"
 
-// diskHeader starts every file, followed by the key's length in decimal,
-// a newline, the key, a newline and the entry's JSON.
-const diskHeader = "sigwire-cache " + diskCacheVersion + " "
+// entryHeader starts what MarshalCacheEntry writes, followed by the key's
+// length in decimal, a newline, the key, a newline and the entry's JSON.
+// Its version changes with the format, and so does the directory of a
+// DiskCache.
+const entryHeader = "sigwire-cache " + diskCacheVersion + " "
 
 // diskTouchEvery is how stale a hit file's modification time may grow
 // before a hit refreshes it: least recently used to the minute, for one
@@ -176,7 +178,7 @@ func (c *DiskCache) Get(_ context.Context, key string) (CacheEntry, bool) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-		case errors.Is(err, errDiskCorrupt):
+		case errors.Is(err, ErrCorruptCacheEntry):
 			c.stats.corrupt.Add(1)
 		default:
 			c.stats.errors.Add(1)
@@ -191,8 +193,6 @@ func (c *DiskCache) Get(_ context.Context, key string) (CacheEntry, bool) {
 	return e, true
 }
 
-var errDiskCorrupt = errors.New("not an entry of this cache")
-
 // readDiskEntry reads and checks the file of key, returning its entry and
 // modification time.
 func readDiskEntry(name, key string, limit int64) (CacheEntry, time.Time, error) {
@@ -206,27 +206,36 @@ func readDiskEntry(name, key string, limit int64) (CacheEntry, time.Time, error)
 		return CacheEntry{}, time.Time{}, err
 	}
 	if fi.Size() > limit || !fi.Mode().IsRegular() {
-		return CacheEntry{}, time.Time{}, errDiskCorrupt
+		return CacheEntry{}, time.Time{}, ErrCorruptCacheEntry
 	}
 	b := make([]byte, fi.Size())
 	if _, err := io.ReadFull(f, b); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			err = errDiskCorrupt // cut short by a writer outside this cache
+			err = ErrCorruptCacheEntry // cut short by a writer outside this cache
 		}
 		return CacheEntry{}, time.Time{}, err
 	}
-	e, err := decodeDiskEntry(b, key)
+	e, err := UnmarshalCacheEntry(key, b)
 	return e, fi.ModTime(), err
 }
 
-// encodeDiskEntry writes the file format: header, key length, key, JSON.
-func encodeDiskEntry(key string, e CacheEntry) ([]byte, error) {
+// ErrCorruptCacheEntry is returned by [UnmarshalCacheEntry] for bytes that
+// are not an entry for the key asked for: another format version, another
+// key, or not a reply.
+var ErrCorruptCacheEntry = errors.New("not a cache entry for this key")
+
+// MarshalCacheEntry encodes e for a store that keeps bytes (a file, a
+// Redis value): a header naming the format version, the whole key, then
+// the entry's JSON. [UnmarshalCacheEntry] gives e back only for the same
+// key, so that a copied, renamed or colliding value is never served for
+// another request.
+func MarshalCacheEntry(key string, e CacheEntry) ([]byte, error) {
 	js, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(diskHeader)+24+len(key)+len(js))
-	b = append(b, diskHeader...)
+	b := make([]byte, 0, len(entryHeader)+24+len(key)+len(js))
+	b = append(b, entryHeader...)
 	b = strconv.AppendInt(b, int64(len(key)), 10)
 	b = append(b, '\n')
 	b = append(b, key...)
@@ -234,23 +243,29 @@ func encodeDiskEntry(key string, e CacheEntry) ([]byte, error) {
 	return append(b, js...), nil
 }
 
-// decodeDiskEntry reads a file written by encodeDiskEntry for key.
-func decodeDiskEntry(b []byte, key string) (CacheEntry, error) {
-	rest, ok := bytes.CutPrefix(b, []byte(diskHeader))
+// UnmarshalCacheEntry decodes what [MarshalCacheEntry] wrote for key. Bytes
+// of another format version, written for another key, cut short, or
+// whose JSON is not a reply with at least one choice are an error that
+// matches [ErrCorruptCacheEntry].
+func UnmarshalCacheEntry(key string, b []byte) (CacheEntry, error) {
+	rest, ok := bytes.CutPrefix(b, []byte(entryHeader))
 	if !ok {
-		return CacheEntry{}, errDiskCorrupt
+		return CacheEntry{}, fmt.Errorf("%w: no %q header", ErrCorruptCacheEntry, entryHeader)
 	}
 	num, rest, ok := bytes.Cut(rest, []byte{'\n'})
-	if !ok || len(num) > 20 {
-		return CacheEntry{}, errDiskCorrupt
-	}
 	n, err := strconv.Atoi(string(num))
-	if err != nil || n != len(key) || len(rest) < n+1 || string(rest[:n]) != key || rest[n] != '\n' {
-		return CacheEntry{}, errDiskCorrupt
+	if !ok || len(num) > 20 || err != nil || n < 0 || len(rest) < n+1 || rest[n] != '\n' {
+		return CacheEntry{}, fmt.Errorf("%w: bad key length", ErrCorruptCacheEntry)
+	}
+	if string(rest[:n]) != key {
+		return CacheEntry{}, fmt.Errorf("%w: stored for another key", ErrCorruptCacheEntry)
 	}
 	var e CacheEntry
-	if err := json.Unmarshal(rest[n+1:], &e); err != nil || len(e.Response.Choices) == 0 {
-		return CacheEntry{}, errDiskCorrupt
+	if err := json.Unmarshal(rest[n+1:], &e); err != nil {
+		return CacheEntry{}, fmt.Errorf("%w: %w", ErrCorruptCacheEntry, err)
+	}
+	if len(e.Response.Choices) == 0 {
+		return CacheEntry{}, fmt.Errorf("%w: a reply without choices", ErrCorruptCacheEntry)
 	}
 	return e, nil
 }
@@ -258,7 +273,7 @@ func decodeDiskEntry(b []byte, key string) (CacheEntry, error) {
 // Put stores entry under key, replacing any entry of the same key. An
 // entry larger than the cache's MaxBytes is not stored.
 func (c *DiskCache) Put(_ context.Context, key string, entry CacheEntry) {
-	b, err := encodeDiskEntry(key, entry)
+	b, err := MarshalCacheEntry(key, entry)
 	if err != nil {
 		c.stats.errors.Add(1)
 		return

@@ -387,3 +387,32 @@ func ExampleOpenDiskCache() {
 	// run 1: Paris (cache hits: 0)
 	// run 2: Paris (cache hits: 1)
 }
+
+// FuzzUnmarshalCacheEntry: bytes from a shared store are untrusted: any
+// input is an entry or an error matching ErrCorruptCacheEntry, never a
+// panic, and an entry read for a key re-encodes to one that reads back
+// the same for that key alone.
+func FuzzUnmarshalCacheEntry(f *testing.F) {
+	good, err := adapter.MarshalCacheEntry("k", diskEntry("k"))
+	require.NoError(f, err)
+	f.Add("k", good)
+	f.Add("k", good[:len(good)-3])
+	f.Add("other", good)
+	f.Add("", []byte("sigwire-cache v1 0\n\n{\"response\":{\"choices\":[{}]}}"))
+	f.Add("k", []byte("sigwire-cache v1 -1\nk\n{}"))
+	f.Add("k", []byte("sigwire-cache v1 99999999999999999999\nk\n{}"))
+	f.Fuzz(func(t *testing.T, key string, b []byte) {
+		e, err := adapter.UnmarshalCacheEntry(key, b)
+		if err != nil {
+			require.ErrorIs(t, err, adapter.ErrCorruptCacheEntry)
+			return
+		}
+		again, err := adapter.MarshalCacheEntry(key, e)
+		require.NoError(t, err)
+		e2, err := adapter.UnmarshalCacheEntry(key, again)
+		require.NoError(t, err)
+		assert.Equal(t, e, e2)
+		_, err = adapter.UnmarshalCacheEntry(key+"x", again)
+		require.ErrorIs(t, err, adapter.ErrCorruptCacheEntry)
+	})
+}
