@@ -1,0 +1,106 @@
+package rediscache
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigwire/adapter"
+)
+
+// Cache is an adapter.Cache on Redis, shared by every process that uses
+// the same Redis and [Prefix]: wrap it with adapter.Cached. Entries expire
+// ([TTL]) and are bounded in size ([MaxEntryBytes]); each is stored under
+// the key adapter.Cached made, which names the LM's identity, so entries
+// never cross LMs (tenants, endpoints, API keys).
+//
+// A value is adapter.MarshalCacheEntry's: the format version and the whole
+// key before the entry's JSON. A value of another version, stored under another key (a copy, a
+// rename, another program writing under the prefix) or that does not
+// decode into a reply is ignored: a miss, counted in Stats.Corrupt and
+// reported to [OnError] (an error matching adapter.ErrCorruptCacheEntry). Redis failures and timeouts are
+// misses too (see the package documentation); a Cache never returns a
+// wrong entry and never fails a call.
+//
+// A Cache is safe for concurrent use.
+type Cache struct {
+	s                               store
+	hits, misses, corrupt, oversize atomic.Int64
+}
+
+// Stats counts what a [Cache] did since [New].
+type Stats struct {
+	Hits, Misses int64
+	// Errors counts Redis commands that failed or timed out; Bypassed the
+	// lookups and stores skipped during a cooldown after one (each a miss
+	// or a dropped store).
+	Errors, Bypassed int64
+	// Corrupt counts entries ignored: of another format version, stored
+	// under another key, or not a reply.
+	Corrupt int64
+	// Oversize counts replies not stored for passing MaxEntryBytes.
+	Oversize int64
+}
+
+// New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
+// *redis.Ring or a failover client). The options: [Prefix], [TTL],
+// [MaxEntryBytes], [Timeout], [Cooldown], [OnError].
+func New(rdb redis.UniversalClient, opts ...Option) *Cache {
+	return &Cache{s: store{rdb: rdb, cfg: newConfig(opts)}}
+}
+
+// formatVersion names the format of keys and values (the values are
+// adapter.MarshalCacheEntry's, which names its own version too).
+const formatVersion = "v1"
+
+func (c *Cache) key(key string) string { return c.s.cfg.prefix + "cache:" + formatVersion + ":" + key }
+
+// Get returns the entry stored for key; a miss when there is none, when
+// it is not an entry for key, or when Redis fails or is slower than the
+// timeout.
+func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) {
+	rkey := c.key(key)
+	b, err := run(ctx, &c.s, "get", rkey, func(ctx context.Context) ([]byte, error) {
+		return c.s.rdb.Get(ctx, rkey).Bytes()
+	})
+	if err != nil {
+		c.misses.Add(1)
+		return adapter.CacheEntry{}, false
+	}
+	e, err := adapter.UnmarshalCacheEntry(key, b)
+	if err != nil {
+		c.corrupt.Add(1)
+		c.misses.Add(1)
+		c.s.report(ctx, &Error{Op: "get", Key: rkey, Err: err})
+		return adapter.CacheEntry{}, false
+	}
+	c.hits.Add(1)
+	return e, true
+}
+
+// Put stores entry under key for the TTL, unless it passes MaxEntryBytes.
+// A Redis failure drops it (counted, reported).
+func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
+	b, err := adapter.MarshalCacheEntry(key, entry)
+	if err != nil {
+		return // a reply that does not marshal cannot be stored, nor served
+	}
+	if len(b) > c.s.cfg.maxEntry {
+		c.oversize.Add(1)
+		return
+	}
+	rkey := c.key(key)
+	_, _ = run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
+		return c.s.rdb.Set(ctx, rkey, b, c.s.cfg.ttl).Result()
+	})
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	return Stats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Errors: c.s.errors.Load(), Bypassed: c.s.bypassed.Load(),
+		Corrupt: c.corrupt.Load(), Oversize: c.oversize.Load(),
+	}
+}
