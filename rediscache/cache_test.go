@@ -68,7 +68,7 @@ func TestSharedAcrossReplicas(t *testing.T) {
 	srv := echoServer(t)
 	p := prefix(t)
 	replica := func() adapter.LM {
-		return adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p))))
+		return adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
 	}
 	one, two := replica(), replica()
 	res, err := adapter.Call(t.Context(), one, sig, nil, adapter.Values{"q": "x"})
@@ -106,7 +106,7 @@ func TestNeverCrossesLMs(t *testing.T) {
 	lm := func(srv *lmtest.Server, key string) adapter.LM {
 		cfg := openai.DefaultConfig(key)
 		cfg.BaseURL = srv.URL()
-		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p))))
+		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
 	}
 	ra, err := adapter.Call(t.Context(), lm(a, "sk-A"), sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestEntriesExpire(t *testing.T) {
 	srv := echoServer(t)
 	rdb := client(t)
 	p := prefix(t)
-	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p))))
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), slack)))
 	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
 	keys := cacheKeys(t, rdb, p)
@@ -142,7 +142,7 @@ func TestEntriesExpire(t *testing.T) {
 	assert.Greater(t, ttl, 23*time.Hour, "24 hours by default")
 	assert.LessOrEqual(t, ttl, 24*time.Hour)
 
-	short := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), rediscache.TTL(time.Millisecond))))
+	short := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.TTL(time.Millisecond))))
 	_, err = adapter.Call(t.Context(), short, sig, nil, adapter.Values{"q": "y"})
 	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond) // past the TTL: Redis no longer has the entry
@@ -162,7 +162,7 @@ func TestCorruptEntryIgnored(t *testing.T) {
 	rdb := client(t)
 	p := prefix(t)
 	var log errorLog
-	cache := rediscache.New(rdb, rediscache.Prefix(p), rediscache.OnError(log.add))
+	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.OnError(log.add))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	ask := func(q string) *adapter.Result {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q})
@@ -220,7 +220,7 @@ func TestOversizeNotStored(t *testing.T) {
 	})
 	rdb := client(t)
 	p := prefix(t)
-	cache := rediscache.New(rdb, rediscache.Prefix(p), rediscache.MaxEntryBytes(1000))
+	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.MaxEntryBytes(1000))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	for range 2 {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
@@ -239,7 +239,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 	srv := echoServer(t)
 	redisSrv := privateRedis(t)
 	var log errorLog
-	cache := rediscache.New(dial(t, redisSrv.addr), rediscache.Timeout(200*time.Millisecond),
+	cache := rediscache.New(dial(t, redisSrv.addr), slack,
 		rediscache.Cooldown(20*time.Millisecond), rediscache.OnError(log.add))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	const n = 200
@@ -296,9 +296,6 @@ func TestRedisSlow(t *testing.T) {
 	var log errorLog
 	cache := rediscache.New(rdb, rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Hour), rediscache.OnError(log.add))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
-	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
-	require.NoError(t, err)
-
 	admin := dial(t, redisSrv.addr)
 	require.NoError(t, admin.Do(t.Context(), "CLIENT", "PAUSE", "10000", "ALL").Err()) // until the server is killed
 	for _, q := range []string{"x", "y", "z"} {
@@ -312,6 +309,7 @@ func TestRedisSlow(t *testing.T) {
 	st := cache.Stats()
 	assert.Equal(t, int64(1), st.Errors, "one timeout, then the cooldown")
 	assert.Equal(t, int64(5), st.Bypassed, "x's store, y's and z's lookups and stores")
+	assert.Len(t, srv.Requests(), 3)
 	errs := log.all()
 	require.Len(t, errs, 1)
 	assert.True(t, errors.Is(errs[0], context.DeadlineExceeded), "%v", errs[0])

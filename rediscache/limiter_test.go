@@ -36,7 +36,7 @@ func TestLimiterShared(t *testing.T) {
 	srv := echoServer(t)
 	p := prefix(t)
 	replica := func() (adapter.LM, *rediscache.Limiter) {
-		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 3}, rediscache.Prefix(p))
+		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 3}, rediscache.Prefix(p), slack)
 		return adapter.WithMiddleware(srv.Client(), l.Middleware()), l
 	}
 	a, la := replica()
@@ -73,8 +73,11 @@ func TestLimiterAtomic(t *testing.T) {
 		return openai.ChatCompletionResponse{}, nil
 	}
 	var wg sync.WaitGroup
+	var limiters []*rediscache.Limiter
 	for range 2 {
-		inv := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 10}, rediscache.Prefix(p), rediscache.MaxWait(time.Millisecond)).Middleware()(ok)
+		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 10}, rediscache.Prefix(p), slack, rediscache.MaxWait(time.Millisecond))
+		limiters = append(limiters, l)
+		inv := l.Middleware()(ok)
 		for range 20 {
 			wg.Go(func() {
 				_, err := inv(t.Context(), openai.ChatCompletionRequest{Model: "m"})
@@ -86,6 +89,9 @@ func TestLimiterAtomic(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, int64(10), admitted.Load())
+	for _, l := range limiters {
+		assert.Zero(t, l.Stats().Fallbacks, "Redis decided every time")
+	}
 }
 
 // TestLimiterTokens: tokens are charged by estimate before the call and
@@ -98,7 +104,7 @@ func TestLimiterTokens(t *testing.T) {
 	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(50, 10) })
 	p := prefix(t)
 	big := adapter.WithRequest(openai.ChatCompletionRequest{MaxTokens: 600})
-	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{TPM: 1000}, rediscache.Prefix(p), rediscache.MaxWait(time.Second))
+	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{TPM: 1000}, rediscache.Prefix(p), slack, rediscache.MaxWait(time.Second))
 	lm := adapter.WithMiddleware(srv.Client(), l.Middleware())
 
 	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}, big)
@@ -111,7 +117,7 @@ func TestLimiterTokens(t *testing.T) {
 	noUsage := lmtest.NewServer()
 	defer noUsage.Close()
 	noUsage.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(0, 0) })
-	l2 := rediscache.NewLimiter(client(t), "acct2", est, rediscache.Prefix(p), rediscache.MaxWait(time.Second))
+	l2 := rediscache.NewLimiter(client(t), "acct2", est, rediscache.Prefix(p), slack, rediscache.MaxWait(time.Second))
 	lm2 := adapter.WithMiddleware(noUsage.Client(), l2.Middleware())
 	_, err = adapter.Call(t.Context(), lm2, sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
@@ -128,8 +134,8 @@ func TestLimiter429Shared(t *testing.T) {
 	srv := echoServer(t)
 	p := prefix(t)
 	limit := rediscache.RateLimit{RPM: 1000}
-	la := rediscache.NewLimiter(client(t), "acct", limit, rediscache.Prefix(p))
-	lb := rediscache.NewLimiter(client(t), "acct", limit, rediscache.Prefix(p))
+	la := rediscache.NewLimiter(client(t), "acct", limit, rediscache.Prefix(p), slack)
+	lb := rediscache.NewLimiter(client(t), "acct", limit, rediscache.Prefix(p), slack)
 	a := adapter.WithMiddleware(httpDoerClient(srv), la.Middleware())
 	b := adapter.WithMiddleware(httpDoerClient(srv), lb.Middleware())
 
@@ -159,7 +165,7 @@ func TestLimiter429Shared(t *testing.T) {
 func TestLimiterBlocksWithRetries(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv := echoServer(t)
-	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{}, rediscache.Prefix(prefix(t)))
+	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{}, rediscache.Prefix(prefix(t)), slack)
 	lm := adapter.WithMiddleware(httpDoerClient(srv), l.Middleware())
 	srv.Push(lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`).WithHeader("Retry-After", "1"))
 	res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sigwire/adapter/rediscache"
 )
 
 // The tests run against a real redis-server. .ci/run installs Debian's,
@@ -47,7 +49,18 @@ var (
 	prefixSeq atomic.Int64
 )
 
+// quiet drops go-redis's log lines: the tests that stop Redis make it
+// print one per failed dial.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// slack is the Timeout of tests that are not about timeouts: generous, so
+// that a loaded machine never sends them to the fallback.
+var slack = rediscache.Timeout(10 * time.Second)
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	code := m.Run()
 	if shared.srv != nil {
 		shared.srv.stop()
