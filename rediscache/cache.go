@@ -2,6 +2,9 @@ package rediscache
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -45,7 +48,7 @@ type Stats struct {
 
 // New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
 // *redis.Ring or a failover client). The options: [Prefix], [TTL],
-// [MaxEntryBytes], [Timeout], [Cooldown], [OnError].
+// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError].
 func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 	return &Cache{s: store{rdb: rdb, cfg: newConfig(opts)}}
 }
@@ -68,7 +71,11 @@ func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) 
 		c.misses.Add(1)
 		return adapter.CacheEntry{}, false
 	}
-	e, err := adapter.UnmarshalCacheEntry(key, b)
+	b, err = c.verify(rkey, b)
+	var e adapter.CacheEntry
+	if err == nil {
+		e, err = adapter.UnmarshalCacheEntry(key, b)
+	}
 	if err != nil {
 		c.corrupt.Add(1)
 		c.misses.Add(1)
@@ -86,11 +93,12 @@ func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
 	if err != nil {
 		return // a reply that does not marshal cannot be stored, nor served
 	}
+	rkey := c.key(key)
+	b = c.sign(rkey, b)
 	if len(b) > c.s.cfg.maxEntry {
 		c.oversize.Add(1)
 		return
 	}
-	rkey := c.key(key)
 	_, _ = run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
 		return c.s.rdb.Set(ctx, rkey, b, c.s.cfg.ttl).Result()
 	})
@@ -104,3 +112,39 @@ func (c *Cache) Stats() Stats {
 		Corrupt: c.corrupt.Load(), Oversize: c.oversize.Load(),
 	}
 }
+
+// sign appends the value's MAC when the cache signs its entries.
+func (c *Cache) sign(rkey string, b []byte) []byte {
+	if c.s.cfg.secret == nil {
+		return b
+	}
+	return append(b, c.mac(rkey, b)...)
+}
+
+// verify checks and removes the value's MAC when the cache signs its
+// entries.
+func (c *Cache) verify(rkey string, b []byte) ([]byte, error) {
+	if c.s.cfg.secret == nil {
+		return b, nil
+	}
+	if len(b) < sha256.Size {
+		return nil, errUnsigned
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if !hmac.Equal(sum, c.mac(rkey, body)) {
+		return nil, errUnsigned
+	}
+	return body, nil
+}
+
+// mac authenticates a value and the key it is stored under.
+func (c *Cache) mac(rkey string, b []byte) []byte {
+	h := hmac.New(sha256.New, c.s.cfg.secret)
+	h.Write([]byte(rkey))
+	h.Write([]byte{0})
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// errUnsigned: a signing cache found a value without a valid MAC.
+var errUnsigned = fmt.Errorf("%w: no valid signature", adapter.ErrCorruptCacheEntry)

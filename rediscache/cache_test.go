@@ -314,3 +314,52 @@ func TestRedisSlow(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.True(t, errors.Is(errs[0], context.DeadlineExceeded), "%v", errs[0])
 }
+
+// TestSignedEntries: with Sign, replicas sharing the secret share entries;
+// a value forged by someone who can write to Redis but lacks the secret
+// (a well-formed entry for the key, unsigned or with a copied signature)
+// is ignored, and so are entries signed with another secret.
+func TestSignedEntries(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	rdb := client(t)
+	p := prefix(t)
+	var log errorLog
+	signed := func(secret string) (adapter.LM, *rediscache.Cache) {
+		c := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Sign([]byte(secret)), rediscache.OnError(log.add))
+		return adapter.WithMiddleware(srv.Client(), adapter.Cached(c)), c
+	}
+	one, _ := signed("s3cret")
+	two, cache := signed("s3cret")
+	ask := func(lm adapter.LM) *adapter.Result {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+		require.NoError(t, err)
+		assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+		return res
+	}
+	ask(one)
+	assert.Equal(t, 1, ask(two).CacheHits)
+
+	keys := cacheKeys(t, rdb, p)
+	require.Len(t, keys, 1)
+	good, err := rdb.Get(t.Context(), keys[0]).Bytes()
+	require.NoError(t, err)
+	body, mac := good[:len(good)-32], good[len(good)-32:]
+	forged := []byte(strings.Replace(string(body), "answer to x", "forged!!!!!", 1))
+
+	for name, value := range map[string][]byte{
+		"unsigned":         forged,
+		"copied signature": append(append([]byte{}, forged...), mac...),
+		"garbage":          []byte("x"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, rdb.Set(t.Context(), keys[0], value, time.Minute).Err())
+			before := cache.Stats().Corrupt
+			assert.Zero(t, ask(two).CacheHits)
+			assert.Equal(t, before+1, cache.Stats().Corrupt)
+			assert.ErrorIs(t, log.all()[len(log.all())-1], adapter.ErrCorruptCacheEntry)
+		})
+	}
+	other, _ := signed("another secret")
+	assert.Zero(t, ask(other).CacheHits, "entries signed with another secret are not served")
+}

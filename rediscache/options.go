@@ -21,6 +21,7 @@ type config struct {
 	timeout  time.Duration
 	cooldown time.Duration
 	onError  func(context.Context, error)
+	secret   []byte
 	fallback *RateLimit
 	maxWait  time.Duration
 	block    time.Duration
@@ -63,6 +64,16 @@ func MaxEntryBytes(n int) Option {
 			c.maxEntry = n
 		}
 	}
+}
+
+// Sign makes entries tamper-evident: each value carries an HMAC-SHA256 of
+// its Redis key and contents under secret, and a value without a valid
+// one is ignored as corrupt. Without it, whoever can write to the Redis
+// can forge replies for the keys they see there; with it, only holders of
+// the secret can. Give every replica the same secret; changing it makes
+// the entries written before misses. Cache.
+func Sign(secret []byte) Option {
+	return func(c *config) { c.secret = append([]byte(nil), secret...) }
 }
 
 // Timeout bounds each Redis command (100 ms by default; d ≤ 0 keeps the
