@@ -18,13 +18,15 @@ import (
 // the key adapter.Cached made, which names the LM's identity, so entries
 // never cross LMs (tenants, endpoints, API keys).
 //
-// A value is adapter.MarshalCacheEntry's: the format version and the whole
-// key before the entry's JSON. A value of another version, stored under another key (a copy, a
-// rename, another program writing under the prefix) or that does not
-// decode into a reply is ignored: a miss, counted in Stats.Corrupt and
-// reported to [OnError] (an error matching adapter.ErrCorruptCacheEntry). Redis failures and timeouts are
-// misses too (see the package documentation); a Cache never returns a
-// wrong entry and never fails a call.
+// A value is adapter.MarshalCacheEntry's: the format version and the
+// whole key before the entry's JSON (and, with [Sign], a MAC after it). A
+// value of another version, stored under another key (a copy, a rename,
+// another program writing under the prefix), that does not decode into a
+// reply, or whose MAC does not match is ignored: a miss, counted in
+// Stats.Corrupt and reported to [OnError] (an error matching
+// adapter.ErrCorruptCacheEntry). Redis failures and timeouts are misses
+// too (see the package documentation): a Cache never returns a wrong
+// entry and never fails a call.
 //
 // A Cache is safe for concurrent use.
 type Cache struct {
@@ -40,7 +42,7 @@ type Stats struct {
 	// or a dropped store).
 	Errors, Bypassed int64
 	// Corrupt counts entries ignored: of another format version, stored
-	// under another key, or not a reply.
+	// under another key, not a reply, or without a valid MAC.
 	Corrupt int64
 	// Oversize counts replies not stored for passing MaxEntryBytes.
 	Oversize int64

@@ -14,7 +14,9 @@
 // timeout per cooldown, not one per call. Failures are counted (Stats)
 // and reported to [OnError]; nothing wrong is ever served: an entry that
 // is corrupt, of another format version or stored under another key is
-// ignored and counted.
+// ignored and counted. Whoever can write to the Redis can still forge an
+// entry under its own key, unless the replicas [Sign] their entries with
+// a secret the Redis does not hold.
 //
 // Put the cache outside the limiter, on the LM, so that hits spend no
 // rate and every attempt of a retried call is admitted:

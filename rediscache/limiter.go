@@ -134,14 +134,16 @@ func (l *Limiter) Middleware() adapter.Middleware {
 			}
 			ctx, retryAfter := adapter.WatchRetryAfter(ctx)
 			resp, err := next(ctx, req)
+			// The accounts are kept even when the caller has gone.
+			after := context.WithoutCancel(ctx)
 			switch {
 			case err != nil:
 				if rateLimited(err) {
-					l.block(ctx, b, retryAfter())
+					l.block(after, b, retryAfter())
 				}
-				l.settle(ctx, b, viaRedis, -cost)
+				l.settle(after, b, viaRedis, -cost)
 			case resp.Usage.TotalTokens > 0:
-				l.settle(ctx, b, viaRedis, resp.Usage.TotalTokens-cost)
+				l.settle(after, b, viaRedis, resp.Usage.TotalTokens-cost)
 			}
 			return resp, err
 		}
