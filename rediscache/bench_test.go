@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter"
@@ -24,8 +25,9 @@ func percentiles(b *testing.B, d []time.Duration) {
 	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds())/1000, "p99-µs")
 }
 
-// caches are the stores compared: a process's LRU, Redis on loopback, and
-// a disk cache.
+// caches are the stores compared: a process's LRU, Redis on loopback
+// (through go-redis's default client, and one with ContextTimeoutEnabled),
+// and a disk cache.
 func caches(b *testing.B) map[string]adapter.Cache {
 	disk, err := adapter.OpenDiskCache(b.TempDir())
 	if err != nil {
@@ -34,6 +36,9 @@ func caches(b *testing.B) map[string]adapter.Cache {
 	return map[string]adapter.Cache{
 		"lru":   adapter.NewLRU(10_000),
 		"redis": rediscache.New(client(b), rediscache.Prefix(prefix(b)), slack),
+		// A client that bounds commands by their context: no goroutine per command.
+		"redis-ctx": rediscache.New(redis.NewClient(&redis.Options{Addr: sharedAddr(b), ContextTimeoutEnabled: true}),
+			rediscache.Prefix(prefix(b)), slack),
 		"disk":  disk,
 	}
 }

@@ -52,7 +52,7 @@ type Stats struct {
 // *redis.Ring or a failover client). The options: [Prefix], [TTL],
 // [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError].
 func New(rdb redis.UniversalClient, opts ...Option) *Cache {
-	return &Cache{s: store{rdb: rdb, cfg: newConfig(opts)}}
+	return &Cache{s: newStore(rdb, opts)}
 }
 
 // formatVersion names the format of keys and values (the values are

@@ -286,33 +286,38 @@ func TestRedisKilledMidRun(t *testing.T) {
 // timeout is counted and reported, and Redis is left alone for the
 // cooldown.
 func TestRedisSlow(t *testing.T) {
-	sig := mustParse(t, "q -> a")
-	srv := echoServer(t)
-	redisSrv := privateRedis(t)
-	// A client that would wait 30 s for a reply, and ignores context
-	// deadlines (go-redis's default): the cache's Timeout must bound it.
-	rdb := redis.NewClient(&redis.Options{Addr: redisSrv.addr, ReadTimeout: 30 * time.Second})
-	defer rdb.Close()
-	var log errorLog
-	cache := rediscache.New(rdb, rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Hour), rediscache.OnError(log.add))
-	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
-	admin := dial(t, redisSrv.addr)
-	require.NoError(t, admin.Do(t.Context(), "CLIENT", "PAUSE", "10000", "ALL").Err()) // until the server is killed
-	for _, q := range []string{"x", "y", "z"} {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // far less than the pause and the client's timeout
-		res, err := adapter.Call(ctx, lm, sig, nil, adapter.Values{"q": q})
-		cancel()
-		require.NoError(t, err)
-		assert.Equal(t, "answer to "+q, res.Outputs[0]["a"])
-		assert.Zero(t, res.CacheHits)
+	for name, honours := range map[string]bool{"client ignores deadlines": false, "ContextTimeoutEnabled": true} {
+		t.Run(name, func(t *testing.T) {
+			sig := mustParse(t, "q -> a")
+			srv := echoServer(t)
+			redisSrv := privateRedis(t)
+			// A client that would wait 30 s for a reply: the cache's
+			// Timeout must bound it, whether the client honours context
+			// deadlines or not (go-redis's default).
+			rdb := redis.NewClient(&redis.Options{Addr: redisSrv.addr, ReadTimeout: 30 * time.Second, ContextTimeoutEnabled: honours})
+			defer rdb.Close()
+			var log errorLog
+			cache := rediscache.New(rdb, rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Hour), rediscache.OnError(log.add))
+			lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+			admin := dial(t, redisSrv.addr)
+			require.NoError(t, admin.Do(t.Context(), "CLIENT", "PAUSE", "10000", "ALL").Err()) // until the server is killed
+			for _, q := range []string{"x", "y", "z"} {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // far less than the pause and the client's timeout
+				res, err := adapter.Call(ctx, lm, sig, nil, adapter.Values{"q": q})
+				cancel()
+				require.NoError(t, err)
+				assert.Equal(t, "answer to "+q, res.Outputs[0]["a"])
+				assert.Zero(t, res.CacheHits)
+			}
+			st := cache.Stats()
+			assert.Equal(t, int64(1), st.Errors, "one timeout, then the cooldown")
+			assert.Equal(t, int64(5), st.Bypassed, "x's store, y's and z's lookups and stores")
+			assert.Len(t, srv.Requests(), 3)
+			errs := log.all()
+			require.Len(t, errs, 1)
+			assert.True(t, errors.Is(errs[0], context.DeadlineExceeded), "%v", errs[0])
+		})
 	}
-	st := cache.Stats()
-	assert.Equal(t, int64(1), st.Errors, "one timeout, then the cooldown")
-	assert.Equal(t, int64(5), st.Bypassed, "x's store, y's and z's lookups and stores")
-	assert.Len(t, srv.Requests(), 3)
-	errs := log.all()
-	require.Len(t, errs, 1)
-	assert.True(t, errors.Is(errs[0], context.DeadlineExceeded), "%v", errs[0])
 }
 
 // TestSignedEntries: with Sign, replicas sharing the secret share entries;

@@ -77,7 +77,7 @@ type LimiterStats struct {
 // [Prefix], [Timeout], [Cooldown], [OnError], [Fallback], [MaxWait],
 // [BlockWithoutRetryAfter].
 func NewLimiter(rdb redis.UniversalClient, name string, limit RateLimit, opts ...Option) *Limiter {
-	l := &Limiter{s: store{rdb: rdb, cfg: newConfig(opts)}, name: name, limit: limit}
+	l := &Limiter{s: newStore(rdb, opts), name: name, limit: limit}
 	l.local.limit = limit
 	if f := l.s.cfg.fallback; f != nil {
 		l.local.limit = *f
