@@ -133,7 +133,11 @@ func TestDiskCacheCorruptIgnored(t *testing.T) {
 
 	foreign := strings.Replace(string(good), "from the LM", "from another key", 1)
 	keyStart := strings.IndexByte(foreign, '\n') + 1
-	foreign = foreign[:keyStart] + "0" + foreign[keyStart+1:] // same length, another key
+	other := "0"
+	if foreign[keyStart] == '0' {
+		other = "1"
+	}
+	foreign = foreign[:keyStart] + other + foreign[keyStart+1:] // same length, another key
 	for name, content := range map[string]string{
 		"cut":         string(good[:len(good)-10]),
 		"garbage":     "\x00\x01not a cache file",
