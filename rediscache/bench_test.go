@@ -39,7 +39,7 @@ func caches(b *testing.B) map[string]adapter.Cache {
 		// A client that bounds commands by their context: no goroutine per command.
 		"redis-ctx": rediscache.New(redis.NewClient(&redis.Options{Addr: sharedAddr(b), ContextTimeoutEnabled: true}),
 			rediscache.Prefix(prefix(b)), slack),
-		"disk":  disk,
+		"disk": disk,
 	}
 }
 
