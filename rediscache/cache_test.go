@@ -368,3 +368,26 @@ func TestSignedEntries(t *testing.T) {
 	other, _ := signed("another secret")
 	assert.Zero(t, ask(other).CacheHits, "entries signed with another secret are not served")
 }
+
+// TestTwoTiers: an LRU in front of the Redis cache answers hot prompts in
+// the process and fills itself from Redis hits, so that a replica asks
+// Redis once per prompt.
+func TestTwoTiers(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	p := prefix(t)
+	other := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+	_, err := adapter.Call(t.Context(), other, sig, nil, adapter.Values{"q": "x"}) // another replica paid for it
+	require.NoError(t, err)
+
+	shared := rediscache.New(client(t), rediscache.Prefix(p), slack)
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)), adapter.Cached(shared))
+	for range 3 {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+		require.NoError(t, err)
+		assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+		assert.Equal(t, 1, res.CacheHits)
+	}
+	assert.Equal(t, int64(1), shared.Stats().Hits, "Redis asked once, the LRU after")
+	assert.Len(t, srv.Requests(), 1)
+}
