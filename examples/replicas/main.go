@@ -1,0 +1,178 @@
+// Command replicas runs three replicas of a service (three processes: this
+// program started again with REPLICA set) against one Redis and one LM —
+// an lmtest server standing in for the provider, 20 ms a reply. Each
+// replica asks the same 100 questions, starting at a different one, through
+// a rediscache.Cache and a rediscache.Limiter on the same Redis, and
+// prints the LM calls it made: together they pay for each question once,
+// 100 LM calls rather than 300. It lives in its own module, as rediscache
+// does, so that the library keeps its four dependencies.
+//
+//	redis-server --port 6390 --save '' --appendonly no --daemonize yes
+//	SIGWIRE_REDIS_ADDR=127.0.0.1:6390 go run .
+//
+// Without SIGWIRE_REDIS_ADDR it uses localhost:6379. The keys it writes
+// carry a prefix of their own per run and expire within ten minutes. With
+// -lru each replica has its own in-memory cache instead, as without Redis:
+// each pays for every question, 300 LM calls.
+//
+// A replica that catches up with another may ask a question the other is
+// still waiting on; both pay for it, so a run may make a few more than
+// 100 calls.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	openai "github.com/sashabaranov/go-openai"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/rediscache"
+	"github.com/sigwire/adapter/signature"
+)
+
+const (
+	replicas  = 3
+	questions = 100
+)
+
+// report is what a replica tells the parent, as one JSON line.
+type report struct {
+	Replica   int
+	Calls     int // LM requests sent
+	CacheHits int
+	Wrong     int // replies that do not answer the question asked
+	Cache     rediscache.Stats
+	Limiter   rediscache.LimiterStats
+}
+
+var lru = flag.Bool("lru", false, "give each replica its own in-memory LRU cache instead of the shared Redis cache")
+
+func main() {
+	log.SetFlags(0)
+	flag.Parse()
+	if r := os.Getenv("REPLICA"); r != "" {
+		n, _ := strconv.Atoi(r)
+		replica(n)
+		return
+	}
+	addr := os.Getenv("SIGWIRE_REDIS_ADDR")
+	if addr == "" {
+		addr = "localhost:6379"
+	}
+
+	// The LM: answers "answer to N" for question N, after 20 ms.
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		q := r.Chat.Messages[len(r.Chat.Messages)-1].Content
+		q = q[strings.Index(q, "\nquestion ")+len("\nquestion "):]
+		q = q[:strings.IndexByte(q, '\n')]
+		return lmtest.Text("[[ ## answer ## ]]\nanswer to " + q).Delay(20 * time.Millisecond)
+	})
+
+	// Start the replicas, and let them go at once.
+	env := append(os.Environ(), "SIGWIRE_REDIS_ADDR="+addr, "LM_URL="+srv.URL(),
+		fmt.Sprintf("KEY_PREFIX=replicas-example:%d:", time.Now().UnixNano()))
+	reports := make([]report, replicas)
+	var wg sync.WaitGroup
+	var starts []func()
+	for i := range replicas {
+		cmd := exec.Command(os.Args[0], os.Args[1:]...)
+		cmd.Env = append(env, "REPLICA="+strconv.Itoa(i))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		check(err)
+		stdout, err := cmd.StdoutPipe()
+		check(err)
+		check(cmd.Start())
+		starts = append(starts, func() { _ = stdin.Close() })
+		wg.Go(func() {
+			check(json.NewDecoder(bufio.NewReader(stdout)).Decode(&reports[i]))
+			check(cmd.Wait())
+		})
+	}
+	for _, start := range starts {
+		start()
+	}
+	wg.Wait()
+
+	total, wrong := 0, 0
+	for _, r := range reports {
+		fmt.Printf("replica %d: %d questions, %d LM calls, %d cache hits (Redis errors %d, limiter waits %d)\n",
+			r.Replica, questions, r.Calls, r.CacheHits, r.Cache.Errors, r.Limiter.Waits)
+		total += r.Calls
+		wrong += r.Wrong
+	}
+	fmt.Printf("%d replicas asked %d questions each: %d LM calls in all (the LM server received %d), %d wrong replies\n",
+		replicas, questions, total, len(srv.Requests()), wrong)
+	if wrong > 0 || total != len(srv.Requests()) {
+		os.Exit(1)
+	}
+}
+
+// replica is one process of the service: it waits for the parent's go
+// (its standard input closing), then asks every question, starting at its
+// own, and prints its report.
+func replica(n int) {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("SIGWIRE_REDIS_ADDR")})
+	defer rdb.Close()
+	check(rdb.Ping(context.Background()).Err())
+	prefix := rediscache.Prefix(os.Getenv("KEY_PREFIX"))
+	cache := rediscache.New(rdb, prefix, rediscache.TTL(10*time.Minute))
+	limit := rediscache.NewLimiter(rdb, "lmtest", rediscache.RateLimit{RPM: 6000, TPM: 2_000_000}, prefix)
+
+	// What reaches the LM, past the cache.
+	var sent atomic.Int64
+	count := func(next adapter.Invoker) adapter.Invoker {
+		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			sent.Add(1)
+			return next(ctx, req)
+		}
+	}
+	cfg := openai.DefaultConfig("test-key")
+	cfg.BaseURL = os.Getenv("LM_URL")
+	cfg.HTTPClient = adapter.HTTPDoer(nil) // so that a 429's Retry-After reaches the limiter
+	// The cache first, so that hits spend no rate; the limiter on the LM,
+	// inside the retries, so that every attempt is admitted.
+	var c adapter.Cache = cache
+	if *lru {
+		c = adapter.NewLRU(1000)
+	}
+	lm := adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(c), limit.Middleware(), count)
+	sig, err := signature.Parse("question -> answer")
+	check(err)
+
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // wait for the go
+	r := report{Replica: n}
+	for i := range questions {
+		q := (i + n*questions/replicas) % questions
+		res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": fmt.Sprintf("question %d", q)})
+		check(err)
+		r.CacheHits += res.CacheHits
+		if res.Outputs[0]["answer"] != fmt.Sprintf("answer to %d", q) {
+			r.Wrong++
+		}
+	}
+	r.Calls, r.Cache, r.Limiter = int(sent.Load()), cache.Stats(), limit.Stats()
+	check(json.NewEncoder(os.Stdout).Encode(r))
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,152 @@
+package rediscache
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigwire/adapter"
+)
+
+// Cache is an adapter.Cache on Redis, shared by every process that uses
+// the same Redis and [Prefix]: wrap it with adapter.Cached. Entries expire
+// ([TTL]) and are bounded in size ([MaxEntryBytes]); each is stored under
+// the key adapter.Cached made, which names the LM's identity, so entries
+// never cross LMs (tenants, endpoints, API keys).
+//
+// A value is adapter.MarshalCacheEntry's: the format version and the
+// whole key before the entry's JSON (and, with [Sign], a MAC after it). A
+// value of another version, stored under another key (a copy, a rename,
+// another program writing under the prefix), that does not decode into a
+// reply, or whose MAC does not match is ignored: a miss, counted in
+// Stats.Corrupt and reported to [OnError] (an error matching
+// adapter.ErrCorruptCacheEntry). Redis failures and timeouts are misses
+// too (see the package documentation): a Cache never returns a wrong
+// entry and never fails a call.
+//
+// A Cache is safe for concurrent use.
+type Cache struct {
+	s                               store
+	hits, misses, corrupt, oversize atomic.Int64
+}
+
+// Stats counts what a [Cache] did since [New].
+type Stats struct {
+	Hits, Misses int64
+	// Errors counts Redis commands that failed or timed out; Bypassed the
+	// lookups and stores skipped during a cooldown after one (each a miss
+	// or a dropped store).
+	Errors, Bypassed int64
+	// Corrupt counts entries ignored: of another format version, stored
+	// under another key, not a reply, or without a valid MAC.
+	Corrupt int64
+	// Oversize counts replies not stored for passing MaxEntryBytes.
+	Oversize int64
+}
+
+// New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
+// *redis.Ring or a failover client). The options: [Prefix], [TTL],
+// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError].
+func New(rdb redis.UniversalClient, opts ...Option) *Cache {
+	return &Cache{s: newStore(rdb, opts)}
+}
+
+// formatVersion names the format of keys and values (the values are
+// adapter.MarshalCacheEntry's, which names its own version too).
+const formatVersion = "v1"
+
+func (c *Cache) key(key string) string { return c.s.cfg.prefix + "cache:" + formatVersion + ":" + key }
+
+// Get returns the entry stored for key; a miss when there is none, when
+// it is not an entry for key, or when Redis fails or is slower than the
+// timeout.
+func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) {
+	rkey := c.key(key)
+	b, err := run(ctx, &c.s, "get", rkey, func(ctx context.Context) ([]byte, error) {
+		return c.s.rdb.Get(ctx, rkey).Bytes()
+	})
+	if err != nil {
+		c.misses.Add(1)
+		return adapter.CacheEntry{}, false
+	}
+	b, err = c.verify(rkey, b)
+	var e adapter.CacheEntry
+	if err == nil {
+		e, err = adapter.UnmarshalCacheEntry(key, b)
+	}
+	if err != nil {
+		c.corrupt.Add(1)
+		c.misses.Add(1)
+		c.s.report(ctx, &Error{Op: "get", Key: rkey, Err: err})
+		return adapter.CacheEntry{}, false
+	}
+	c.hits.Add(1)
+	return e, true
+}
+
+// Put stores entry under key for the TTL, unless it passes MaxEntryBytes.
+// A Redis failure drops it (counted, reported).
+func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
+	b, err := adapter.MarshalCacheEntry(key, entry)
+	if err != nil {
+		return // a reply that does not marshal cannot be stored, nor served
+	}
+	rkey := c.key(key)
+	b = c.sign(rkey, b)
+	if len(b) > c.s.cfg.maxEntry {
+		c.oversize.Add(1)
+		return
+	}
+	_, _ = run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
+		return c.s.rdb.Set(ctx, rkey, b, c.s.cfg.ttl).Result()
+	})
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	return Stats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Errors: c.s.errors.Load(), Bypassed: c.s.bypassed.Load(),
+		Corrupt: c.corrupt.Load(), Oversize: c.oversize.Load(),
+	}
+}
+
+// sign appends the value's MAC when the cache signs its entries.
+func (c *Cache) sign(rkey string, b []byte) []byte {
+	if c.s.cfg.secret == nil {
+		return b
+	}
+	return append(b, c.mac(rkey, b)...)
+}
+
+// verify checks and removes the value's MAC when the cache signs its
+// entries.
+func (c *Cache) verify(rkey string, b []byte) ([]byte, error) {
+	if c.s.cfg.secret == nil {
+		return b, nil
+	}
+	if len(b) < sha256.Size {
+		return nil, errUnsigned
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if !hmac.Equal(sum, c.mac(rkey, body)) {
+		return nil, errUnsigned
+	}
+	return body, nil
+}
+
+// mac authenticates a value and the key it is stored under.
+func (c *Cache) mac(rkey string, b []byte) []byte {
+	h := hmac.New(sha256.New, c.s.cfg.secret)
+	h.Write([]byte(rkey))
+	h.Write([]byte{0})
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// errUnsigned: a signing cache found a value without a valid MAC.
+var errUnsigned = fmt.Errorf("%w: no valid signature", adapter.ErrCorruptCacheEntry)

@@ -1,0 +1,393 @@
+package rediscache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/rediscache"
+	"github.com/sigwire/adapter/signature"
+)
+
+func mustParse(t testing.TB, spec string) *signature.Signature {
+	t.Helper()
+	sig, err := signature.Parse(spec)
+	require.NoError(t, err)
+	return sig
+}
+
+// echoServer answers every question q with "answer to q", so that any
+// reply can be checked against the question asked.
+func echoServer(t testing.TB) *lmtest.Server {
+	srv := lmtest.NewServer()
+	t.Cleanup(srv.Close)
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		msgs := r.Chat.Messages
+		q := msgs[len(msgs)-1].Content
+		q = q[strings.Index(q, "[[ ## q ## ]]\n")+len("[[ ## q ## ]]\n"):]
+		q = q[:strings.IndexByte(q, '\n')]
+		return lmtest.Text("[[ ## a ## ]]\nanswer to " + q)
+	})
+	return srv
+}
+
+// errorLog collects what OnError reports.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) add(_ context.Context, err error) {
+	l.mu.Lock()
+	l.errs = append(l.errs, err)
+	l.mu.Unlock()
+}
+
+func (l *errorLog) all() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.errs...)
+}
+
+// TestSharedAcrossReplicas: a reply one replica (its own client and
+// Cache) paid for is served to another from Redis, through Call and
+// Stream, with no LM call and no usage.
+func TestSharedAcrossReplicas(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	p := prefix(t)
+	replica := func() adapter.LM {
+		return adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+	}
+	one, two := replica(), replica()
+	res, err := adapter.Call(t.Context(), one, sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	assert.Zero(t, res.CacheHits)
+
+	res, err = adapter.Call(t.Context(), two, sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.CacheHits)
+	assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+	assert.Zero(t, res.Usage.TotalTokens)
+
+	var final *adapter.Result
+	for ch, err := range adapter.Stream(t.Context(), two.(adapter.StreamingLM), sig, nil, adapter.Values{"q": "x"}) {
+		require.NoError(t, err)
+		if ch.Result != nil {
+			final = ch.Result
+		}
+	}
+	require.NotNil(t, final)
+	assert.Equal(t, 1, final.CacheHits)
+	assert.Equal(t, "answer to x", final.Outputs[0]["a"])
+	assert.Len(t, srv.Requests(), 1)
+}
+
+// TestNeverCrossesLMs: two tenants (their own endpoint and key) sharing one
+// Redis and prefix never get each other's replies.
+func TestNeverCrossesLMs(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	a := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\ntenant A's answer"))
+	defer a.Close()
+	b := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\ntenant B's answer"))
+	defer b.Close()
+	p := prefix(t)
+	lm := func(srv *lmtest.Server, key string) adapter.LM {
+		cfg := openai.DefaultConfig(key)
+		cfg.BaseURL = srv.URL()
+		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+	}
+	ra, err := adapter.Call(t.Context(), lm(a, "sk-A"), sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	rb, err := adapter.Call(t.Context(), lm(b, "sk-B"), sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "tenant A's answer", ra.Outputs[0]["a"])
+	assert.Equal(t, "tenant B's answer", rb.Outputs[0]["a"])
+	assert.Zero(t, rb.CacheHits)
+}
+
+// cacheKeys lists the cache's keys under p.
+func cacheKeys(t *testing.T, rdb redis.UniversalClient, p string) []string {
+	keys, err := rdb.Keys(t.Context(), p+"*").Result()
+	require.NoError(t, err)
+	return keys
+}
+
+// TestEntriesExpire: an entry is stored with the TTL, and once it has
+// passed the call goes to the LM again.
+func TestEntriesExpire(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	rdb := client(t)
+	p := prefix(t)
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), slack)))
+	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+	require.NoError(t, err)
+	keys := cacheKeys(t, rdb, p)
+	require.Len(t, keys, 1)
+	assert.True(t, strings.HasPrefix(keys[0], p+"cache:v1:"), "the key names the format version: %s", keys[0])
+	ttl, err := rdb.PTTL(t.Context(), keys[0]).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 23*time.Hour, "24 hours by default")
+	assert.LessOrEqual(t, ttl, 24*time.Hour)
+
+	short := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.TTL(time.Millisecond))))
+	_, err = adapter.Call(t.Context(), short, sig, nil, adapter.Values{"q": "y"})
+	require.NoError(t, err)
+	time.Sleep(20 * time.Millisecond) // past the TTL: Redis no longer has the entry
+	res, err := adapter.Call(t.Context(), short, sig, nil, adapter.Values{"q": "y"})
+	require.NoError(t, err)
+	assert.Zero(t, res.CacheHits)
+	assert.Equal(t, "answer to y", res.Outputs[0]["a"])
+	assert.Len(t, srv.Requests(), 3)
+}
+
+// TestCorruptEntryIgnored: a value of another format version, stored
+// under another key, cut short, or not a reply is a miss, counted and
+// reported; the call goes to the LM, whose reply replaces the value.
+func TestCorruptEntryIgnored(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	rdb := client(t)
+	p := prefix(t)
+	var log errorLog
+	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.OnError(log.add))
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+	ask := func(q string) *adapter.Result {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q})
+		require.NoError(t, err)
+		assert.Equal(t, "answer to "+q, res.Outputs[0]["a"])
+		return res
+	}
+	ask("x")
+	ask("y")
+	keys := cacheKeys(t, rdb, p)
+	require.Len(t, keys, 2)
+	good, err := rdb.Get(t.Context(), keys[0]).Bytes()
+	require.NoError(t, err)
+	other, err := rdb.Get(t.Context(), keys[1]).Bytes()
+	require.NoError(t, err)
+	js := good[strings.IndexByte(string(good), '{'):]
+	head := good[:len(good)-len(js)]
+
+	for name, value := range map[string][]byte{
+		"another key's entry": other,
+		"old version":         []byte(strings.Replace(string(good), "sigwire-cache v1", "sigwire-cache v0", 1)),
+		"cut":                 good[:len(good)-5],
+		"garbage":             []byte("\x00\xff"),
+		"not a reply":         append(append([]byte{}, head...), `{"response":{"choices":[]}}`...),
+		"bad json":            append(append([]byte{}, head...), `{"response": 1}`...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, rdb.Set(t.Context(), keys[0], value, time.Minute).Err())
+			before, calls := cache.Stats(), len(srv.Requests())
+			q := "x"
+			if strings.Contains(string(good), "answer to y") {
+				q = "y"
+			}
+			res := ask(q)
+			assert.Zero(t, res.CacheHits)
+			assert.Len(t, srv.Requests(), calls+1, "the call went to the LM")
+			assert.Equal(t, before.Corrupt+1, cache.Stats().Corrupt)
+			errs := log.all()
+			require.NotEmpty(t, errs)
+			assert.ErrorIs(t, errs[len(errs)-1], adapter.ErrCorruptCacheEntry)
+			res = ask(q)
+			assert.Equal(t, 1, res.CacheHits, "the LM's reply replaced the value")
+		})
+	}
+}
+
+// TestOversizeNotStored: a reply past MaxEntryBytes is served but not
+// stored, and counted.
+func TestOversizeNotStored(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply {
+		return lmtest.Text("[[ ## a ## ]]\n" + strings.Repeat("long ", 500))
+	})
+	rdb := client(t)
+	p := prefix(t)
+	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.MaxEntryBytes(1000))
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+	for range 2 {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+		require.NoError(t, err)
+		assert.Zero(t, res.CacheHits)
+	}
+	assert.Empty(t, cacheKeys(t, rdb, p))
+	assert.Equal(t, int64(2), cache.Stats().Oversize)
+}
+
+// TestRedisKilledMidRun: Redis dies in the middle of a run of calls; every
+// call still gets the right reply, from the LM, and the failures are
+// counted and reported. Once Redis is back, the cache serves again.
+func TestRedisKilledMidRun(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	redisSrv := privateRedis(t)
+	var log errorLog
+	cache := rediscache.New(dial(t, redisSrv.addr), slack,
+		rediscache.Cooldown(20*time.Millisecond), rediscache.OnError(log.add))
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+	const n = 200
+	wrong, hits := 0, 0
+	for i := range n {
+		if i == n/2 {
+			redisSrv.stop()
+		}
+		q := fmt.Sprint(i % 50) // the second 50 are hits while Redis lives
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q})
+		require.NoError(t, err, "call %d", i)
+		if res.Outputs[0]["a"] != "answer to "+q {
+			wrong++
+		}
+		hits += res.CacheHits
+	}
+	st := cache.Stats()
+	t.Logf("%d calls, Redis killed before call %d: %d wrong replies, %d cache hits, %d LM calls; stats %+v",
+		n, n/2, wrong, hits, len(srv.Requests()), st)
+	assert.Zero(t, wrong)
+	assert.Equal(t, 50, hits, "hits while Redis lived, none after")
+	assert.Equal(t, n-50, len(srv.Requests()))
+	assert.Positive(t, st.Errors)
+	errs := log.all()
+	require.NotEmpty(t, errs)
+	var re *rediscache.Error
+	require.ErrorAs(t, errs[0], &re)
+	assert.Equal(t, "get", re.Op)
+
+	require.NoError(t, redisSrv.start()) // back, empty
+	for i := 0; ; i++ {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "again"})
+		require.NoError(t, err)
+		if res.CacheHits == 1 {
+			break
+		}
+		require.Less(t, i, 100, "the cache never served again after Redis came back")
+		time.Sleep(20 * time.Millisecond) // the cooldown
+	}
+}
+
+// TestRedisSlow: a Redis that does not answer in time (paused) costs a
+// call the timeout, not Redis's delay: the call goes to the LM, the
+// timeout is counted and reported, and Redis is left alone for the
+// cooldown.
+func TestRedisSlow(t *testing.T) {
+	for name, honours := range map[string]bool{"client ignores deadlines": false, "ContextTimeoutEnabled": true} {
+		t.Run(name, func(t *testing.T) {
+			sig := mustParse(t, "q -> a")
+			srv := echoServer(t)
+			redisSrv := privateRedis(t)
+			// A client that would wait 30 s for a reply: the cache's
+			// Timeout must bound it, whether the client honours context
+			// deadlines or not (go-redis's default).
+			rdb := redis.NewClient(&redis.Options{Addr: redisSrv.addr, ReadTimeout: 30 * time.Second, ContextTimeoutEnabled: honours})
+			defer rdb.Close()
+			var log errorLog
+			cache := rediscache.New(rdb, rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Hour), rediscache.OnError(log.add))
+			lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+			admin := dial(t, redisSrv.addr)
+			require.NoError(t, admin.Do(t.Context(), "CLIENT", "PAUSE", "10000", "ALL").Err()) // until the server is killed
+			for _, q := range []string{"x", "y", "z"} {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // far less than the pause and the client's timeout
+				res, err := adapter.Call(ctx, lm, sig, nil, adapter.Values{"q": q})
+				cancel()
+				require.NoError(t, err)
+				assert.Equal(t, "answer to "+q, res.Outputs[0]["a"])
+				assert.Zero(t, res.CacheHits)
+			}
+			st := cache.Stats()
+			assert.Equal(t, int64(1), st.Errors, "one timeout, then the cooldown")
+			assert.Equal(t, int64(5), st.Bypassed, "x's store, y's and z's lookups and stores")
+			assert.Len(t, srv.Requests(), 3)
+			errs := log.all()
+			require.Len(t, errs, 1)
+			assert.True(t, errors.Is(errs[0], context.DeadlineExceeded), "%v", errs[0])
+		})
+	}
+}
+
+// TestSignedEntries: with Sign, replicas sharing the secret share entries;
+// a value forged by someone who can write to Redis but lacks the secret
+// (a well-formed entry for the key, unsigned or with a copied signature)
+// is ignored, and so are entries signed with another secret.
+func TestSignedEntries(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	rdb := client(t)
+	p := prefix(t)
+	var log errorLog
+	signed := func(secret string) (adapter.LM, *rediscache.Cache) {
+		c := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Sign([]byte(secret)), rediscache.OnError(log.add))
+		return adapter.WithMiddleware(srv.Client(), adapter.Cached(c)), c
+	}
+	one, _ := signed("s3cret")
+	two, cache := signed("s3cret")
+	ask := func(lm adapter.LM) *adapter.Result {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+		require.NoError(t, err)
+		assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+		return res
+	}
+	ask(one)
+	assert.Equal(t, 1, ask(two).CacheHits)
+
+	keys := cacheKeys(t, rdb, p)
+	require.Len(t, keys, 1)
+	good, err := rdb.Get(t.Context(), keys[0]).Bytes()
+	require.NoError(t, err)
+	body, mac := good[:len(good)-32], good[len(good)-32:]
+	forged := []byte(strings.Replace(string(body), "answer to x", "forged!!!!!", 1))
+
+	for name, value := range map[string][]byte{
+		"unsigned":         forged,
+		"copied signature": append(append([]byte{}, forged...), mac...),
+		"garbage":          []byte("x"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, rdb.Set(t.Context(), keys[0], value, time.Minute).Err())
+			before := cache.Stats().Corrupt
+			assert.Zero(t, ask(two).CacheHits)
+			assert.Equal(t, before+1, cache.Stats().Corrupt)
+			assert.ErrorIs(t, log.all()[len(log.all())-1], adapter.ErrCorruptCacheEntry)
+		})
+	}
+	other, _ := signed("another secret")
+	assert.Zero(t, ask(other).CacheHits, "entries signed with another secret are not served")
+}
+
+// TestTwoTiers: an LRU in front of the Redis cache answers hot prompts in
+// the process and fills itself from Redis hits, so that a replica asks
+// Redis once per prompt.
+func TestTwoTiers(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	p := prefix(t)
+	other := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+	_, err := adapter.Call(t.Context(), other, sig, nil, adapter.Values{"q": "x"}) // another replica paid for it
+	require.NoError(t, err)
+
+	shared := rediscache.New(client(t), rediscache.Prefix(p), slack)
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)), adapter.Cached(shared))
+	for range 3 {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+		require.NoError(t, err)
+		assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+		assert.Equal(t, 1, res.CacheHits)
+	}
+	assert.Equal(t, int64(1), shared.Stats().Hits, "Redis asked once, the LRU after")
+	assert.Len(t, srv.Requests(), 1)
+}

@@ -1,0 +1,36 @@
+// Package rediscache shares what the replicas of a service learn about
+// their LM through one Redis: a response cache ([New], an adapter.Cache
+// for adapter.Cached), so that a prompt is paid for once across replicas
+// and deploys, and a rate limiter ([NewLimiter], an adapter.Middleware)
+// that every replica obeys, so that a provider's 429 makes them all wait.
+// It is a module of its own (github.com/sigwire/adapter/rediscache), on
+// github.com/redis/go-redis/v9, so that the library itself keeps its four
+// dependencies.
+//
+// Both fail open: when Redis is down or slow, a cache lookup is a miss
+// and the call goes to the LM, a limiter falls back to a limit kept in
+// the process. Each Redis command is bounded by [Timeout]; after a failure
+// Redis is left alone for [Cooldown], so that a dead Redis costs one
+// timeout per cooldown, not one per call. Failures are counted (Stats)
+// and reported to [OnError]; nothing wrong is ever served: an entry that
+// is corrupt, of another format version or stored under another key is
+// ignored and counted. Whoever can write to the Redis can still forge an
+// entry under its own key, unless the replicas [Sign] their entries with
+// a secret the Redis does not hold.
+//
+// Put the cache outside the limiter, on the LM, so that hits spend no
+// rate and every attempt of a retried call is admitted:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	cache := rediscache.New(rdb, rediscache.TTL(24*time.Hour))
+//	limit := rediscache.NewLimiter(rdb, "openai-prod", rediscache.RateLimit{RPM: 500, TPM: 200_000})
+//	lm := adapter.WithMiddleware(client, adapter.Cached(cache), limit.Middleware())
+//
+// What Redis holds, under the prefix ([Prefix], "sigwire:" by default):
+// cache entries at "<prefix>cache:v1:<key>", the key made by
+// adapter.Cached from the LM's identity and the request; limiter state at
+// "<prefix>limit:v1:{<hash>}:…", one hash per limiter name and model (the
+// braces keep a limiter's keys in one Redis Cluster slot). The "v1" is
+// the format version: a later format uses other keys, and neither reads
+// the other's entries.
+package rediscache

@@ -1,0 +1,61 @@
+package rediscache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/rediscache"
+	"github.com/sigwire/adapter/signature"
+)
+
+// Every replica of a service builds its LM the same way: the shared cache
+// first, so that hits spend no rate, then the shared limiter, inside the
+// retries. (It needs a Redis, so it is compiled, not run.)
+func ExampleNew() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	cache := rediscache.New(rdb,
+		rediscache.TTL(24*time.Hour),
+		rediscache.OnError(func(ctx context.Context, err error) {
+			slog.WarnContext(ctx, "LM cache", "err", err) // the call went to the LM
+		}))
+	limit := rediscache.NewLimiter(rdb, "openai-prod", rediscache.RateLimit{RPM: 500, TPM: 200_000})
+
+	cfg := openai.DefaultConfig("sk-...")
+	cfg.HTTPClient = adapter.HTTPDoer(nil) // a 429's Retry-After reaches the limiter
+	lm := adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(cache), limit.Middleware())
+
+	sig, _ := signature.Parse("question -> answer")
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": "Capital of France?"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outputs[0]["answer"], res.CacheHits)
+	fmt.Printf("%+v\n", cache.Stats())
+}
+
+// Five replicas share the account's limit through Redis; while Redis is
+// unreachable, each keeps a fifth of it on its own. A call that would wait
+// more than 30 s for the limit (or a provider's Retry-After) fails at once
+// with a *LimitError, which matches adapter.ErrRateLimited. (It needs a
+// Redis, so it is compiled, not run.)
+func ExampleNewLimiter() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	limit := rediscache.NewLimiter(rdb, "openai-prod", rediscache.RateLimit{RPM: 500, TPM: 200_000},
+		rediscache.Fallback(rediscache.RateLimit{RPM: 100, TPM: 40_000}),
+		rediscache.MaxWait(30*time.Second),
+	)
+	lm := adapter.WithMiddleware(openai.NewClient("sk-..."), limit.Middleware())
+
+	sig, _ := signature.Parse("question -> answer")
+	_, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": "Capital of France?"})
+	if errors.Is(err, adapter.ErrRateLimited) {
+		fmt.Println("over the limit:", err)
+	}
+}

@@ -1,0 +1,418 @@
+package rediscache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter"
+)
+
+// RateLimit is a provider's limit: requests and tokens per minute. A zero
+// field is no limit; with both zero a [Limiter] only shares 429s.
+type RateLimit struct {
+	RPM int // requests per minute
+	TPM int // tokens per minute, prompt and completion
+	// Estimate is the tokens a request is charged before it is sent; after
+	// the reply, the charge is corrected to the usage it reports (and a
+	// request that failed is refunded). Nil estimates a token per four
+	// bytes of the messages' text, plus MaxCompletionTokens (or MaxTokens,
+	// or 256 when neither is set) for each choice asked for.
+	Estimate func(openai.ChatCompletionRequest) int
+}
+
+// Limiter is a rate limit that every process using the same Redis, name
+// and [Prefix] obeys together: requests and tokens per minute, kept by
+// an atomic script in Redis (GCRA: each limit admits up to a minute's
+// worth at once, then at its rate), per model of the request, since
+// providers limit each model on its own. Make one per provider account
+// (the name says which) and put its [Limiter.Middleware] on the LM.
+//
+// A 429 from the provider makes every process wait: for its Retry-After
+// when the client was built with adapter.HTTPDoer, otherwise for
+// [BlockWithoutRetryAfter]. A call that would wait past its context's
+// deadline or [MaxWait] fails at once with a *[LimitError].
+//
+// When Redis is unreachable or slower than [Timeout], each process keeps
+// the limit on its own ([Fallback]) until Redis answers again, and
+// remembers the 429s it saw itself. A Limiter is safe for concurrent use.
+type Limiter struct {
+	s     store
+	name  string
+	limit RateLimit
+	local localLimits
+
+	admitted, waits, waited, refused, blocks, fallbacks atomic.Int64
+}
+
+// LimiterStats counts what a [Limiter] did since [NewLimiter], in this
+// process.
+type LimiterStats struct {
+	// Admitted counts requests let through.
+	Admitted int64
+	// Waits counts the waits for the limit or a 429's block, and Waited
+	// their total.
+	Waits  int64
+	Waited time.Duration
+	// Refused counts calls that failed with a *LimitError.
+	Refused int64
+	// Blocks counts the 429s this process saw and shared.
+	Blocks int64
+	// Fallbacks counts decisions made in the process, Redis being
+	// unreachable; Errors and Bypassed are as in [Stats].
+	Fallbacks        int64
+	Errors, Bypassed int64
+}
+
+// NewLimiter returns a Limiter on rdb for the account name. The options:
+// [Prefix], [Timeout], [Cooldown], [OnError], [Fallback], [MaxWait],
+// [BlockWithoutRetryAfter].
+func NewLimiter(rdb redis.UniversalClient, name string, limit RateLimit, opts ...Option) *Limiter {
+	l := &Limiter{s: newStore(rdb, opts), name: name, limit: limit}
+	l.local.limit = limit
+	if f := l.s.cfg.fallback; f != nil {
+		l.local.limit = *f
+	}
+	return l
+}
+
+// Stats returns the limiter's counters.
+func (l *Limiter) Stats() LimiterStats {
+	return LimiterStats{
+		Admitted: l.admitted.Load(), Waits: l.waits.Load(), Waited: time.Duration(l.waited.Load()),
+		Refused: l.refused.Load(), Blocks: l.blocks.Load(), Fallbacks: l.fallbacks.Load(),
+		Errors: l.s.errors.Load(), Bypassed: l.s.bypassed.Load(),
+	}
+}
+
+// LimitError is a call refused by a [Limiter] because the wait for the
+// limit would pass its context's deadline or MaxWait. errors.Is(err,
+// adapter.ErrRateLimited) matches it.
+type LimitError struct {
+	Name, Model string
+	// Wait is how long the call would have had to wait.
+	Wait time.Duration
+	// Blocked reports a wait for a provider's 429 (its Retry-After), not
+	// for the limit's own rate.
+	Blocked bool
+}
+
+// Error names the limit and the wait.
+func (e *LimitError) Error() string {
+	why := "its rate"
+	if e.Blocked {
+		why = "a 429 from the provider"
+	}
+	return fmt.Sprintf("rediscache: rate limit %q, model %q: the next request may go in %s (for %s), more than the call may wait",
+		e.Name, e.Model, e.Wait.Round(time.Millisecond), why)
+}
+
+// Is matches adapter.ErrRateLimited.
+func (e *LimitError) Is(target error) bool { return target == adapter.ErrRateLimited }
+
+// Middleware returns the limiter as an adapter.Middleware. Put it on the
+// LM (adapter.WithMiddleware), inside the retries, so that every attempt
+// is admitted and a 429's Retry-After is seen; after adapter.Cached, so
+// that cache hits spend no rate.
+func (l *Limiter) Middleware() adapter.Middleware {
+	return func(next adapter.Invoker) adapter.Invoker {
+		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			b := l.bucket(req.Model)
+			cost := l.estimate(req)
+			viaRedis, err := l.admit(ctx, b, cost)
+			if err != nil {
+				return openai.ChatCompletionResponse{}, err
+			}
+			ctx, retryAfter := adapter.WatchRetryAfter(ctx)
+			resp, err := next(ctx, req)
+			// The accounts are kept even when the caller has gone.
+			after := context.WithoutCancel(ctx)
+			switch {
+			case err != nil:
+				if rateLimited(err) {
+					l.block(after, b, retryAfter())
+				}
+				l.settle(after, b, viaRedis, -cost)
+			case resp.Usage.TotalTokens > 0:
+				l.settle(after, b, viaRedis, resp.Usage.TotalTokens-cost)
+			}
+			return resp, err
+		}
+	}
+}
+
+// rateLimited reports a 429 from go-openai.
+func rateLimited(err error) bool {
+	var api *openai.APIError
+	var re *openai.RequestError
+	switch {
+	case errors.As(err, &api):
+		return api.HTTPStatusCode == http.StatusTooManyRequests
+	case errors.As(err, &re):
+		return re.HTTPStatusCode == http.StatusTooManyRequests
+	}
+	return false
+}
+
+// bucket is the state of one limiter name and model.
+type bucket struct {
+	model string
+	keys  []string // requests' TAT, tokens' TAT, blocked-until
+}
+
+func (l *Limiter) bucket(model string) bucket {
+	sum := sha256.Sum256([]byte(l.name + "\x00" + model))
+	base := l.s.cfg.prefix + "limit:" + formatVersion + ":{" + hex.EncodeToString(sum[:12]) + "}:"
+	return bucket{model: model, keys: []string{base + "r", base + "t", base + "b"}}
+}
+
+// estimate is the tokens charged before the call, at most a minute's
+// worth (a larger request waits for a full minute's budget, no more).
+func (l *Limiter) estimate(req openai.ChatCompletionRequest) int {
+	if l.limit.TPM <= 0 {
+		return 0
+	}
+	var n int
+	if l.limit.Estimate != nil {
+		n = l.limit.Estimate(req)
+	} else {
+		n = defaultEstimate(req)
+	}
+	return min(max(n, 0), l.limit.TPM)
+}
+
+func defaultEstimate(req openai.ChatCompletionRequest) int {
+	var text int
+	for _, m := range req.Messages {
+		text += len(m.Content) + len(m.ReasoningContent)
+		for _, p := range m.MultiContent {
+			text += len(p.Text)
+		}
+		for _, tc := range m.ToolCalls {
+			text += len(tc.Function.Arguments)
+		}
+	}
+	out := req.MaxCompletionTokens
+	if out <= 0 {
+		out = req.MaxTokens
+	}
+	if out <= 0 {
+		out = 256
+	}
+	return text/4 + 4*len(req.Messages) + out*max(req.N, 1)
+}
+
+// The scripts keep times in microseconds of Redis's clock (TIME), so that
+// every process agrees whatever its own clock says. A limit of n per
+// minute is a GCRA with an emission interval of a minute/n and a burst of
+// a minute's worth.
+var (
+	admitScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local period = 60000000
+local rpm, tpm, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local wait, blocked = 0, 0
+local b = tonumber(redis.call('GET', KEYS[3]) or '0')
+if b > now then wait, blocked = b - now, 1 end
+local newr, newt
+if rpm > 0 then
+  local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
+  newr = tat + period / rpm
+  if newr - period - now > wait then wait, blocked = newr - period - now, 0 end
+end
+if tpm > 0 and cost > 0 then
+  local tat = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), now)
+  newt = tat + cost * period / tpm
+  if newt - period - now > wait then wait, blocked = newt - period - now, 0 end
+end
+if wait > 0 then return {math.ceil(wait), blocked} end
+if newr then redis.call('SET', KEYS[1], string.format('%.0f', newr), 'PX', math.ceil((newr - now) / 1000) + 1) end
+if newt then redis.call('SET', KEYS[2], string.format('%.0f', newt), 'PX', math.ceil((newt - now) / 1000) + 1) end
+return {0, 0}
+`)
+	settleScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tpm, delta = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now) + delta * 60000000 / tpm
+if tat <= now then redis.call('DEL', KEYS[1]) return 0 end
+redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
+return 0
+`)
+	blockScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local d = tonumber(ARGV[1])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if now + d > cur then redis.call('SET', KEYS[1], string.format('%.0f', now + d), 'PX', math.ceil(d / 1000) + 1) end
+return 0
+`)
+)
+
+// admit waits until the bucket lets a request of cost tokens in, and
+// reports whether Redis decided (rather than the process's fallback).
+func (l *Limiter) admit(ctx context.Context, b bucket, cost int) (bool, error) {
+	for {
+		wait, blocked, viaRedis := l.try(ctx, b, cost)
+		if wait <= 0 {
+			l.admitted.Add(1)
+			return viaRedis, nil
+		}
+		if wait > l.s.cfg.maxWait {
+			l.refused.Add(1)
+			return false, &LimitError{Name: l.name, Model: b.model, Wait: wait, Blocked: blocked}
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			l.refused.Add(1)
+			return false, &LimitError{Name: l.name, Model: b.model, Wait: wait, Blocked: blocked}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+		l.waits.Add(1)
+		l.waited.Add(int64(wait))
+	}
+}
+
+// try asks Redis, or the fallback, whether a request may go now; if not,
+// how long to wait and whether for a 429's block.
+func (l *Limiter) try(ctx context.Context, b bucket, cost int) (time.Duration, bool, bool) {
+	r, err := run(ctx, &l.s, "admit", b.keys[0], func(ctx context.Context) ([]int64, error) {
+		return admitScript.Run(ctx, l.s.rdb, b.keys, l.limit.RPM, l.limit.TPM, cost).Int64Slice()
+	})
+	if err == nil && len(r) == 2 {
+		return time.Duration(r[0]) * time.Microsecond, r[1] == 1, true
+	}
+	l.fallbacks.Add(1)
+	wait, blocked := l.local.admit(b.model, cost, time.Now())
+	return wait, blocked, false
+}
+
+// settle corrects the tokens charged to a request by delta, where it was
+// charged.
+func (l *Limiter) settle(ctx context.Context, b bucket, viaRedis bool, delta int) {
+	if l.limit.TPM <= 0 || delta == 0 {
+		return
+	}
+	if !viaRedis {
+		l.local.settle(b.model, delta, time.Now())
+		return
+	}
+	_, _ = run(ctx, &l.s, "settle", b.keys[1], func(ctx context.Context) (any, error) {
+		return settleScript.Run(ctx, l.s.rdb, b.keys[1:2], l.limit.TPM, delta).Result()
+	})
+}
+
+// maxBlock bounds how long one 429 blocks the limiter, whatever its
+// Retry-After says.
+const maxBlock = time.Hour
+
+// block makes every process wait d (or the default) before their next
+// request to the bucket: in Redis, and in this process should Redis be
+// unreachable.
+func (l *Limiter) block(ctx context.Context, b bucket, d time.Duration) {
+	if d <= 0 {
+		d = l.s.cfg.block
+	}
+	d = min(d, maxBlock)
+	l.blocks.Add(1)
+	l.local.block(b.model, time.Now().Add(d))
+	_, _ = run(ctx, &l.s, "block", b.keys[2], func(ctx context.Context) (any, error) {
+		return blockScript.Run(ctx, l.s.rdb, b.keys[2:3], d.Microseconds()).Result()
+	})
+}
+
+// localLimits is the fallback: the same GCRA per model, in the process.
+type localLimits struct {
+	limit RateLimit
+	mu    sync.Mutex
+	state map[string]*localBucket
+}
+
+type localBucket struct{ reqTAT, tokTAT, blocked time.Time }
+
+func (ll *localLimits) get(model string) *localBucket {
+	if ll.state == nil {
+		ll.state = map[string]*localBucket{}
+	}
+	b := ll.state[model]
+	if b == nil {
+		b = &localBucket{}
+		ll.state[model] = b
+	}
+	return b
+}
+
+func (ll *localLimits) admit(model string, cost int, now time.Time) (time.Duration, bool) {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	b := ll.get(model)
+	var wait time.Duration
+	blocked := false
+	if b.blocked.After(now) {
+		wait, blocked = b.blocked.Sub(now), true
+	}
+	var newR, newT time.Time
+	if ll.limit.RPM > 0 {
+		newR = later(b.reqTAT, now).Add(time.Minute / time.Duration(ll.limit.RPM))
+		if w := newR.Add(-time.Minute).Sub(now); w > wait {
+			wait, blocked = w, false
+		}
+	}
+	if ll.limit.TPM > 0 && cost > 0 {
+		cost = min(cost, ll.limit.TPM)
+		newT = later(b.tokTAT, now).Add(time.Duration(cost) * time.Minute / time.Duration(ll.limit.TPM))
+		if w := newT.Add(-time.Minute).Sub(now); w > wait {
+			wait, blocked = w, false
+		}
+	}
+	if wait > 0 {
+		return wait, blocked
+	}
+	if !newR.IsZero() {
+		b.reqTAT = newR
+	}
+	if !newT.IsZero() {
+		b.tokTAT = newT
+	}
+	return 0, false
+}
+
+func (ll *localLimits) settle(model string, delta int, now time.Time) {
+	if ll.limit.TPM <= 0 {
+		return
+	}
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	b := ll.get(model)
+	b.tokTAT = later(b.tokTAT, now).Add(time.Duration(delta) * time.Minute / time.Duration(ll.limit.TPM))
+}
+
+func (ll *localLimits) block(model string, until time.Time) {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	if b := ll.get(model); until.After(b.blocked) {
+		b.blocked = until
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,249 @@
+package rediscache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Option configures a [Cache] ([New]) or a [Limiter] ([NewLimiter]). Each
+// option says which it applies to; the other ignores it.
+type Option func(*config)
+
+type config struct {
+	prefix   string
+	ttl      time.Duration
+	maxEntry int
+	timeout  time.Duration
+	cooldown time.Duration
+	onError  func(context.Context, error)
+	secret   []byte
+	fallback *RateLimit
+	maxWait  time.Duration
+	block    time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		prefix:   "sigwire:",
+		ttl:      24 * time.Hour,
+		maxEntry: 1 << 20,
+		timeout:  100 * time.Millisecond,
+		cooldown: time.Second,
+		maxWait:  time.Minute,
+		block:    time.Second,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// Prefix starts every Redis key written ("sigwire:" by default), so that
+// several applications, or tests, can share a Redis. Cache and Limiter.
+func Prefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// TTL is how long an entry lives (24 hours by default; d ≤ 0 keeps
+// entries until Redis evicts them under its maxmemory policy). Cache.
+func TTL(d time.Duration) Option { return func(c *config) { c.ttl = max(d, 0) } }
+
+// MaxEntryBytes bounds one stored entry (1 MiB by default; n < 1 keeps
+// the default): a larger reply is not stored, and counted in
+// Stats.Oversize. The total is Redis's to bound: set maxmemory with an
+// eviction policy (allkeys-lru, or volatile-lru when the Redis holds
+// other data without a TTL). Cache.
+func MaxEntryBytes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxEntry = n
+		}
+	}
+}
+
+// Sign makes entries tamper-evident: each value carries an HMAC-SHA256 of
+// its Redis key and contents under secret, and a value without a valid
+// one is ignored as corrupt. Without it, whoever can write to the Redis
+// can forge replies for the keys they see there; with it, only holders of
+// the secret can. Give every replica the same secret; changing it makes
+// the entries written before misses. Cache.
+func Sign(secret []byte) Option {
+	return func(c *config) { c.secret = append([]byte(nil), secret...) }
+}
+
+// Timeout bounds each Redis command (100 ms by default; d ≤ 0 keeps the
+// default), whatever the client's own timeouts: past it, a lookup is a
+// miss, a store is dropped and a limiter decides in the process. A client
+// made with ContextTimeoutEnabled runs each command on the calling
+// goroutine; any other client's commands run on a goroutine of their own,
+// so that the call need not wait for the client's ReadTimeout. Cache and
+// Limiter.
+func Timeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// Cooldown is how long Redis is left alone after a command failed or
+// timed out (1 s by default; d ≤ 0 keeps the default): meanwhile lookups
+// are misses, stores are dropped and limiters decide in the process, all
+// counted as Bypassed. Cache and Limiter.
+func Cooldown(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.cooldown = d
+		}
+	}
+}
+
+// OnError reports each failure as it happens, with the context of the call
+// it happened in (for a log line or a span event): an *[Error] whose Err
+// is the Redis error, context.DeadlineExceeded for a timeout, or one
+// matching adapter.ErrCorruptCacheEntry for an entry that was ignored. f runs on the calling
+// goroutine and must be safe for concurrent use. Cache and Limiter.
+func OnError(f func(ctx context.Context, err error)) Option {
+	return func(c *config) { c.onError = f }
+}
+
+// Fallback is the limit each process keeps on its own while Redis is
+// unreachable (by default the shared limit itself: with n replicas cut
+// off from Redis at once, up to n times the limit goes out; give
+// the limit divided by n to stay within it). Limiter.
+func Fallback(l RateLimit) Option { return func(c *config) { c.fallback = &l } }
+
+// MaxWait bounds how long a call waits for the limit (1 minute by
+// default; d ≤ 0 keeps the default), as does the call's context deadline:
+// a call that would wait longer fails at once with a *[LimitError]. Limiter.
+func MaxWait(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.maxWait = d
+		}
+	}
+}
+
+// BlockWithoutRetryAfter is how long a 429 that names no Retry-After makes
+// every replica wait (1 s by default; d ≤ 0 keeps the default). The
+// Retry-After header is seen only through a client built with
+// adapter.HTTPDoer. Limiter.
+func BlockWithoutRetryAfter(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.block = d
+		}
+	}
+}
+
+// Error is a Redis failure, or a corrupt entry, as [OnError] reports it.
+type Error struct {
+	// Op is what failed: "get", "put" (Cache), "admit", "settle", "block"
+	// (Limiter).
+	Op string
+	// Key is the Redis key.
+	Key string
+	Err error
+}
+
+// Error names the operation, the key and the cause.
+func (e *Error) Error() string { return fmt.Sprintf("rediscache: %s %q: %v", e.Op, e.Key, e.Err) }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// store runs commands on Redis within the timeout, and leaves Redis alone
+// for the cooldown after a failure.
+type store struct {
+	rdb      redis.UniversalClient
+	cfg      config
+	inline   bool         // the client bounds commands by their context
+	downTill atomic.Int64 // unix nanoseconds
+	errors   atomic.Int64
+	bypassed atomic.Int64
+}
+
+// errBypassed: Redis is being left alone after a failure.
+var errBypassed = errors.New("rediscache: Redis is left alone after a failure")
+
+func newStore(rdb redis.UniversalClient, opts []Option) store {
+	return store{rdb: rdb, cfg: newConfig(opts), inline: honoursDeadlines(rdb)}
+}
+
+// honoursDeadlines reports a client that bounds its commands by their
+// context's deadline (ContextTimeoutEnabled); go-redis's default client
+// does not, and waits for its own ReadTimeout (3 s by default).
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// run calls f on Redis within the timeout. A failure other than redis.Nil
+// and the caller's own cancellation is counted, reported and starts the
+// cooldown; while it lasts, run returns errBypassed without calling f.
+// For a client that ignores context deadlines (go-redis's default), f
+// runs on a goroutine of its own, which the call stops waiting for at the
+// timeout; a client with ContextTimeoutEnabled saves that goroutine and
+// its hand-off (tens of microseconds a command on a busy machine).
+func run[T any](ctx context.Context, s *store, op, key string, f func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if time.Now().UnixNano() < s.downTill.Load() {
+		s.bypassed.Add(1)
+		return zero, errBypassed
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	var r result
+	if s.inline {
+		r.v, r.err = f(ctx)
+	} else {
+		done := make(chan result, 1)
+		go func() {
+			v, err := f(ctx)
+			done <- result{v, err}
+		}()
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+			r.err = ctx.Err()
+		}
+	}
+	if r.err == nil || errors.Is(r.err, redis.Nil) {
+		return r.v, r.err
+	}
+	if parent.Err() != nil {
+		return zero, r.err // the caller gave up: not Redis's failure
+	}
+	s.fail(parent, op, key, r.err)
+	return zero, r.err
+}
+
+// fail counts and reports a Redis failure and starts the cooldown.
+func (s *store) fail(ctx context.Context, op, key string, err error) {
+	s.errors.Add(1)
+	s.downTill.Store(time.Now().Add(s.cfg.cooldown).UnixNano())
+	s.report(ctx, &Error{Op: op, Key: key, Err: err})
+}
+
+func (s *store) report(ctx context.Context, err error) {
+	if s.cfg.onError != nil {
+		s.cfg.onError(ctx, err)
+	}
+}
