@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
@@ -17,10 +16,10 @@ import (
 // on. A rate limiter shared by several processes reads it to make them
 // all wait.
 func WatchRetryAfter(ctx context.Context) (context.Context, func() time.Duration) {
-	slot, ok := ctx.Value(retryAfterKey{}).(*atomic.Int64)
+	slot, ok := ctx.Value(retryKey{}).(*retrySlot)
 	if !ok {
-		slot = new(atomic.Int64)
-		ctx = context.WithValue(ctx, retryAfterKey{}, slot)
+		slot = new(retrySlot)
+		ctx = context.WithValue(ctx, retryKey{}, slot)
 	}
-	return ctx, func() time.Duration { return time.Duration(slot.Load()) }
+	return ctx, func() time.Duration { return time.Duration(slot.after.Load()) }
 }
