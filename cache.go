@@ -213,8 +213,9 @@ func valueIdentity(lm LM) (string, bool) {
 // Identical requests in flight at once share one LM call, as [Coalesced]
 // describes: a request that comes while an identical one is being looked
 // up or sent waits for that one's reply instead of sending its own, so
-// that N goroutines asking one prompt make one call. A nil c stores
-// nothing: Cached(nil) is Coalesced().
+// that N goroutines asking one prompt make one call (through a Cached
+// given to [WithMiddleware]; one given to [UseMiddleware] only caches). A
+// nil c stores nothing: Cached(nil) is Coalesced().
 //
 // An entry belongs to the LM directly beneath the cache, the one that
 // answers: the LM given to [WithMiddleware] with the cache, or for a cache
@@ -258,8 +259,14 @@ func Cached(c Cache) Middleware {
 // messages and options; a Stream's and a Call's alike) in flight at once
 // make one LM call, whose reply each of them gets. [Cached] does the same
 // and stores the reply; use Coalesced where no reply may be kept. Requests
-// share a call only through one middleware value: build it once, with the
-// LM ([WithMiddleware]), not per call.
+// share a call only through one middleware value given to
+// [WithMiddleware] (beneath the call's retries and [Trace], which so
+// report each caller's request on its own goroutine), or called outside
+// the pipeline; build it once, with the LM. Among a call's own middlewares
+// ([UseMiddleware]) it shares nothing, and a Cached there only caches:
+// its call would carry one caller's retries and report to that caller's
+// trace. Requests through an LM without an identity (see [Identifier]) are
+// neither cached nor coalesced.
 //
 // The first request sends the call; the others join it while it runs,
 // and until the pipeline has read its reply. A [Call] that joins gets the
@@ -349,6 +356,9 @@ var errFlightExited = errors.New("adapter: the shared LM call's goroutine exited
 // do answers req: a hit, the reply of an identical request in flight, or
 // its own call's.
 func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	if v, _ := ctx.Value(callLevelKey{}).(bool); v {
+		return g.alone(ctx, key, next, req)
+	}
 	f, w, first := g.join(key)
 	if !first {
 		if h := joinHook.Load(); h != nil {
@@ -357,11 +367,8 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 		return g.wait(ctx, f, w, req)
 	}
 	if g.c != nil {
-		e, ok := g.get(ctx, f)
-		if ok {
-			resp := e.Response
-			resp.Usage = openai.Usage{} // no tokens were spent
-			g.finish(f, outcome{resp: resp, hit: true, extras: e.Extras})
+		if e, ok := g.get(ctx, f); ok {
+			g.finish(f, outcome{resp: hitResponse(e), hit: true, extras: e.Extras})
 			return g.wait(ctx, f, w, req)
 		}
 	}
@@ -373,6 +380,62 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 	g.mu.Unlock()
 	go f.run(&flightContext{fctx, f}, next, req)
 	return g.wait(ctx, f, w, req)
+}
+
+// callLevelKey marks the context of a call's own middlewares
+// ([UseMiddleware]): true above the call's retries and trace, false
+// beneath them. A Cached there does not share calls in flight: the call
+// would carry one caller's retries and report to its trace, from another
+// goroutine and maybe after that caller's call ended.
+type callLevelKey struct{}
+
+// alone answers a request on its own: from the cache, or by its call,
+// whose reply is stored once the pipeline accepted it.
+func (g *flights) alone(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	st := stateFrom(ctx)
+	if g.c != nil {
+		if e, ok := g.c.Get(ctx, key); ok {
+			if st != nil {
+				st.cacheHits.Add(1)
+				st.setExtras(e.Extras)
+			}
+			return hitResponse(e), nil
+		}
+	}
+	resp, err := next(ctx, req)
+	if err == nil && finishedNormally(resp) {
+		entry := CacheEntry{Response: resp}
+		if st != nil {
+			entry.Extras = st.replyExtras()
+		}
+		g.store(ctx, st, key, entry, nil)
+	}
+	return resp, err
+}
+
+// hitResponse is the response of a hit: it spent no tokens.
+func hitResponse(e CacheEntry) openai.ChatCompletionResponse {
+	resp := e.Response
+	resp.Usage = openai.Usage{}
+	return resp
+}
+
+// store puts entry in the cache once the pipeline accepted its reply (at
+// once outside the pipeline, st nil), then runs done whatever the verdict.
+func (g *flights) store(ctx context.Context, st *callState, key string, entry CacheEntry, done func()) {
+	settle := func(accepted bool) {
+		if accepted && g.c != nil {
+			g.c.Put(context.WithoutCancel(ctx), key, entry)
+		}
+		if done != nil {
+			done()
+		}
+	}
+	if st != nil {
+		st.onSettle(settle)
+	} else {
+		settle(true)
+	}
 }
 
 // get looks the flight's key up; a panic in the cache is the outcome of
@@ -639,20 +702,11 @@ func (g *flights) take(ctx context.Context, f *flight, w *waiter, out streamOut,
 		}
 	}
 	if owner && kept {
-		entry := CacheEntry{Response: o.resp, Extras: o.extras}
-		settle := func(accepted bool) {
-			if accepted && g.c != nil {
-				g.c.Put(context.WithoutCancel(ctx), f.key, entry)
-			}
+		g.store(ctx, st, f.key, CacheEntry{Response: o.resp, Extras: o.extras}, func() {
 			g.mu.Lock()
 			g.forget(f)
 			g.mu.Unlock()
-		}
-		if st != nil {
-			st.onSettle(settle)
-		} else {
-			settle(true)
-		}
+		})
 	}
 	return resp, err
 }

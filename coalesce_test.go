@@ -632,6 +632,37 @@ func TestCoalescedOnlyIdentical(t *testing.T) {
 	})
 }
 
+// TestCachedCallMiddlewareNotCoalesced: a Cached among a call's own
+// middlewares (UseMiddleware) runs above the call's retries and trace,
+// whose events belong to that call, on its goroutine: it caches, and does
+// not share calls in flight.
+func TestCachedCallMiddlewareNotCoalesced(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(bothArrive(2))
+	mw := adapter.UseMiddleware(adapter.Cached(adapter.NewLRU(10)))
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			var events []adapter.LMCallDoneInfo
+			tr := adapter.UseTrace(&adapter.Trace{LMCallDone: func(e adapter.LMCallDoneInfo) { events = append(events, e) }})
+			res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, mw, tr)
+			if assert.NoError(t, err) {
+				assert.Zero(t, res.Coalesced)
+				assert.Len(t, events, 1)
+				assert.Equal(t, res.Usage, events[0].Usage)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 2, len(srv.Requests()))
+	res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, mw)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.CacheHits)
+	assert.Equal(t, 2, len(srv.Requests()))
+}
+
 // bothArrive is a handler that answers once n requests have arrived: were
 // two of them coalesced, the last would never come.
 func bothArrive(n int) func(lmtest.Request) lmtest.Reply {

@@ -423,7 +423,8 @@ func requestMode(mode string, req *openai.ChatCompletionRequest) string {
 
 // invoker builds an attempt's chain around the sender: the call's
 // middlewares, retries, the trace (so it sees every request), the LM's
-// own middlewares.
+// own middlewares. The context tells the call's middlewares from those
+// beneath them (callLevelKey).
 func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	inv := wrapInvoker(r.mw, bottom)
 	if tr.t != nil {
@@ -444,7 +445,16 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	if !r.cfg.noRetry {
 		inv = Retry(r.cfg.retry)(inv)
 	}
-	return wrapInvoker(r.cfg.middleware, inv)
+	if len(r.cfg.middleware) == 0 {
+		return inv
+	}
+	below := inv
+	top := wrapInvoker(r.cfg.middleware, func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		return below(context.WithValue(ctx, callLevelKey{}, false), req)
+	})
+	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		return top(context.WithValue(ctx, callLevelKey{}, true), req)
+	}
 }
 
 // completions returns each choice's text, in index order.
