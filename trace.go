@@ -144,9 +144,8 @@ type LMCallStartInfo struct {
 // of an identical one in flight at the same time (Coalesced set, see
 // [Coalesced]): the tokens are reported once, with the request that took
 // the call's reply over. A cache among the call's own middlewares
-// ([UseMiddleware]) answers above the trace: its hits and coalesced
-// requests are not reported here, only counted in Result.CacheHits and
-// Result.Coalesced.
+// ([UseMiddleware]) answers above the trace: its hits are not reported
+// here, only counted in Result.CacheHits.
 type LMCallDoneInfo struct {
 	CallID  uint64
 	Adapter string
