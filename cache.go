@@ -308,37 +308,44 @@ type flights struct {
 
 // flight is one request that callers asked at once (its waiters): looked
 // up in the cache by the first, then, on a miss, sent on a goroutine of
-// its own. Its fields are guarded by flights.mu, except what the
-// goroutine counts in state until the outcome.
+// its own (call). Its fields are guarded by flights.mu, except what the
+// goroutine counts in the call's state until the outcome.
 type flight struct {
 	g       *flights
 	key     string
-	waiters []*waiter          // attached, in the order they came
-	cancel  context.CancelFunc // ends the call, once sent
-	state   callState          // what the call counted; out is the flight
-	retry   retrySlot          // the Retry-After the call's reply carried
+	waiters []waiter // attached, in the order they came
+	first   [4]waiter
+	n       waiter // the last waiter's number
+	call    *flightCall
 
-	// The stream so far: choice 0's pieces as they arrived; wake is
-	// closed at the next piece and at the end (nil when no one waits).
+	// wake is closed at the stream's next piece and at the end, finished
+	// at the end; each is made when someone waits on it.
+	wake, finished chan struct{}
+
+	// The outcome: owner is the waiter that takes the reply over (the
+	// tokens, the cache write); kept that the flight stays joinable until
+	// the owner's pipeline settles.
+	done  bool
+	o     outcome
+	owner waiter // 0: none
+	kept  bool
+}
+
+// waiter numbers a caller of a flight, from 1.
+type waiter uint32
+
+// flightCall is a flight's LM call, once sent.
+type flightCall struct {
+	cancel context.CancelFunc // ends the call
+	state  callState          // what the call counted; out is the flight
+	retry  retrySlot          // the Retry-After the call's reply carried
+
+	// The stream so far: choice 0's pieces as they arrived.
 	log   []rawDelta
 	sent  bool // a piece of text went out
 	whole bool // the reply streamed to its end
 	msg   openai.ChatCompletionMessage
-	wake  chan struct{}
-
-	// The outcome: when done, finished is closed; owner is the waiter that
-	// takes the reply over (the tokens, the cache write); kept that the
-	// flight stays joinable until the owner's pipeline settles.
-	done     bool
-	finished chan struct{}
-	o        outcome
-	owner    *waiter
-	kept     bool
 }
-
-// waiter is one caller of a flight (never of zero size: each has its own
-// address).
-type waiter struct{ _ byte }
 
 // outcome is what a flight's request got.
 type outcome struct {
@@ -373,12 +380,13 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 		}
 	}
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f.state.out = f
-	f.retry.retry.Store(int64(retryOf(ctx)))
+	c := &flightCall{cancel: cancel}
+	c.state.out = f
+	c.retry.retry.Store(int64(retryOf(ctx)))
 	g.mu.Lock()
-	f.cancel = cancel
+	f.call = c
 	g.mu.Unlock()
-	go f.run(&flightContext{fctx, f}, next, req)
+	go f.run(&flightContext{fctx, c}, c, next, req)
 	return g.wait(ctx, f, w, req)
 }
 
@@ -452,38 +460,39 @@ func (g *flights) get(ctx context.Context, f *flight) (e CacheEntry, ok bool) {
 
 // join attaches a caller to the flight of key, starting one if there is
 // none (first).
-func (g *flights) join(key string) (f *flight, w *waiter, first bool) {
-	w = &waiter{}
+func (g *flights) join(key string) (f *flight, w waiter, first bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if f = g.m[key]; f != nil {
-		f.waiters = append(f.waiters, w)
-		return f, w, false
+	if f = g.m[key]; f == nil {
+		f = &flight{g: g, key: key}
+		f.waiters = f.first[:0]
+		g.m[key] = f
+		first = true
 	}
-	f = &flight{g: g, key: key, waiters: []*waiter{w}, finished: make(chan struct{})}
-	g.m[key] = f
-	return f, w, true
+	f.n++
+	f.waiters = append(f.waiters, f.n)
+	return f, f.n, first
 }
 
 // flightContext is the context of a flight's call: the values of the
-// request that sent it, the flight's own state and retry slot.
+// request that sent it, the call's own state and retry slot.
 type flightContext struct {
 	context.Context
-	f *flight
+	c *flightCall
 }
 
 func (c *flightContext) Value(key any) any {
 	switch key.(type) {
 	case stateKey:
-		return &c.f.state
+		return &c.c.state
 	case retryKey:
-		return &c.f.retry
+		return &c.c.retry
 	}
 	return c.Context.Value(key)
 }
 
 // run makes the flight's call.
-func (f *flight) run(ctx context.Context, next Invoker, req openai.ChatCompletionRequest) {
+func (f *flight) run(ctx context.Context, c *flightCall, next Invoker, req openai.ChatCompletionRequest) {
 	o := outcome{err: errFlightExited}
 	defer func() { f.g.finish(f, o) }()
 	defer func() {
@@ -492,7 +501,7 @@ func (f *flight) run(ctx context.Context, next Invoker, req openai.ChatCompletio
 		}
 	}()
 	resp, err := next(ctx, req)
-	o = outcome{resp: resp, err: err, extras: f.state.replyExtras()}
+	o = outcome{resp: resp, err: err, extras: c.state.replyExtras()}
 }
 
 // finish records the flight's outcome and wakes its waiters. The first
@@ -506,22 +515,30 @@ func (g *flights) finish(f *flight, o outcome) {
 	if len(f.waiters) > 0 {
 		f.owner = f.waiters[0]
 	}
-	f.kept = o.err == nil && o.panicked == nil && !o.hit && f.owner != nil && finishedNormally(o.resp)
+	f.kept = o.err == nil && o.panicked == nil && !o.hit && f.owner != 0 && finishedNormally(o.resp)
 	if !f.kept {
 		g.forget(f)
 	}
-	close(f.finished)
+	f.wakeAll()
+	c, owned := f.call, f.owner != 0
+	g.mu.Unlock()
+	if c != nil {
+		c.cancel()
+		if !owned {
+			c.state.settle(false) // no one takes it over
+		}
+	}
+}
+
+// wakeAll wakes the waiters (g.mu held).
+func (f *flight) wakeAll() {
 	if f.wake != nil {
 		close(f.wake)
 		f.wake = nil
 	}
-	cancel, owned := f.cancel, f.owner != nil
-	g.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	if !owned {
-		f.state.settle(false) // no one takes it over
+	if f.done && f.finished != nil {
+		close(f.finished)
+		f.finished = nil
 	}
 }
 
@@ -533,7 +550,7 @@ func (g *flights) forget(f *flight) {
 }
 
 // detach removes w from f's waiters (g.mu held).
-func (f *flight) detach(w *waiter) {
+func (f *flight) detach(w waiter) {
 	if i := slices.Index(f.waiters, w); i >= 0 {
 		f.waiters = slices.Delete(f.waiters, i, i+1)
 	}
@@ -541,7 +558,7 @@ func (f *flight) detach(w *waiter) {
 
 // wait waits for the flight's outcome, passing the stream so far and then
 // the rest to a stream's output as it arrives.
-func (g *flights) wait(ctx context.Context, f *flight, w *waiter, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	var out streamOut
 	if st := stateFrom(ctx); st != nil && req.Stream {
 		out = st.out
@@ -550,8 +567,8 @@ func (g *flights) wait(ctx context.Context, f *flight, w *waiter, req openai.Cha
 	for {
 		g.mu.Lock()
 		var log []rawDelta
-		if out != nil {
-			log = f.log[next:]
+		if out != nil && f.call != nil {
+			log = f.call.log[next:]
 		}
 		done := f.done
 		var wake <-chan struct{}
@@ -563,6 +580,9 @@ func (g *flights) wait(ctx context.Context, f *flight, w *waiter, req openai.Cha
 			}
 			wake = f.wake
 		default:
+			if f.finished == nil {
+				f.finished = make(chan struct{})
+			}
 			wake = f.finished
 		}
 		g.mu.Unlock()
@@ -607,21 +627,21 @@ func (g *flights) wait(ctx context.Context, f *flight, w *waiter, req openai.Cha
 // leaveUnlessDone detaches a waiter whose context ended, unless the
 // outcome is in: then it takes it. The last waiter to leave a call in
 // flight cancels it.
-func (g *flights) leaveUnlessDone(f *flight, w *waiter) bool {
+func (g *flights) leaveUnlessDone(f *flight, w waiter) bool {
 	g.mu.Lock()
 	if f.done {
 		g.mu.Unlock()
 		return false
 	}
 	f.detach(w)
-	var cancel context.CancelFunc
+	var c *flightCall
 	if len(f.waiters) == 0 {
 		g.forget(f) // a new request sends its own
-		cancel = f.cancel
+		c = f.call
 	}
 	g.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if c != nil {
+		c.cancel()
 	}
 	return true
 }
@@ -630,35 +650,40 @@ func (g *flights) leaveUnlessDone(f *flight, w *waiter) bool {
 // stream whose consumer broke out): before the outcome, as a cancelled
 // waiter; after it, the next waiter takes the reply over if it was the
 // owner.
-func (g *flights) leave(f *flight, w *waiter) {
+func (g *flights) leave(f *flight, w waiter) {
 	if g.leaveUnlessDone(f, w) {
 		return
 	}
 	g.mu.Lock()
 	f.detach(w)
-	orphan := false
+	var orphan *flightCall
 	if f.owner == w {
-		f.owner = nil
+		f.owner = 0
 		if len(f.waiters) > 0 {
 			f.owner = f.waiters[0]
 		} else {
 			g.forget(f)
-			orphan = true
+			orphan = f.call
 		}
 	}
 	g.mu.Unlock()
-	if orphan {
-		f.state.settle(false)
+	if orphan != nil {
+		orphan.state.settle(false)
 	}
 }
 
 // take gives a waiter the flight's outcome: the owner adopts what the call
 // counted and settles the cache write; the others spent nothing.
-func (g *flights) take(ctx context.Context, f *flight, w *waiter, out streamOut, started bool) (openai.ChatCompletionResponse, error) {
+func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, started bool) (openai.ChatCompletionResponse, error) {
 	g.mu.Lock()
 	f.detach(w)
 	owner := f.owner == w
-	o, whole, msg, kept := f.o, f.whole, f.msg, f.kept
+	o, c, kept := f.o, f.call, f.kept
+	var whole bool
+	var msg openai.ChatCompletionMessage
+	if c != nil {
+		whole, msg = c.whole, c.msg
+	}
 	g.mu.Unlock()
 	if o.panicked != nil {
 		panic(o.panicked)
@@ -670,14 +695,16 @@ func (g *flights) take(ctx context.Context, f *flight, w *waiter, out streamOut,
 		case o.hit:
 			st.cacheHits.Add(1)
 		case owner:
-			st.adopt(&f.state)
+			st.adopt(&c.state)
 		default:
 			st.coalesced.Add(1)
 		}
 		st.setExtras(o.extras)
-		if after := f.retry.after.Load(); after > 0 {
-			if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
-				slot.after.Store(after)
+		if c != nil {
+			if after := c.retry.after.Load(); after > 0 {
+				if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
+					slot.after.Store(after)
+				}
 			}
 		}
 	}
@@ -721,22 +748,20 @@ func sentOf(out streamOut) bool {
 func (f *flight) start() error {
 	f.g.mu.Lock()
 	defer f.g.mu.Unlock()
-	if f.sent {
+	if f.call.sent {
 		return errSentAgain
 	}
-	f.whole = false
+	f.call.whole = false
 	return nil
 }
 
 // delta records a piece of the stream and wakes the waiters.
 func (f *flight) delta(d rawDelta) bool {
 	f.g.mu.Lock()
-	f.log = append(f.log, d)
-	f.sent = f.sent || !d.end
-	if f.wake != nil {
-		close(f.wake)
-		f.wake = nil
-	}
+	c := f.call
+	c.log = append(c.log, d)
+	c.sent = c.sent || !d.end
+	f.wakeAll()
 	f.g.mu.Unlock()
 	return true
 }
@@ -744,13 +769,13 @@ func (f *flight) delta(d rawDelta) bool {
 func (f *flight) status() (sent, stopped bool) {
 	f.g.mu.Lock()
 	defer f.g.mu.Unlock()
-	return f.sent, false
+	return f.call.sent, false
 }
 
 func (f *flight) streamedWhole(msg openai.ChatCompletionMessage) {
 	msg.ToolCalls = slices.Clone(msg.ToolCalls)
 	f.g.mu.Lock()
-	f.whole, f.msg = true, msg
+	f.call.whole, f.call.msg = true, msg
 	f.g.mu.Unlock()
 }
 
