@@ -695,7 +695,9 @@ func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, 
 		case o.hit:
 			st.cacheHits.Add(1)
 		case owner:
-			st.adopt(&c.state)
+			if c != nil {
+				st.adopt(&c.state)
+			}
 		default:
 			st.coalesced.Add(1)
 		}
