@@ -539,6 +539,7 @@ func TestCoalescedLeaderCancelled(t *testing.T) {
 			wg.Go(func() { errs[i] = consume(adapter.Stream(ctx, lm, sig, nil, in), nil).err })
 		}
 		eventually(t, "every follower joined", func() bool { return joined.Load() == 2 })
+		eventually(t, "the request was sent", func() bool { return len(h.requests()) == 1 })
 		cancel()
 		wg.Wait()
 		for _, err := range errs {
