@@ -406,6 +406,10 @@ func TestCoalescedMixed(t *testing.T) {
 					assert.Equal(t, leaderRes.Model, res.Model)
 				}
 				assert.Equal(t, "Paris is the capital of France.", streams[i].deltas("a"))
+				assert.Equal(t, *calls[i], *streams[i].res, "a Call and a Stream that joined get the same Result")
+				want := *leaderRes // what its own request gave, without the tokens
+				want.Usage, want.UsageByModel, want.Coalesced = openai.Usage{}, nil, 1
+				assert.Equal(t, want, *calls[i])
 			}
 			assert.Equal(t, 1, len(srv.Requests()))
 		})
