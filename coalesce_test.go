@@ -342,6 +342,49 @@ func TestCoalescedLateJoiner(t *testing.T) {
 	}
 }
 
+// TestCoalescedJoinAnywhere: whenever a stream joins another's, whatever
+// the adapter, it gets the same chunks (reasoning, field deltas) as the
+// stream that sent the request.
+func TestCoalescedJoinAnywhere(t *testing.T) {
+	sig := mustParse(t, "q -> a, b: int")
+	replies := map[adapter.Adapter]string{
+		adapter.Chat{}: "[[ ## a ## ]]\nParis is the capital of France.\n\n[[ ## b ## ]]\n42\n\n[[ ## completed ## ]]",
+		adapter.JSON{}: `{"a": "Paris is the capital of France.", "b": 42}`,
+		adapter.XML{}:  "<a>Paris is the capital of France.</a>\n<b>42</b>",
+	}
+	for a, text := range replies {
+		for k := 1; k <= 16; k += 3 {
+			g := newGate(t)
+			srv := lmtest.NewServer(lmtest.Text(text).WithReasoning("Think of France.").ChunkSize(5))
+			client, h := heldClient(srv, k, g)
+			joined := joins(t)
+			lm := adapter.WithMiddleware(client, adapter.Coalesced())
+			in := adapter.Values{"q": "x"}
+			var leader, follower streamed
+			var wg sync.WaitGroup
+			wg.Go(func() { leader = consume(adapter.Stream(t.Context(), lm, sig, nil, in, adapter.UseAdapter(a)), nil) })
+			eventually(t, "the leader's request", func() bool { return len(h.requests()) == 1 })
+			wg.Go(func() { follower = consume(adapter.Stream(t.Context(), lm, sig, nil, in, adapter.UseAdapter(a)), nil) })
+			eventually(t, "the follower joined", func() bool { return joined.Load() == 1 })
+			g.open()
+			wg.Wait()
+			srv.Close()
+			name := fmt.Sprintf("%s, held after %d lines", a.Name(), k)
+			require.NoError(t, leader.err, name)
+			require.NoError(t, follower.err, name)
+			assert.Equal(t, leader.chunks, follower.chunks, name)
+			assert.Equal(t, "Paris is the capital of France.", follower.deltas("a"), name)
+			assert.Equal(t, 42, follower.res.Outputs[0]["b"], name)
+			assert.Equal(t, 1, follower.res.Coalesced, name)
+			var reasoning string
+			for _, c := range follower.chunks {
+				reasoning += c.Reasoning
+			}
+			assert.Equal(t, "Think of France.", reasoning, name)
+		}
+	}
+}
+
 // TestCoalescedMixed: Calls and Streams share one call in flight, whichever
 // sent it: a stream that joins a blocking call gets its reply replayed as
 // deltas (as a cache hit is); a Call that joins a stream gets the whole
