@@ -212,10 +212,12 @@ func valueIdentity(lm LM) (string, bool) {
 //
 // Identical requests in flight at once share one LM call, as [Coalesced]
 // describes: a request that comes while an identical one is being looked
-// up or sent waits for that one's reply instead of sending its own, so
-// that N goroutines asking one prompt make one call (through a Cached
-// given to [WithMiddleware]; one given to [UseMiddleware] only caches). A
-// nil c stores nothing: Cached(nil) is Coalesced().
+// up or sent waits for that one's answer instead of looking up or sending
+// its own — a hit (counted in its Result.CacheHits), or the reply of the
+// call (Result.Coalesced) — so that N goroutines asking one prompt make
+// one call and one lookup (through a Cached given to [WithMiddleware];
+// one given to [UseMiddleware] only caches). A nil c stores nothing:
+// Cached(nil) is Coalesced().
 //
 // An entry belongs to the LM directly beneath the cache, the one that
 // answers: the LM given to [WithMiddleware] with the cache, or for a cache
@@ -269,7 +271,10 @@ func Cached(c Cache) Middleware {
 // neither cached nor coalesced.
 //
 // The first request sends the call; the others join it while it runs,
-// and until the pipeline has read its reply. A [Call] that joins gets the
+// and until the pipeline that takes its reply over has accepted (and
+// stored) or refused it. The call is sent as the first request's call
+// sends it (its [Limits], say): what the others get is what a cache hit
+// would give them. A [Call] that joins gets the
 // whole reply; a [Stream] that joins gets the deltas so far at once, then
 // the rest as they arrive, the same chunks as the stream that sent it (a
 // stream that joins a Call's request gets the reply replayed as deltas, as
