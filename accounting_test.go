@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,22 +79,37 @@ func TestRetriesNumbered(t *testing.T) {
 }
 
 // TestAccountingAgrees: over generated mixes of cache hits, misses,
-// retries, fallbacks, failures, Calls and Streams, on two models, the
-// Result, the trace's LM calls and predict.Logger's lines agree on tokens
-// and calls, and the cost is the price of the Result's usage (Decision 21).
+// retries, fallbacks, failures, Calls and Streams, on two models, and of
+// identical calls at once that share one LM call (coalesced), the Result,
+// the trace's LM calls and predict.Logger's lines agree on tokens and
+// calls, the cost is the price of the Result's usage (Decision 21), and
+// the Results together count every token the server sent, once.
 func TestAccountingAgrees(t *testing.T) {
 	sig := mustParse(t, "q -> a: int")
 	prices := adapter.Prices{"m1": {Input: 2, CachedInput: 1, Output: 8}, "m2": {Input: 0.5, Output: 1}}
 	seen := map[string]int{}
+	joined := joins(t)
 	for seed := range 12 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
 		var mu sync.Mutex
+		pick := func(n int) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return rng.IntN(n)
+		}
+		sent := 0 // the tokens the server reported
+		var held atomic.Pointer[gate]
 		srv := lmtest.NewServer()
 		srv.Handle(func(r lmtest.Request) lmtest.Reply {
+			<-held.Load().ch // held while a group of identical calls joins the first
 			mu.Lock()
 			defer mu.Unlock()
 			p, c := 10+rng.IntN(90), 1+rng.IntN(20)
-			switch x := rng.IntN(20); {
+			x := rng.IntN(20)
+			if x >= 5 {
+				sent += p + c
+			}
+			switch {
 			case x < 4:
 				return lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`)
 			case x < 5:
@@ -111,101 +127,146 @@ func TestAccountingAgrees(t *testing.T) {
 				`","choices":[{"index":0,"message":{"role":"assistant","content":"{\"a\": 42}"},"finish_reason":"stop"}],`+u+`}`))
 		})
 		lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)))
+		counted := 0 // the tokens the Results counted
 		for call := range 15 {
-			var done []adapter.LMCallDoneInfo
-			var result *adapter.Result
-			var logs bytes.Buffer
-			model := []string{"m1", "m2"}[rng.IntN(2)]
-			opts := []adapter.CallOption{
-				adapter.WithRequest(openai.ChatCompletionRequest{Model: model}),
-				adapter.WithRetry(adapter.RetryPolicy{BaseDelay: time.Microsecond, MaxRetries: 2}),
-				adapter.UseTrace(&adapter.Trace{
-					LMCallDone: func(i adapter.LMCallDoneInfo) { done = append(done, i) },
-					CallDone:   func(i adapter.CallDoneInfo) { result = i.Result },
-				}),
-				adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))),
+			// One call, or a group of identical calls at once, whose first
+			// request is held until the others joined it (a question never
+			// asked before: no cache entry answers it).
+			n, in := 1, adapter.Values{"q": fmt.Sprint(pick(3))}
+			if pick(3) == 0 {
+				n, in = 2+pick(3), adapter.Values{"q": fmt.Sprintf("group %d", call)}
 			}
-			in := adapter.Values{"q": fmt.Sprint(rng.IntN(3))}
-			stream := rng.IntN(2) == 0
-			var err error
-			if stream {
-				_, _, err = drain(adapter.Stream(t.Context(), lm, sig, nil, in, opts...))
-			} else {
-				var res *adapter.Result
-				res, err = adapter.Call(t.Context(), lm, sig, nil, in, opts...)
-				assert.Same(t, res, result)
+			model := []string{"m1", "m2"}[pick(2)]
+			type run struct {
+				stream bool
+				done   []adapter.LMCallDoneInfo
+				result *adapter.Result
+				logs   bytes.Buffer
+				err    error
 			}
-			name := fmt.Sprintf("seed %d call %d (stream %v, err %v)", seed, call, stream, err)
-			require.NotNil(t, result, name)
-			kind := map[bool]string{false: "call", true: "stream"}[stream]
-			seen[kind]++
-			if err != nil {
-				seen[kind+" failed"]++
+			runs := make([]*run, n)
+			var wg sync.WaitGroup
+			before := joined.Load()
+			g := newGate(t)
+			held.Store(g)
+			if n == 1 {
+				g.open()
 			}
-			if result.CacheHits > 0 {
-				seen[kind+" with a hit"]++
+			for i := range runs {
+				r := &run{stream: pick(2) == 0}
+				runs[i] = r
+				opts := []adapter.CallOption{
+					adapter.WithRequest(openai.ChatCompletionRequest{Model: model}),
+					adapter.WithRetry(adapter.RetryPolicy{BaseDelay: time.Microsecond, MaxRetries: 2}),
+					adapter.UseTrace(&adapter.Trace{
+						LMCallDone: func(i adapter.LMCallDoneInfo) { r.done = append(r.done, i) },
+						CallDone:   func(i adapter.CallDoneInfo) { r.result = i.Result },
+					}),
+					adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&r.logs, nil)))),
+				}
+				wg.Go(func() {
+					if r.stream {
+						_, _, r.err = drain(adapter.Stream(t.Context(), lm, sig, nil, in, opts...))
+						return
+					}
+					res, err := adapter.Call(t.Context(), lm, sig, nil, in, opts...)
+					r.err = err
+					assert.Same(t, res, r.result)
+				})
 			}
-			if result.Retries > 0 {
-				seen[kind+" retried"]++
+			if n > 1 {
+				eventually(t, "the group joined its first call", func() bool { return joined.Load()-before == int64(n-1) })
+				g.open()
 			}
-			if result.FallbackCause != nil || result.Calls > 1 {
-				seen[kind+" fell back"]++
-			}
+			wg.Wait()
 
-			var traced openai.Usage
-			hits, logged := 0, 0
-			for _, e := range done {
-				traced.PromptTokens += e.Usage.PromptTokens
-				traced.CompletionTokens += e.Usage.CompletionTokens
-				traced.TotalTokens += e.Usage.TotalTokens
-				if e.Cached {
-					hits++
-					assert.Zero(t, e.Usage, name)
-					assert.NoError(t, e.Err, name)
+			for _, r := range runs {
+				result, stream, err := r.result, r.stream, r.err
+				name := fmt.Sprintf("seed %d call %d of %d (stream %v, err %v)", seed, call, n, stream, err)
+				require.NotNil(t, result, name)
+				kind := map[bool]string{false: "call", true: "stream"}[stream]
+				seen[kind]++
+				if err != nil {
+					seen[kind+" failed"]++
 				}
-			}
-			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-				var m map[string]any
-				require.NoError(t, json.Unmarshal([]byte(line), &m), name)
-				if m["msg"] == "lm call" {
-					logged += int(m["prompt_tokens"].(float64) + m["completion_tokens"].(float64))
+				if result.CacheHits > 0 {
+					seen[kind+" with a hit"]++
 				}
-			}
-			u := result.Usage
-			assert.Equal(t, [3]int{u.PromptTokens, u.CompletionTokens, u.TotalTokens}, [3]int{traced.PromptTokens, traced.CompletionTokens, traced.TotalTokens}, name)
-			assert.Equal(t, u.TotalTokens, logged, name)
-			assert.Equal(t, result.CacheHits, hits, name)
-			assert.Len(t, done, result.Calls+result.Retries, name)
+				if result.Coalesced > 0 {
+					seen[kind+" coalesced"]++
+				}
+				if result.Retries > 0 {
+					seen[kind+" retried"]++
+				}
+				if result.FallbackCause != nil || result.Calls > 1 {
+					seen[kind+" fell back"]++
+				}
 
-			var byModel int
-			for _, mu := range result.UsageByModel {
-				byModel += mu.TotalTokens
-			}
-			assert.Equal(t, u.TotalTokens, byModel, name)
-			cost, err := result.Cost(prices)
-			require.NoError(t, err, name)
-			want := 0.0
-			for m, mu := range result.UsageByModel {
-				cached := 0
-				if mu.PromptTokensDetails != nil {
-					cached = mu.PromptTokensDetails.CachedTokens
+				var traced openai.Usage
+				hits, coalesced, logged := 0, 0, 0
+				for _, e := range r.done {
+					traced.PromptTokens += e.Usage.PromptTokens
+					traced.CompletionTokens += e.Usage.CompletionTokens
+					traced.TotalTokens += e.Usage.TotalTokens
+					if e.Cached {
+						hits++
+						assert.Zero(t, e.Usage, name)
+						assert.NoError(t, e.Err, name)
+					}
+					if e.Coalesced {
+						coalesced++
+						assert.Zero(t, e.Usage, name)
+						assert.Zero(t, e.Response.Usage, name)
+					}
 				}
-				p := prices[m]
-				ci := p.CachedInput
-				if ci == 0 {
-					ci = p.Input
+				for _, line := range strings.Split(strings.TrimSpace(r.logs.String()), "\n") {
+					var m map[string]any
+					require.NoError(t, json.Unmarshal([]byte(line), &m), name)
+					if m["msg"] == "lm call" {
+						logged += int(m["prompt_tokens"].(float64) + m["completion_tokens"].(float64))
+					}
 				}
-				want += (float64(mu.PromptTokens-cached)*p.Input + float64(cached)*ci + float64(mu.CompletionTokens)*p.Output) / 1e6
-			}
-			assert.InDelta(t, want, cost, 1e-12, name)
-			if u.TotalTokens == 0 {
-				assert.Zero(t, cost, name)
+				u := result.Usage
+				counted += u.TotalTokens
+				assert.Equal(t, [3]int{u.PromptTokens, u.CompletionTokens, u.TotalTokens}, [3]int{traced.PromptTokens, traced.CompletionTokens, traced.TotalTokens}, name)
+				assert.Equal(t, u.TotalTokens, logged, name)
+				assert.Equal(t, result.CacheHits, hits, name)
+				assert.Equal(t, result.Coalesced, coalesced, name)
+				assert.Len(t, r.done, result.Calls+result.Retries, name)
+
+				var byModel int
+				for _, mu := range result.UsageByModel {
+					byModel += mu.TotalTokens
+				}
+				assert.Equal(t, u.TotalTokens, byModel, name)
+				cost, err := result.Cost(prices)
+				require.NoError(t, err, name)
+				want := 0.0
+				for m, mu := range result.UsageByModel {
+					cached := 0
+					if mu.PromptTokensDetails != nil {
+						cached = mu.PromptTokensDetails.CachedTokens
+					}
+					p := prices[m]
+					ci := p.CachedInput
+					if ci == 0 {
+						ci = p.Input
+					}
+					want += (float64(mu.PromptTokens-cached)*p.Input + float64(cached)*ci + float64(mu.CompletionTokens)*p.Output) / 1e6
+				}
+				assert.InDelta(t, want, cost, 1e-12, name)
+				if u.TotalTokens == 0 {
+					assert.Zero(t, cost, name)
+				}
 			}
 		}
 		srv.Close()
+		mu.Lock()
+		assert.Equal(t, sent, counted, "seed %d: the tokens the server sent, counted once", seed)
+		mu.Unlock()
 	}
 	for _, kind := range []string{"call", "stream"} {
-		for _, what := range []string{"", " failed", " with a hit", " retried", " fell back"} {
+		for _, what := range []string{"", " failed", " with a hit", " coalesced", " retried", " fell back"} {
 			assert.NotZero(t, seen[kind+what], "the generated mix has a %s%s", kind, what)
 		}
 	}

@@ -49,8 +49,8 @@ type Parser interface {
 // CallingParser is implemented by adapters whose parse makes LM calls of
 // its own, such as TwoStep's extraction. The pipeline calls ParseCall
 // instead of Parse, with a context that carries the call's [Trace], and
-// adds the calls, usage, retries and cache hits of the returned Result to
-// its own.
+// adds the calls, usage, retries, cache hits and coalesced requests of the
+// returned Result to its own.
 type CallingParser interface {
 	ParseCall(ctx context.Context, sig *signature.Signature, completion string) (Values, *Result, error)
 }
@@ -138,9 +138,9 @@ type Result struct {
 	// another model). [Result.Cost] prices them.
 	Usage        openai.Usage
 	UsageByModel map[string]openai.Usage
-	// Calls is the number of LM requests made, failed ones and those a
-	// cache answered included (2 after a fallback or a rejected response
-	// format).
+	// Calls is the number of LM requests made, failed ones, those a
+	// cache answered and those that shared another's call included (2
+	// after a fallback or a rejected response format).
 	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string
@@ -157,9 +157,11 @@ type Result struct {
 	// Retries counts the requests the retry middleware repeated (not
 	// included in Calls) and RetryWait the waits it scheduled between them;
 	// CacheHits counts the responses a Cached middleware served without a
-	// request.
-	Retries, CacheHits int
-	RetryWait          time.Duration
+	// request; Coalesced the requests that got the reply of an identical
+	// request in flight at the same time instead of sending their own
+	// (see [Coalesced]), which, like a hit, spent no tokens.
+	Retries, CacheHits, Coalesced int
+	RetryWait                     time.Duration
 	// Model and SystemFingerprint are what the last reply said.
 	Model, SystemFingerprint string
 	// Logprobs holds each choice's log probabilities when the request asked

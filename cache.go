@@ -8,12 +8,15 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -207,6 +210,15 @@ func valueIdentity(lm LM) (string, bool) {
 // [Trace] (LMCallDoneInfo.Cached). A [Stream] and a [Call] with the same
 // request share entries: a hit is replayed to the stream as deltas.
 //
+// Identical requests in flight at once share one LM call, as [Coalesced]
+// describes: a request that comes while an identical one is being looked
+// up or sent waits for that one's answer instead of looking up or sending
+// its own — a hit (counted in its Result.CacheHits), or the reply of the
+// call (Result.Coalesced) — so that N goroutines asking one prompt make
+// one call and one lookup (through a Cached given to [WithMiddleware];
+// one given to [UseMiddleware] only caches). A nil c stores nothing:
+// Cached(nil) is Coalesced().
+//
 // An entry belongs to the LM directly beneath the cache, the one that
 // answers: the LM given to [WithMiddleware] with the cache, or for a cache
 // given to [UseMiddleware] the LM given to Call (inside the library's
@@ -228,6 +240,7 @@ func valueIdentity(lm LM) (string, bool) {
 // normally. Within the pipeline an entry keeps what the reply carried
 // beyond go-openai's types (citations), and a hit gives it back.
 func Cached(c Cache) Middleware {
+	g := &flights{c: c, m: map[string]*flight{}}
 	return func(next Invoker) Invoker {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			ident, _ := ctx.Value(identityKey{}).(*lmIdent)
@@ -238,33 +251,539 @@ func Cached(c Cache) Middleware {
 			if !ok {
 				return next(ctx, req)
 			}
-			st := stateFrom(ctx)
-			if e, ok := c.Get(ctx, key); ok {
-				if st != nil {
-					st.cacheHits.Add(1)
-					st.setExtras(e.Extras)
-				}
-				resp := e.Response
-				resp.Usage = openai.Usage{} // no tokens were spent
-				return resp, nil
-			}
-			resp, err := next(ctx, req)
-			if err != nil || !finishedNormally(resp) {
-				return resp, err
-			}
-			entry := CacheEntry{Response: resp}
-			if st != nil {
-				entry.Extras = st.replyExtras()
-			}
-			put := func() { c.Put(context.WithoutCancel(ctx), key, entry) }
-			if st != nil {
-				st.onAccept(put)
-			} else {
-				put()
-			}
-			return resp, err
+			return g.do(ctx, key, next, req)
 		}
 	}
+}
+
+// Coalesced is the middleware that shares calls in flight, without a
+// cache: identical requests (the key of [Cached]: the same LM, model,
+// messages and options; a Stream's and a Call's alike) in flight at once
+// make one LM call, whose reply each of them gets. [Cached] does the same
+// and stores the reply; use Coalesced where no reply may be kept. Requests
+// share a call only through one middleware value given to
+// [WithMiddleware] (beneath the call's retries and [Trace], which so
+// report each caller's request on its own goroutine), or called outside
+// the pipeline; build it once, with the LM. Among a call's own middlewares
+// ([UseMiddleware]) it shares nothing, and a Cached there only caches:
+// its call would carry one caller's retries and report to that caller's
+// trace. Requests through an LM without an identity (see [Identifier]) are
+// neither cached nor coalesced.
+//
+// The first request sends the call; the others join it while it runs,
+// and until the pipeline that takes its reply over has accepted (and
+// stored) or refused it. The call is sent as the first request's call
+// sends it (its [Limits], say): what the others get is what a cache hit
+// would give them. A [Call] that joins gets the
+// whole reply; a [Stream] that joins gets the deltas so far at once, then
+// the rest as they arrive, the same chunks as the stream that sent it (a
+// stream that joins a Call's request gets the reply replayed as deltas, as
+// a cache hit is). Each parses the reply itself, so its Result is what
+// its own request would have given, except that it spent nothing: a
+// request that joined another's reports no usage (its response neither)
+// and is counted in Result.Coalesced and LMCallDoneInfo.Coalesced. The
+// tokens are counted once, in the Result of the request that sent the
+// call. Callers that join share its outcome whatever it is: its error,
+// or a reply their parse refuses; their own retries then coalesce again.
+//
+// The call runs on its own goroutine, with the context values of the
+// request that sent it and none of its cancellation: a caller whose
+// context ends, or a stream whose consumer breaks out, stops waiting at
+// once (with its context's error) and the call goes on for the others;
+// should the request that sent it leave, the first caller left takes the
+// reply over, with its tokens, and stores it. The call is cancelled when
+// every caller waiting for it has gone. A panic beneath the middleware is
+// raised again in every caller waiting.
+//
+// Calls are coalesced within a process; replicas share replies through a
+// cache they share (Redis, disk), not their calls in flight.
+func Coalesced() Middleware { return Cached(nil) }
+
+// joinHook, when set (by tests), runs each time a request joins another's
+// call in flight.
+var joinHook atomic.Pointer[func()]
+
+// flights are the calls in flight through one Cached middleware, by key.
+// Its mutex guards the flights too.
+type flights struct {
+	c  Cache // nil: nothing is stored
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// flight is one request that callers asked at once (its waiters): looked
+// up in the cache by the first, then, on a miss, sent on a goroutine of
+// its own (call). Its fields are guarded by flights.mu, except what the
+// goroutine counts in the call's state until the outcome.
+type flight struct {
+	g       *flights
+	key     string
+	waiters []waiter // attached, in the order they came
+	first   [4]waiter
+	n       waiter // the last waiter's number
+	call    *flightCall
+
+	// wake is closed at the stream's next piece and at the end, finished
+	// at the end; each is made when someone waits on it.
+	wake, finished chan struct{}
+
+	// The outcome: owner is the waiter that takes the reply over (the
+	// tokens, the cache write); kept that the flight stays joinable until
+	// the owner's pipeline settles.
+	done  bool
+	o     outcome
+	owner waiter // 0: none
+	kept  bool
+}
+
+// waiter numbers a caller of a flight, from 1.
+type waiter uint32
+
+// flightCall is a flight's LM call, once sent.
+type flightCall struct {
+	cancel context.CancelFunc // ends the call
+	state  callState          // what the call counted; out is the flight
+	retry  retrySlot          // the Retry-After the call's reply carried
+
+	// The stream so far: choice 0's pieces as they arrived.
+	log   []rawDelta
+	sent  bool // a piece of text went out
+	whole bool // the reply streamed to its end
+	msg   openai.ChatCompletionMessage
+}
+
+// outcome is what a flight's request got.
+type outcome struct {
+	resp     openai.ChatCompletionResponse
+	err      error
+	hit      bool // answered by the cache
+	extras   WireExtras
+	panicked any
+}
+
+// errFlightExited is the outcome of a call whose goroutine exited without
+// returning (runtime.Goexit beneath the cache).
+var errFlightExited = errors.New("adapter: the shared LM call's goroutine exited without a reply")
+
+// do answers req: a hit, the reply of an identical request in flight, or
+// its own call's.
+func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	if v, _ := ctx.Value(callLevelKey{}).(bool); v {
+		return g.alone(ctx, key, next, req)
+	}
+	f, w, first := g.join(key)
+	if !first {
+		if h := joinHook.Load(); h != nil {
+			(*h)()
+		}
+		return g.wait(ctx, f, w, req)
+	}
+	if g.c != nil {
+		if e, ok := g.get(ctx, f); ok {
+			g.finish(f, outcome{resp: hitResponse(e), hit: true, extras: e.Extras})
+			return g.wait(ctx, f, w, req)
+		}
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &flightCall{cancel: cancel}
+	c.state.out = f
+	c.retry.retry.Store(int64(retryOf(ctx)))
+	g.mu.Lock()
+	f.call = c
+	g.mu.Unlock()
+	go f.run(&flightContext{fctx, c}, c, next, req)
+	return g.wait(ctx, f, w, req)
+}
+
+// callLevelKey marks the context of a call's own middlewares
+// ([UseMiddleware]): true above the call's retries and trace, false
+// beneath them. A Cached there does not share calls in flight: the call
+// would carry one caller's retries and report to its trace, from another
+// goroutine and maybe after that caller's call ended.
+type callLevelKey struct{}
+
+// alone answers a request on its own: from the cache, or by its call,
+// whose reply is stored once the pipeline accepted it.
+func (g *flights) alone(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	st := stateFrom(ctx)
+	if g.c != nil {
+		if e, ok := g.c.Get(ctx, key); ok {
+			if st != nil {
+				st.cacheHits.Add(1)
+				st.setExtras(e.Extras)
+			}
+			return hitResponse(e), nil
+		}
+	}
+	resp, err := next(ctx, req)
+	if err == nil && finishedNormally(resp) {
+		entry := CacheEntry{Response: resp}
+		if st != nil {
+			entry.Extras = st.replyExtras()
+		}
+		g.store(ctx, st, key, entry, nil)
+	}
+	return resp, err
+}
+
+// hitResponse is the response of a hit: it spent no tokens.
+func hitResponse(e CacheEntry) openai.ChatCompletionResponse {
+	resp := e.Response
+	resp.Usage = openai.Usage{}
+	return resp
+}
+
+// store puts entry in the cache once the pipeline accepted its reply (at
+// once outside the pipeline, st nil), then runs done whatever the verdict.
+func (g *flights) store(ctx context.Context, st *callState, key string, entry CacheEntry, done func()) {
+	settle := func(accepted bool) {
+		if accepted && g.c != nil {
+			g.c.Put(context.WithoutCancel(ctx), key, entry)
+		}
+		if done != nil {
+			done()
+		}
+	}
+	if st != nil {
+		st.onSettle(settle)
+	} else {
+		settle(true)
+	}
+}
+
+// get looks the flight's key up; a panic in the cache is the outcome of
+// the callers waiting too.
+func (g *flights) get(ctx context.Context, f *flight) (e CacheEntry, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			g.finish(f, outcome{panicked: p})
+			panic(p)
+		}
+	}()
+	return g.c.Get(ctx, f.key)
+}
+
+// join attaches a caller to the flight of key, starting one if there is
+// none (first).
+func (g *flights) join(key string) (f *flight, w waiter, first bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f = g.m[key]; f == nil {
+		f = &flight{g: g, key: key}
+		f.waiters = f.first[:0]
+		g.m[key] = f
+		first = true
+	}
+	f.n++
+	f.waiters = append(f.waiters, f.n)
+	return f, f.n, first
+}
+
+// flightContext is the context of a flight's call: the values of the
+// request that sent it, the call's own state and retry slot.
+type flightContext struct {
+	context.Context
+	c *flightCall
+}
+
+func (c *flightContext) Value(key any) any {
+	switch key.(type) {
+	case stateKey:
+		return &c.c.state
+	case retryKey:
+		return &c.c.retry
+	}
+	return c.Context.Value(key)
+}
+
+// run makes the flight's call.
+func (f *flight) run(ctx context.Context, c *flightCall, next Invoker, req openai.ChatCompletionRequest) {
+	o := outcome{err: errFlightExited}
+	defer func() { f.g.finish(f, o) }()
+	defer func() {
+		if p := recover(); p != nil {
+			o = outcome{panicked: p}
+		}
+	}()
+	resp, err := next(ctx, req)
+	o = outcome{resp: resp, err: err, extras: c.state.replyExtras()}
+}
+
+// finish records the flight's outcome and wakes its waiters. The first
+// waiter still attached (the one that sent the call, unless it left) takes
+// the reply over; a reply to be stored keeps the flight joinable until
+// that waiter's pipeline settles, so that no identical request in between
+// sends its own.
+func (g *flights) finish(f *flight, o outcome) {
+	g.mu.Lock()
+	f.o, f.done = o, true
+	if len(f.waiters) > 0 {
+		f.owner = f.waiters[0]
+	}
+	f.kept = o.err == nil && o.panicked == nil && !o.hit && f.owner != 0 && finishedNormally(o.resp)
+	if !f.kept {
+		g.forget(f)
+	}
+	f.wakeAll()
+	c, owned := f.call, f.owner != 0
+	g.mu.Unlock()
+	if c != nil {
+		c.cancel()
+		if !owned {
+			c.state.settle(false) // no one takes it over
+		}
+	}
+}
+
+// wakeAll wakes the waiters (g.mu held).
+func (f *flight) wakeAll() {
+	if f.wake != nil {
+		close(f.wake)
+		f.wake = nil
+	}
+	if f.done && f.finished != nil {
+		close(f.finished)
+		f.finished = nil
+	}
+}
+
+// forget removes f from the flights that requests join (g.mu held).
+func (g *flights) forget(f *flight) {
+	if g.m[f.key] == f {
+		delete(g.m, f.key)
+	}
+}
+
+// detach removes w from f's waiters (g.mu held).
+func (f *flight) detach(w waiter) {
+	if i := slices.Index(f.waiters, w); i >= 0 {
+		f.waiters = slices.Delete(f.waiters, i, i+1)
+	}
+}
+
+// wait waits for the flight's outcome, passing the stream so far and then
+// the rest to a stream's output as it arrives.
+func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	var out streamOut
+	if st := stateFrom(ctx); st != nil && req.Stream {
+		out = st.out
+	}
+	next, started := 0, false
+	for {
+		g.mu.Lock()
+		var log []rawDelta
+		if out != nil && f.call != nil {
+			log = f.call.log[next:]
+		}
+		done := f.done
+		var wake <-chan struct{}
+		switch {
+		case len(log) > 0 || done:
+		case out != nil:
+			if f.wake == nil {
+				f.wake = make(chan struct{})
+			}
+			wake = f.wake
+		default:
+			if f.finished == nil {
+				f.finished = make(chan struct{})
+			}
+			wake = f.finished
+		}
+		g.mu.Unlock()
+
+		if len(log) > 0 {
+			if !started {
+				if err := out.start(); err != nil {
+					g.leave(f, w)
+					return openai.ChatCompletionResponse{}, err
+				}
+				started = true
+			}
+			for _, d := range log {
+				d.toolCalls = slices.Clone(d.toolCalls) // each caller's own
+				if !out.delta(d) {
+					g.leave(f, w)
+					return openai.ChatCompletionResponse{}, errStopped
+				}
+			}
+			next += len(log)
+			continue
+		}
+		if done {
+			return g.take(ctx, f, w, out, started)
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			if g.leaveUnlessDone(f, w) {
+				err := ctx.Err()
+				if out != nil {
+					if sent, _ := out.status(); sent {
+						err = &deliveredError{err}
+					}
+				}
+				return openai.ChatCompletionResponse{}, err
+			}
+		}
+	}
+}
+
+// leaveUnlessDone detaches a waiter whose context ended, unless the
+// outcome is in: then it takes it. The last waiter to leave a call in
+// flight cancels it.
+func (g *flights) leaveUnlessDone(f *flight, w waiter) bool {
+	g.mu.Lock()
+	if f.done {
+		g.mu.Unlock()
+		return false
+	}
+	f.detach(w)
+	var c *flightCall
+	if len(f.waiters) == 0 {
+		g.forget(f) // a new request sends its own
+		c = f.call
+	}
+	g.mu.Unlock()
+	if c != nil {
+		c.cancel()
+	}
+	return true
+}
+
+// leave detaches a waiter that stopped before it took the outcome (a
+// stream whose consumer broke out): before the outcome, as a cancelled
+// waiter; after it, the next waiter takes the reply over if it was the
+// owner.
+func (g *flights) leave(f *flight, w waiter) {
+	if g.leaveUnlessDone(f, w) {
+		return
+	}
+	g.mu.Lock()
+	f.detach(w)
+	var orphan *flightCall
+	if f.owner == w {
+		f.owner = 0
+		if len(f.waiters) > 0 {
+			f.owner = f.waiters[0]
+		} else {
+			g.forget(f)
+			orphan = f.call
+		}
+	}
+	g.mu.Unlock()
+	if orphan != nil {
+		orphan.state.settle(false)
+	}
+}
+
+// take gives a waiter the flight's outcome: the owner adopts what the call
+// counted and settles the cache write; the others spent nothing.
+func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, started bool) (openai.ChatCompletionResponse, error) {
+	g.mu.Lock()
+	f.detach(w)
+	owner := f.owner == w
+	o, c, kept := f.o, f.call, f.kept
+	var whole bool
+	var msg openai.ChatCompletionMessage
+	if c != nil {
+		whole, msg = c.whole, c.msg
+	}
+	g.mu.Unlock()
+	if o.panicked != nil {
+		panic(o.panicked)
+	}
+	resp, err := o.resp, o.err
+	st := stateFrom(ctx)
+	if st != nil {
+		switch {
+		case o.hit:
+			st.cacheHits.Add(1)
+		case owner:
+			if c != nil {
+				st.adopt(&c.state)
+			}
+		default:
+			st.coalesced.Add(1)
+		}
+		st.setExtras(o.extras)
+		if c != nil {
+			if after := c.retry.after.Load(); after > 0 {
+				if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
+					slot.after.Store(after)
+				}
+			}
+		}
+	}
+	if !owner {
+		resp.Usage = openai.Usage{} // no tokens were spent
+	}
+	switch {
+	case out != nil && whole && err == nil:
+		if !started {
+			if err := out.start(); err != nil {
+				return openai.ChatCompletionResponse{}, err
+			}
+		}
+		out.streamedWhole(msg)
+	case err != nil && out != nil && sentOf(out):
+		if !errors.Is(err, ErrDelivered) {
+			err = &deliveredError{err}
+		}
+	case err != nil:
+		if d, ok := err.(*deliveredError); ok {
+			err = d.err // this caller has seen nothing of it: it may retry
+		}
+	}
+	if owner && kept {
+		g.store(ctx, st, f.key, CacheEntry{Response: o.resp, Extras: o.extras}, func() {
+			g.mu.Lock()
+			g.forget(f)
+			g.mu.Unlock()
+		})
+	}
+	return resp, err
+}
+
+// sentOf reports whether text went out through out.
+func sentOf(out streamOut) bool {
+	sent, _ := out.status()
+	return sent
+}
+
+// start begins a sending of the flight's request (see streamOut).
+func (f *flight) start() error {
+	f.g.mu.Lock()
+	defer f.g.mu.Unlock()
+	if f.call.sent {
+		return errSentAgain
+	}
+	f.call.whole = false
+	return nil
+}
+
+// delta records a piece of the stream and wakes the waiters.
+func (f *flight) delta(d rawDelta) bool {
+	f.g.mu.Lock()
+	c := f.call
+	c.log = append(c.log, d)
+	c.sent = c.sent || !d.end
+	f.wakeAll()
+	f.g.mu.Unlock()
+	return true
+}
+
+func (f *flight) status() (sent, stopped bool) {
+	f.g.mu.Lock()
+	defer f.g.mu.Unlock()
+	return f.call.sent, false
+}
+
+func (f *flight) streamedWhole(msg openai.ChatCompletionMessage) {
+	msg.ToolCalls = slices.Clone(msg.ToolCalls)
+	f.g.mu.Lock()
+	f.call.whole, f.call.msg = true, msg
+	f.g.mu.Unlock()
 }
 
 // finishedNormally reports a reply whose every choice ended as the model

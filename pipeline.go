@@ -38,20 +38,24 @@ import (
 
 // callState is what one Call or Stream shares, through the context, with
 // the middlewares of its LM requests: counters, the usage of the requests
-// actually sent, cache writes waiting for the pipeline's verdict, and what
+// actually sent, cache writes waiting for the pipeline's verdict, what
 // the latest reply carried on the wire beyond go-openai's types (set by
-// the senders and by a cache hit, cleared before each request). The
-// identity of the call's LM, for a cache, is on the context beside it.
+// the senders and by a cache hit, cleared before each request), and where
+// a streamed reply goes. The identity of the call's LM, for a cache, is on
+// the context beside it. A call in flight that callers share (see
+// [Cached]) has a state of its own, which the caller that takes its reply
+// over adopts.
 type callState struct {
-	retries, cacheHits, waited atomic.Int64
+	retries, cacheHits, coalesced, waited atomic.Int64
 
-	ident    lmIdent // of the LM beneath the middlewares (run.lm)
-	mu       sync.Mutex
-	usage    openai.Usage
-	spent    openai.Usage // since the last takeSpent: the request in hand's, for the trace
-	byModel  map[string]openai.Usage
-	accepted []func()
-	extras   WireExtras
+	ident   lmIdent   // of the LM beneath the middlewares (run.lm)
+	out     streamOut // a Stream's sink, a shared call's flight; nil for a Call
+	mu      sync.Mutex
+	usage   openai.Usage
+	spent   openai.Usage // since the last takeSpent: the request in hand's, for the trace
+	byModel map[string]openai.Usage
+	settled []func(accepted bool)
+	extras  WireExtras
 }
 
 type stateKey struct{}
@@ -115,24 +119,42 @@ func (s *callState) replyExtras() WireExtras {
 	return s.extras
 }
 
-// onAccept runs f if the reply of the current attempt is accepted.
-func (s *callState) onAccept(f func()) {
+// onSettle runs f with the pipeline's verdict on the reply of the
+// current attempt: accepted or not.
+func (s *callState) onSettle(f func(accepted bool)) {
 	s.mu.Lock()
-	s.accepted = append(s.accepted, f)
+	s.settled = append(s.settled, f)
 	s.mu.Unlock()
 }
 
-// settle runs (or drops) what waited for the attempt's verdict.
+// settle runs what waited for the attempt's verdict.
 func (s *callState) settle(ok bool) {
 	s.mu.Lock()
-	fs := s.accepted
-	s.accepted = nil
+	fs := s.settled
+	s.settled = nil
 	s.mu.Unlock()
-	if ok {
-		for _, f := range fs {
-			f()
-		}
+	for _, f := range fs {
+		f(ok)
 	}
+}
+
+// adopt takes over what a shared call counted (see [Cached]): its usage,
+// counters and the writes waiting for a verdict.
+func (s *callState) adopt(from *callState) {
+	from.mu.Lock()
+	byModel, settled := from.byModel, from.settled
+	from.settled = nil
+	from.mu.Unlock()
+	for model, u := range byModel {
+		s.addUsage(model, u)
+	}
+	s.retries.Add(from.retries.Load())
+	s.cacheHits.Add(from.cacheHits.Load())
+	s.coalesced.Add(from.coalesced.Load())
+	s.waited.Add(from.waited.Load())
+	s.mu.Lock()
+	s.settled = append(s.settled, settled...)
+	s.mu.Unlock()
 }
 
 // run is one Call or Stream.
@@ -228,6 +250,7 @@ func (r *run) do(ctx context.Context) (err error) {
 		if c, ok := context.Cause(ctx).(callTimeout); ok && err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, c) {
 			err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
 		}
+		r.state.settle(false) // a verdict the attempt never gave (a panic) drops what waited for it
 		r.finish()
 		if t != nil && t.CallDone != nil {
 			t.CallDone(CallDoneInfo{CallID: id, ParentID: r.parent, Result: &r.res, Err: err, Duration: time.Since(start)})
@@ -272,7 +295,7 @@ func (r *run) finish() {
 	s.mu.Lock()
 	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
 	s.mu.Unlock()
-	r.res.Retries, r.res.CacheHits = int(s.retries.Load()), int(s.cacheHits.Load())
+	r.res.Retries, r.res.CacheHits, r.res.Coalesced = int(s.retries.Load()), int(s.cacheHits.Load()), int(s.coalesced.Load())
 	r.res.RetryWait = time.Duration(s.waited.Load())
 }
 
@@ -326,6 +349,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 			s.newFS = func() FieldStream { return withThink(fsig, sp.NewFieldStream(fsig)) }
 		}
 		bottom = s.sender(r.stream, r.cfg.limits)
+		r.state.out = s
 		base.Stream = true
 		if base.StreamOptions == nil {
 			base.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
@@ -399,7 +423,8 @@ func requestMode(mode string, req *openai.ChatCompletionRequest) string {
 
 // invoker builds an attempt's chain around the sender: the call's
 // middlewares, retries, the trace (so it sees every request), the LM's
-// own middlewares.
+// own middlewares. The context tells the call's middlewares from those
+// beneath them (callLevelKey).
 func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	inv := wrapInvoker(r.mw, bottom)
 	if tr.t != nil {
@@ -409,18 +434,27 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 			tr.lmStart(req, retry)
 			s := &r.state
 			s.takeSpent()
-			hits := s.cacheHits.Load()
+			hits, coalesced := s.cacheHits.Load(), s.coalesced.Load()
 			start := time.Now()
 			resp, err := next(ctx, req)
 			tr.lmDone(LMCallDoneInfo{Retry: retry, Request: req, Response: resp, Completions: completions(resp), Usage: s.takeSpent(),
-				Cached: s.cacheHits.Load() > hits, Stream: req.Stream, Duration: time.Since(start), Err: err})
+				Cached: s.cacheHits.Load() > hits, Coalesced: s.coalesced.Load() > coalesced, Stream: req.Stream, Duration: time.Since(start), Err: err})
 			return resp, err
 		}
 	}
 	if !r.cfg.noRetry {
 		inv = Retry(r.cfg.retry)(inv)
 	}
-	return wrapInvoker(r.cfg.middleware, inv)
+	if len(r.cfg.middleware) == 0 {
+		return inv
+	}
+	below := inv
+	top := wrapInvoker(r.cfg.middleware, func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		return below(context.WithValue(ctx, callLevelKey{}, false), req)
+	})
+	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		return top(context.WithValue(ctx, callLevelKey{}, true), req)
+	}
 }
 
 // completions returns each choice's text, in index order.
@@ -558,7 +592,7 @@ func partialOf(vals Values, err error) Values {
 
 // parser parses an attempt's completions with its adapter: Parse, or
 // ParseCall with the call's trace on the context and its LM calls, usage,
-// retries and cache hits counted in the run. Either way a panic while parsing is a
+// retries, cache hits and coalesced calls counted in the run. Either way a panic while parsing is a
 // *ParseError that keeps the reply.
 type parser struct {
 	a   Adapter
@@ -595,6 +629,7 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 		ps.run.res.Calls += res.Calls
 		st.retries.Add(int64(res.Retries))
 		st.cacheHits.Add(int64(res.CacheHits))
+		st.coalesced.Add(int64(res.Coalesced))
 		st.waited.Add(int64(res.RetryWait))
 		for model, u := range res.UsageByModel {
 			st.addUsage(model, u)

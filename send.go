@@ -211,11 +211,38 @@ var (
 	errReplaced  = fmt.Errorf("adapter: a middleware returned another reply than the one whose text reached the caller: %w", ErrDelivered)
 )
 
+// streamOut is where choice 0 of a streamed reply goes as it arrives: the
+// caller's stream (a *streamSink), or a call in flight that callers share
+// (a *flight, see [Cached]), which passes it on to each of them.
+type streamOut interface {
+	// start begins a sending of the request in hand; it fails with
+	// errSentAgain when text of the request already went out.
+	start() error
+	// delta passes one piece on; false when the consumer stopped.
+	delta(d rawDelta) bool
+	// status reports whether something went out, and whether the
+	// consumer stopped.
+	status() (sent, stopped bool)
+	// streamedWhole records a reply that streamed to its end: choice 0
+	// as it streamed.
+	streamedWhole(msg openai.ChatCompletionMessage)
+}
+
+// rawDelta is one piece of choice 0 of a streamed reply as it arrived,
+// before the adapter's field stream routes its text: reasoning, the tool
+// calls so far, or content; or, with end set, the end of the reply's text.
+type rawDelta struct {
+	reasoning, content string
+	toolCalls          []openai.ToolCall
+	end                bool
+}
+
 // streamSink routes one attempt's streamed reply to the caller.
 type streamSink struct {
 	yield   func(Chunk, error) bool
 	adapter string
 	newFS   func() FieldStream // nil: the adapter cannot route fields
+	fs      FieldStream        // the reply in hand's (nil: none)
 	sent    bool               // something reached the caller in this attempt
 	live    bool               // the reply in hand was streamed, not served by a middleware
 	stopped bool               // the consumer broke out
@@ -258,13 +285,19 @@ func (s *streamSink) emitDeltas(ds []FieldDelta) bool {
 	return true
 }
 
-// sender is the bottom of a Stream's chain.
+// sender is the bottom of a Stream's chain. The reply goes to the
+// caller's stream, or to the call in flight it is sent for (see
+// callState.out).
 func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		if s.delivered {
-			return openai.ChatCompletionResponse{}, errSentAgain
+		st := stateFrom(ctx)
+		var out streamOut = s
+		if st != nil && st.out != nil {
+			out = st.out
 		}
-		s.live = false
+		if err := out.start(); err != nil {
+			return openai.ChatCompletionResponse{}, err
+		}
 		max := limits.replyBytes()
 		stream, err := lm.CreateChatCompletionStream(context.WithValue(ctx, bodyKey{}, &bodySlot{max: max}), req)
 		if err != nil {
@@ -272,22 +305,19 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		}
 		defer stream.Close()
 		acc := assembly{maxBytes: max, maxItems: limits.wireItems()}
-		resp, err := s.pump(ctx, stream, &acc)
+		resp, err := pump(ctx, stream, &acc, out)
 		if err != nil {
-			if s.stopped {
+			switch sent, stopped := out.status(); {
+			case stopped:
 				return resp, errStopped
-			}
-			if s.sent {
+			case sent:
 				return resp, &deliveredError{err}
 			}
 			return resp, err
 		}
-		s.live = true
-		if ch, ok := choiceAt(resp, 0); ok {
-			s.streamed = ch.Message
-			s.streamed.ToolCalls = slices.Clone(ch.Message.ToolCalls) // a middleware may change resp's in place
-		}
-		if st := stateFrom(ctx); st != nil {
+		ch, _ := choiceAt(resp, 0)
+		out.streamedWhole(ch.Message)
+		if st != nil {
 			st.addUsage(modelOf(resp, req), resp.Usage)
 			st.setExtras(acc.extras())
 		}
@@ -295,13 +325,49 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 	}
 }
 
-// pump reads the stream to its end into acc, yielding choice 0's deltas.
-func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStream, acc *assembly) (openai.ChatCompletionResponse, error) {
-	var fs FieldStream
+// start begins a request of the stream: a new field stream.
+func (s *streamSink) start() error {
+	if s.delivered {
+		return errSentAgain
+	}
+	s.live, s.fs = false, nil
 	if s.newFS != nil {
-		fs = s.newFS()
+		s.fs = s.newFS()
 		s.texts.next()
 	}
+	return nil
+}
+
+// delta routes a piece of the reply to the caller: reasoning and tool
+// calls as they are, text through the adapter's field stream.
+func (s *streamSink) delta(d rawDelta) bool {
+	switch {
+	case d.reasoning != "":
+		return s.emit(Chunk{Reasoning: d.reasoning})
+	case len(d.toolCalls) > 0:
+		return s.emit(Chunk{ToolCalls: d.toolCalls})
+	case s.fs == nil:
+		return true
+	case d.end:
+		s.deltas = s.fs.Close(s.deltas[:0])
+	case d.content != "":
+		s.deltas = s.fs.Write(s.deltas[:0], d.content)
+	default:
+		return true
+	}
+	return s.emitDeltas(s.deltas)
+}
+
+func (s *streamSink) status() (sent, stopped bool) { return s.sent, s.stopped }
+
+func (s *streamSink) streamedWhole(msg openai.ChatCompletionMessage) {
+	s.live, s.streamed = true, msg
+	s.streamed.ToolCalls = slices.Clone(msg.ToolCalls) // a middleware may change resp's in place
+}
+
+// pump reads the stream to its end into acc, passing choice 0's pieces to
+// out.
+func pump(ctx context.Context, stream *openai.ChatCompletionStream, acc *assembly, out streamOut) (openai.ChatCompletionResponse, error) {
 	var c wireChunk // reused: one allocation per stream, not per chunk
 	done := false
 	for {
@@ -349,25 +415,19 @@ func (s *streamSink) pump(ctx context.Context, stream *openai.ChatCompletionStre
 			if d.Index != 0 {
 				continue
 			}
-			if r := d.reasoning(); r != "" && !s.emit(Chunk{Reasoning: r}) {
+			if r := d.reasoning(); r != "" && !out.delta(rawDelta{reasoning: r}) {
 				return acc.response(), errStopped
 			}
-			if len(d.Delta.ToolCalls) > 0 && !s.emit(Chunk{ToolCalls: acc.choices[0].toolCalls()}) {
+			if len(d.Delta.ToolCalls) > 0 && !out.delta(rawDelta{toolCalls: acc.choices[0].toolCalls()}) {
 				return acc.response(), errStopped
 			}
-			if text := d.Delta.Content.text; text != "" && fs != nil {
-				s.deltas = fs.Write(s.deltas[:0], text)
-				if !s.emitDeltas(s.deltas) {
-					return acc.response(), errStopped
-				}
+			if text := d.Delta.Content.text; text != "" && !out.delta(rawDelta{content: text}) {
+				return acc.response(), errStopped
 			}
 		}
 	}
-	if fs != nil {
-		s.deltas = fs.Close(s.deltas[:0])
-		if !s.emitDeltas(s.deltas) {
-			return acc.response(), errStopped
-		}
+	if !out.delta(rawDelta{end: true}) {
+		return acc.response(), errStopped
 	}
 	resp := acc.response()
 	if len(resp.Choices) == 0 && acc.chunkErr != nil {
@@ -532,22 +592,14 @@ func (s *streamSink) replay(resp openai.ChatCompletionResponse) bool {
 	if !ok {
 		return true
 	}
-	if r := ch.Message.ReasoningContent; r != "" && !s.emit(Chunk{Reasoning: r}) {
-		return false
+	m := ch.Message
+	s.fs = nil
+	if s.newFS != nil && m.Content != "" {
+		s.fs = s.newFS()
+		s.texts.next()
 	}
-	if len(ch.Message.ToolCalls) > 0 && !s.emit(Chunk{ToolCalls: slices.Clone(ch.Message.ToolCalls)}) {
-		return false
-	}
-	if s.newFS == nil || ch.Message.Content == "" {
-		return true
-	}
-	fs := s.newFS()
-	s.texts.next()
-	s.deltas = fs.Write(s.deltas[:0], ch.Message.Content)
-	if !s.emitDeltas(s.deltas) {
-		return false
-	}
-	return s.emitDeltas(fs.Close(s.deltas[:0]))
+	return s.delta(rawDelta{reasoning: m.ReasoningContent}) && s.delta(rawDelta{toolCalls: slices.Clone(m.ToolCalls)}) &&
+		s.delta(rawDelta{content: m.Content}) && s.delta(rawDelta{end: true})
 }
 
 // choiceAt returns the choice with the given index.

@@ -140,9 +140,12 @@ type LMCallStartInfo struct {
 // while parsing, such as TwoStep's extraction, included) is the call's
 // Result.Usage. A request answered by a cache ([Cached], beneath the
 // trace: on the LM) is reported with Cached set and spent nothing: its
-// Usage, and its Response's, are zero. A cache among the call's own
-// middlewares ([UseMiddleware]) answers above the trace: its hits are not
-// reported here, only counted in Result.CacheHits.
+// Usage, and its Response's, are zero. So is a request that got the reply
+// of an identical one in flight at the same time (Coalesced set, see
+// [Coalesced]): the tokens are reported once, with the request that took
+// the call's reply over. A cache among the call's own middlewares
+// ([UseMiddleware]) answers above the trace: its hits are not reported
+// here, only counted in Result.CacheHits.
 type LMCallDoneInfo struct {
 	CallID  uint64
 	Adapter string
@@ -156,10 +159,13 @@ type LMCallDoneInfo struct {
 	Completions []string
 	Usage       openai.Usage
 	// Cached is set when a cache answered: no request reached the LM.
-	Cached   bool
-	Stream   bool
-	Duration time.Duration
-	Err      error
+	Cached bool
+	// Coalesced is set when the request shared the LM call of an
+	// identical request in flight (see [Coalesced]): it sent none.
+	Coalesced bool
+	Stream    bool
+	Duration  time.Duration
+	Err       error
 }
 
 // ParseInfo reports the parse of one choice's completion.

@@ -64,3 +64,24 @@ func TestTypedStreamCachedLM(t *testing.T) {
 	require.NoError(t, rec.Inspect(&b, 1))
 	assert.Contains(t, b.String(), "from the cache")
 }
+
+// TestCoalescedLoggedAndRecorded: predict.Logger and the Recorder say
+// when a call shared an identical call's reply, with no tokens.
+func TestCoalescedLoggedAndRecorded(t *testing.T) {
+	var logs bytes.Buffer
+	rec := predict.NewRecorder(5)
+	for _, tr := range []*adapter.Trace{predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil))), rec.Trace()} {
+		tr.LMCallDone(adapter.LMCallDoneInfo{CallID: 1, Adapter: "chat", Attempt: 1, Coalesced: true})
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(logs.Bytes(), &m))
+	assert.Equal(t, true, m["coalesced"])
+	assert.Equal(t, false, m["cached"])
+	assert.Zero(t, m["prompt_tokens"])
+	recs := rec.Last(1)
+	require.Len(t, recs, 1)
+	assert.True(t, recs[0].Coalesced)
+	var b bytes.Buffer
+	require.NoError(t, rec.Inspect(&b, 1))
+	assert.Contains(t, b.String(), "shared an identical call's reply, no tokens")
+}

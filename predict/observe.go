@@ -19,8 +19,9 @@ import (
 // Logger returns a Trace that logs every LM call, parse and tool run to l.
 // An LM call's line has the call's id, the adapter, the attempt (1 for a
 // request's first send, n+1 for its n-th retry), the model, whether it
-// streamed and whether a cache answered it (cached, then with no tokens),
-// the duration, the tokens it spent (prompt_tokens and completion_tokens,
+// streamed, whether a cache answered it (cached) or it shared the reply of
+// an identical call in flight (coalesced), then with no tokens, the
+// duration, the tokens it spent (prompt_tokens and completion_tokens,
 // as Result.Usage counts them) and the error. Parse failures are logged at
 // Warn; each tool run with its name, arguments, duration and error.
 // Requests never carry the API key, so neither do the logs.
@@ -33,7 +34,7 @@ func Logger(l *slog.Logger) *adapter.Trace {
 			}
 			l.LogAttrs(context.Background(), level, "lm call", slog.Uint64("call", i.CallID),
 				slog.String("adapter", i.Adapter), slog.Int("attempt", i.Retry+1), slog.String("model", i.Request.Model),
-				slog.Bool("stream", i.Stream), slog.Bool("cached", i.Cached), slog.Duration("duration", i.Duration),
+				slog.Bool("stream", i.Stream), slog.Bool("cached", i.Cached), slog.Bool("coalesced", i.Coalesced), slog.Duration("duration", i.Duration),
 				slog.Int("prompt_tokens", i.Usage.PromptTokens), slog.Int("completion_tokens", i.Usage.CompletionTokens),
 				slog.Any("error", i.Err))
 		},
@@ -68,10 +69,12 @@ type Record struct {
 	Messages       []openai.ChatCompletionMessage
 	Completion     string
 	Outputs        adapter.Values
-	// Usage is what the call spent: zero when a cache answered (Cached).
-	Usage  openai.Usage
-	Cached bool
-	Err    error
+	// Usage is what the call spent: zero when a cache answered (Cached)
+	// or the call shared an identical one's reply (Coalesced, see
+	// adapter.Coalesced).
+	Usage             openai.Usage
+	Cached, Coalesced bool
+	Err               error
 }
 
 // Recorder keeps the last N LM calls, in the spirit of
@@ -96,7 +99,7 @@ func (r *Recorder) Trace() *adapter.Trace {
 	return &adapter.Trace{
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
 			rec := Record{CallID: i.CallID, Time: time.Now(), Adapter: i.Adapter, Attempt: i.Attempt, Retry: i.Retry, Model: i.Request.Model,
-				Messages: i.Request.Messages, Usage: i.Usage, Cached: i.Cached, Err: i.Err}
+				Messages: i.Request.Messages, Usage: i.Usage, Cached: i.Cached, Coalesced: i.Coalesced, Err: i.Err}
 			if len(i.Response.Choices) > 0 {
 				rec.Completion = i.Response.Choices[0].Message.Content
 			} else if len(i.Completions) > 0 {
@@ -142,6 +145,8 @@ func (r *Recorder) Inspect(w io.Writer, n int) error {
 		fmt.Fprintf(&b, ", model %q, ", rec.Model)
 		if rec.Cached {
 			b.WriteString("from the cache, no tokens\n\n")
+		} else if rec.Coalesced {
+			b.WriteString("shared an identical call's reply, no tokens\n\n")
 		} else {
 			fmt.Fprintf(&b, "%d+%d tokens\n\n", rec.Usage.PromptTokens, rec.Usage.CompletionTokens)
 		}

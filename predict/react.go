@@ -637,6 +637,7 @@ func (st *run) count(res *adapter.Result) {
 	t.Usage.TotalTokens += res.Usage.TotalTokens
 	t.Retries += res.Retries
 	t.CacheHits += res.CacheHits
+	t.Coalesced += res.Coalesced
 	t.RetryWait += res.RetryWait
 }
 
