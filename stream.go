@@ -68,7 +68,8 @@ type Chunk struct {
 	Adapter string
 	// Done is set on the last chunk, which carries Result.
 	Done bool
-	// Result is what Call returns for the same reply (on the Done chunk).
+	// Result is what Call returns for the same reply: on the Done chunk,
+	// and with an error, as far as the call got.
 	Result *Result
 }
 
@@ -136,7 +137,9 @@ type FieldDelta struct {
 // [DONE] while a choice had no finish reason, or a choice that ended with
 // "length", is truncated: the error is a *ParseError matching
 // [ErrTruncated]. An error event inside the stream is an *LMError with the
-// server's message. After a parse failure the adapter's
+// server's message. The chunk that carries an error carries the Result as
+// far as it got (calls, usage, raw completions), as Call returns it with
+// its error. After a parse failure the adapter's
 // fallback runs as a second stream, reported with the fallback's name.
 // Middlewares, retries and caches apply as for Call: a stream is retried
 // while nothing of it has reached the caller, and a reply served by a
@@ -174,7 +177,7 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 		switch {
 		case r.sink.stopped:
 		case err != nil:
-			yield(Chunk{Adapter: r.res.Adapter}, err)
+			yield(Chunk{Adapter: r.res.Adapter, Result: &r.res}, err)
 		default:
 			yield(Chunk{Adapter: r.res.Adapter, Done: true, Result: &r.res}, nil)
 		}
