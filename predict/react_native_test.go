@@ -424,3 +424,41 @@ func TestNativeReActStreamStop(t *testing.T) {
 	assert.LessOrEqual(t, started.Load(), int64(2), "the third call never started")
 	assert.Len(t, srv.Requests(), 1)
 }
+
+// TestNativeReActAdapters: the adapter a call resolves to (the module's
+// default, the context's, the call's) is used with native function calling
+// switched on, even where it was off.
+func TestNativeReActAdapters(t *testing.T) {
+	for name, c := range map[string]struct {
+		opt     predict.Option // on NewReAct
+		ctx     func(context.Context) context.Context
+		content string
+		want    string
+	}{
+		"JSON with NoNativeTools, the module's": {opt: adapter.UseAdapter(adapter.JSON{NoNativeTools: true}), content: `{"next_thought": "Look."}`, want: "json"},
+		"XML, the context's":                    {ctx: func(ctx context.Context) context.Context { return adapter.WithAdapter(ctx, adapter.XML{}) }, content: "<next_thought>Look.</next_thought>", want: "xml"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var opts []predict.Option
+			if c.opt != nil {
+				opts = append(opts, c.opt)
+			}
+			ctx := t.Context()
+			if c.ctx != nil {
+				ctx = c.ctx(ctx)
+			}
+			srv := lmtest.NewServer(
+				lmtest.Text(c.content).WithToolCalls(fcall("a", "weather", `{"city": "Oslo"}`), fcall("b", "finish", `{}`)),
+				lmtest.Text(`{"reasoning": "r", "answer": "sunny"}`))
+			defer srv.Close()
+			res, err := weatherAgent(t, nil, opts...).Call(ctx, toolsLM(srv), adapter.Values{"question": "q"}, adapter.NoFallback())
+			require.NoError(t, err)
+			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+			require.Len(t, traj, 2)
+			assert.Equal(t, "Look.", traj[0].Thought)
+			assert.Equal(t, "sunny, 19 °C", traj[0].Observation)
+			assert.Len(t, srv.Requests()[0].Chat.Tools, 3)
+			assert.Equal(t, c.want, res.Adapter, "the extract call's adapter, as resolved")
+		})
+	}
+}

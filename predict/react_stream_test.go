@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -204,4 +205,23 @@ func generatedRun(rng *rand.Rand, native bool) []lmtest.Reply {
 		out = append(out, r.WithUsage(10, 3).ChunkSize(1+rng.IntN(8)))
 	}
 	return append(out, answer("done").WithUsage(7, 2))
+}
+
+// TestReActStreamTruncated: a step that exceeded the context window is
+// asked again without the oldest step, and a Stream's caller is told so,
+// on that step, before the new call's chunks.
+func TestReActStreamTruncated(t *testing.T) {
+	srv := lmtest.NewServer(
+		step("a", "search", `{"query": "1"}`),
+		step("b", "search", `{"query": "2"}`),
+		lmtest.ContextLengthExceeded(),
+		step("c", "finish", "{}"),
+		answer("x"))
+	defer srv.Close()
+	tr := readStream(searchAgent(t).Stream(t.Context(), srv.Client(), adapter.Values{"question": "q"}))
+	require.NoError(t, tr.err)
+	i := slices.Index(tr.lines, "3 status: The prompt exceeded the context window: dropping the oldest step of the trajectory and asking again...")
+	require.GreaterOrEqual(t, i, 0, "%q", tr.lines)
+	assert.Equal(t, "3 next_thought: c", tr.lines[i+1])
+	assert.Len(t, tr.res.Outputs[0]["trajectory"], 2)
 }
