@@ -19,8 +19,9 @@ import (
 // function calling, for NewReAct (not for a call: it changes the react
 // predictor). Each step's request carries the tools, finish included, as
 // function definitions; the model answers with its thought and one or
-// more tool_calls, which run at once (at most ToolConcurrency of them),
-// their results in the model's order; the next step replays the
+// more tool_calls, which run at once (at most ToolConcurrency of them;
+// at most MaxToolCallsPerStep of a reply), their results in the model's
+// order; the next step replays the
 // conversation as the provider knows it: the assistant's tool calls, one
 // tool message per result. The Trajectory, the trace's tool events, the
 // limits (MaxIters, MaxItersFromInputs, ToolConcurrency), WithToolErrorText,
@@ -55,6 +56,11 @@ type nativeToolsOption struct{ adapter.EmptyCallOption }
 
 // applyModule: NewReAct finds the option among its options itself.
 func (nativeToolsOption) applyModule(*config) {}
+
+// MaxToolCallsPerStep is how many of one reply's tool calls run, at most
+// (a stream cannot carry more; a blocking reply may): the calls past it
+// run nothing and are answered with an error.
+const MaxToolCallsPerStep = 128
 
 // DefaultToolConcurrency is how many of a step's tool calls run at once
 // unless ToolConcurrency says otherwise.
@@ -270,10 +276,14 @@ func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
 		}
 		st.ids[id] = true
 		call := toolCall{id: id, name: c.Name}
-		if c.Err != nil {
+		switch {
+		case i >= MaxToolCallsPerStep:
+			call.err = fmt.Errorf("the call to %q was not run: a step runs at most %d calls", c.Name, MaxToolCallsPerStep)
+			call.raw = c.RawArgs
+		case c.Err != nil:
 			call.err = fmt.Errorf("the call to %q was not run: its arguments could not be read (%w); send them again as one JSON object", c.Name, c.Err)
 			call.raw = c.RawArgs
-		} else {
+		default:
 			call.args = nativeArgs(c, completion)
 		}
 		calls[i] = call

@@ -462,3 +462,27 @@ func TestNativeReActAdapters(t *testing.T) {
 		})
 	}
 }
+
+// TestNativeReActCallsPerStep: a blocking reply may ask for any number of
+// calls; a step runs MaxToolCallsPerStep of them and answers the others
+// with an error.
+func TestNativeReActCallsPerStep(t *testing.T) {
+	var runs atomic.Int64
+	tool, err := types.NewTool("work", "", func(context.Context, queryArgs) (string, error) { runs.Add(1); return "ok", nil })
+	require.NoError(t, err)
+	sig, _ := signature.Parse("question -> answer")
+	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.WithNativeTools(), predict.MaxIters(1))
+	require.NoError(t, err)
+	var calls []openai.ToolCall
+	for i := range predict.MaxToolCallsPerStep + 5 {
+		calls = append(calls, fcall(fmt.Sprint(i), "work", `{"query": "x"}`))
+	}
+	srv := lmtest.NewServer(nativeStep("many", calls...), answer("x"))
+	defer srv.Close()
+	res, err := r.Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(predict.MaxToolCallsPerStep), runs.Load())
+	traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+	require.Len(t, traj, len(calls), "every call is answered")
+	assert.ErrorContains(t, traj[len(traj)-1].Err, "at most 128 calls")
+}
