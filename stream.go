@@ -50,7 +50,7 @@ type Chunk struct {
 	// Status is a progress message from a module that makes several calls
 	// and runs tools between them (predict.ReAct's Stream: "Calling tool
 	// search...", then "Tool calling finished! ..."), as DSPy's streamify
-	// status messages; such a chunk carries Step and Tool beside it and
+	// status messages; such a chunk may carry Step and Tool beside it,
 	// nothing else. Stream itself never sets it.
 	Status string
 	// Step numbers, from 1, the step of an agent a chunk belongs to, in
