@@ -121,7 +121,11 @@ func (r *ReAct) nativeSignature() (*signature.Signature, error) {
 		react = react.Delete(f.Name)
 	}
 	var err error
+	conv := reflect.TypeFor[adapter.Conversation]()
 	for _, f := range sig.Inputs() {
+		if f.Type.Implements(conv) || reflect.PointerTo(f.Type).Implements(conv) {
+			return nil, fmt.Errorf("input %q is a conversation history: with WithNativeTools the react predictor holds the steps in a history of its own, and a prompt has one", f.Name)
+		}
 		if f.Spec.Nullable() {
 			continue
 		}

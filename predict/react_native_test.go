@@ -283,6 +283,10 @@ func TestNativeReActLimits(t *testing.T) {
 	sig, _ := signature.Parse("question, history -> answer")
 	_, err = predict.NewReAct(sig, nil, predict.WithNativeTools())
 	assert.ErrorContains(t, err, "history", "the task cannot have a field the native react predictor adds")
+	chat, err := signature.Parse("question, chat: History -> answer", signature.WithTypes(types.Names()))
+	require.NoError(t, err)
+	_, err = predict.NewReAct(chat, nil, predict.WithNativeTools())
+	assert.ErrorContains(t, err, `input "chat" is a conversation history`)
 	_, err = predict.NewReAct(sig, nil, predict.ToolConcurrency(-1))
 	assert.ErrorContains(t, err, "ToolConcurrency(-1)")
 }
