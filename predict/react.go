@@ -853,8 +853,10 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 // chunks, in order (one vocabulary for text and native tool calling):
 //
 //   - each step's thought, as it is written: chunks with Field
-//     "next_thought" and a Delta (and Reasoning deltas, from a model that
-//     reasons natively), with Step set to the step's number, from 1;
+//     "next_thought" and a Delta (joined as adapter.Stream's deltas are,
+//     anew from a chunk with Replace set), and Reasoning deltas from a
+//     model that reasons natively, with Step set to the step's number,
+//     from 1;
 //   - the step's tool calls once chosen: one chunk whose ToolCalls holds
 //     them whole (name, arguments as JSON, and the id with native tool
 //     calling), Step set;

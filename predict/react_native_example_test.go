@@ -53,7 +53,8 @@ func ExampleWithNativeTools() {
 		case err != nil:
 			fmt.Println("error:", err)
 		case ch.Field == "next_thought":
-			if line.Len() == 0 {
+			if line.Len() == 0 || ch.Replace {
+				line.Reset()
 				fmt.Fprintf(&line, "step %d thinks: ", ch.Step)
 			}
 			line.WriteString(ch.Delta)
@@ -102,6 +103,9 @@ func ExampleReAct_Stream() {
 		case err != nil:
 			fmt.Println("error:", err)
 		case ch.Field == "next_thought":
+			if ch.Replace {
+				thoughts[ch.Step] = ""
+			}
 			thoughts[ch.Step] += ch.Delta
 		case ch.ToolCalls != nil:
 			c := ch.ToolCalls[0].Function
@@ -109,6 +113,9 @@ func ExampleReAct_Stream() {
 		case ch.Status != "":
 			fmt.Println("  ", ch.Status)
 		case ch.Field == "answer":
+			if ch.Replace {
+				answer = ""
+			}
 			answer += ch.Delta
 		case ch.Done:
 			fmt.Println(answer)

@@ -67,6 +67,11 @@ func readStream(seq iter.Seq2[adapter.Chunk, error]) transcript {
 			if ch.Field == "next_thought" {
 				tr.deltas[ch.Step]++
 			}
+			if ch.Replace {
+				if key := fmt.Sprintf("%d %s: ", ch.Step, ch.Field); last == key {
+					tr.lines[len(tr.lines)-1] = key
+				}
+			}
 			delta(ch.Step, ch.Field, ch.Delta)
 		}
 	}

@@ -144,9 +144,11 @@ func run(ctx context.Context, agent *predict.ReAct, lm adapter.StreamingLM, mode
 		switch {
 		case ch.Done:
 			res = ch.Result
-		case ch.Delta != "" && (ch.Step > 0 || ch.Field == "advice"):
+		case (ch.Delta != "" || ch.Replace) && (ch.Step > 0 || ch.Field == "advice"):
 			// A step's thought, then the advice, as they are written.
-			if key := fmt.Sprint(ch.Step, ch.Field); key != field {
+			// A chunk with Replace starts the text anew (a corrected
+			// reply): printed as it comes, it starts a new line.
+			if key := fmt.Sprint(ch.Step, ch.Field); key != field || ch.Replace {
 				field = key
 				if ch.Step > 0 {
 					fmt.Fprintf(w, "\n[step %d] ", ch.Step)
