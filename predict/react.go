@@ -720,9 +720,7 @@ func (st *run) streamCall(m *Module, in adapter.Values, opts []adapter.CallOptio
 // nor text outside the fields, nor the tool calls as they accumulate.
 func stepChunk(ch adapter.Chunk, step int) (adapter.Chunk, bool) {
 	switch {
-	case ch.Field != "" && ch.Field != "next_thought":
-		return ch, false
-	case ch.Field == "" && ch.Delta != "":
+	case ch.Field != "next_thought" && (ch.Field != "" || ch.Delta != "" || ch.Replace):
 		return ch, false
 	case ch.ToolCalls != nil && ch.Reasoning == "" && ch.Delta == "":
 		return ch, false
