@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"maps"
 	"reflect"
 	"sync"
@@ -288,4 +289,39 @@ func traitsOf(t reflect.Type) typeTraits {
 	}
 	traitsCache.Store(t, tr)
 	return tr
+}
+
+// NativeToolAdapter is implemented by adapters that can ask for tool calls
+// through the provider's function calling: WithNativeTools returns a copy
+// of the adapter with it on (Chat and XML with NativeTools set, JSON
+// without NoNativeTools). A module that calls tools natively
+// (predict.ReAct with predict.WithNativeTools) switches the adapter of its
+// calls with it; an adapter without it asks for the calls in the text, as
+// DSPy's adapters do without native function calling.
+type NativeToolAdapter interface {
+	Adapter
+	WithNativeTools() Adapter
+}
+
+// WithNativeTools returns c with NativeTools set.
+func (c Chat) WithNativeTools() Adapter { c.NativeTools = true; return c }
+
+// WithNativeTools returns x with NativeTools set.
+func (x XML) WithNativeTools() Adapter { x.NativeTools = true; return x }
+
+// WithNativeTools returns j without NoNativeTools.
+func (j JSON) WithNativeTools() Adapter { j.NoNativeTools = false; return j }
+
+// CallAdapter returns the adapter a [Call] with ctx and opts uses:
+// [UseAdapter], else [WithAdapter] on ctx, else an adapter named under
+// [Defaults], else [DefaultAdapter](). Code that makes calls for a module
+// and must adjust their adapter (a native-tool agent switching native
+// function calling on) reads it here instead of repeating the rule.
+func CallAdapter(ctx context.Context, opts ...CallOption) Adapter {
+	var c callConfig
+	c.apply(opts)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return c.resolve(ctx)
 }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 	"reflect"
 	"strings"
@@ -42,21 +43,52 @@ type Chunk struct {
 	// field, or the text of a leading <think> block.
 	Reasoning string
 	// ToolCalls holds the tool calls accumulated so far, by index, when
-	// this chunk changed them.
+	// this chunk changed them. In the stream of a module that runs tools
+	// (predict.ReAct) it holds, once per step, the calls the step chose,
+	// complete, when they were chosen.
 	ToolCalls []openai.ToolCall
 	// Status is a progress message from a module that makes several calls
 	// and runs tools between them (predict.ReAct's Stream: "Calling tool
 	// search...", then "Tool calling finished! ..."), as DSPy's streamify
-	// status messages; such a chunk carries nothing else. Stream itself
-	// never sets it.
+	// status messages; such a chunk may carry Step and Tool beside it,
+	// nothing else. Stream itself never sets it.
 	Status string
+	// Step numbers, from 1, the step of an agent a chunk belongs to, in
+	// the stream of a module that works in steps (predict.ReAct): the
+	// step's thought deltas, its chosen tool calls, its tool runs. It is 0
+	// on every other chunk: all of a plain Stream's, and a ReAct's final
+	// extract call and Done.
+	Step int
+	// Tool reports a tool run in the stream of a module that runs tools
+	// (predict.ReAct): on the chunk that says it starts (Done false) and on
+	// the one that says it ended (Done true, with its observation).
+	Tool *ToolRun
 	// Adapter names the adapter whose stream this is; after a fallback the
 	// fallback's name.
 	Adapter string
 	// Done is set on the last chunk, which carries Result.
 	Done bool
-	// Result is what Call returns for the same reply (on the Done chunk).
+	// Result is what Call returns for the same reply: on the Done chunk,
+	// and with an error, as far as the call got.
 	Result *Result
+}
+
+// ToolRun is a tool run reported in a module's stream (see [Chunk].Tool).
+type ToolRun struct {
+	// ID is the model's id for the call; "" where calls have none (a
+	// ReAct's text mode).
+	ID string
+	// Name is the tool's name, Args the arguments it runs with, as JSON.
+	Name string
+	Args json.RawMessage
+	// Done is false when the tool starts, true when it has ended.
+	Done bool
+	// Observation is what the model is shown of the run, once Done: the
+	// tool's result or, for a failed run, the error's text (see
+	// predict.WithToolErrorText).
+	Observation any
+	// Err is the run's error once Done, nil when the tool succeeded.
+	Err error
 }
 
 // StreamParser is implemented by adapters that can route a reply's text to
@@ -105,7 +137,9 @@ type FieldDelta struct {
 // [DONE] while a choice had no finish reason, or a choice that ended with
 // "length", is truncated: the error is a *ParseError matching
 // [ErrTruncated]. An error event inside the stream is an *LMError with the
-// server's message. After a parse failure the adapter's
+// server's message. The chunk that carries an error carries the Result as
+// far as it got (calls, usage, raw completions), as Call returns it with
+// its error. After a parse failure the adapter's
 // fallback runs as a second stream, reported with the fallback's name.
 // Middlewares, retries and caches apply as for Call: a stream is retried
 // while nothing of it has reached the caller, and a reply served by a
@@ -143,7 +177,7 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 		switch {
 		case r.sink.stopped:
 		case err != nil:
-			yield(Chunk{Adapter: r.res.Adapter}, err)
+			yield(Chunk{Adapter: r.res.Adapter, Result: &r.res}, err)
 		default:
 			yield(Chunk{Adapter: r.res.Adapter, Done: true, Result: &r.res}, nil)
 		}

@@ -6,10 +6,11 @@
 // Modules and calls share one option vocabulary, adapter.CallOption: given
 // to a constructor, an option is a default of every call of the module
 // (adapter.UseAdapter, adapter.WithRequest, adapter.UseTrace, this
-// package's WithDemos, WithInstructions, MaxIters); given to a call, it
-// overrides the default for that call (a request field by field). An
-// adapter set on the context with adapter.WithAdapter beats the module's,
-// as in DSPy, and a call's adapter.UseAdapter beats both.
+// package's WithDemos, WithInstructions, MaxIters, ToolConcurrency);
+// given to a call, it overrides the default for that call (a request
+// field by field). An adapter set on the context with adapter.WithAdapter
+// beats the module's, as in DSPy, and a call's adapter.UseAdapter beats
+// both.
 //
 // A program optimised with DSPy in Python runs here with the same prompts:
 // LoadProgram reads the JSON that program.save("x.json") writes, and
@@ -20,7 +21,12 @@
 //
 // A ReAct runs Go functions (types.NewTool) as tools; every tool run is
 // reported to the call's adapter.Trace (ToolStart, ToolDone), and the
-// result holds the trajectory, which marshals to DSPy's.
+// result holds the trajectory, which marshals to DSPy's. By default it
+// asks for one tool per step in the text, as DSPy 3.3.1's ReAct; with
+// WithNativeTools it calls them through the provider's function calling,
+// several per step at once (ToolConcurrency). Its Stream shows the run
+// as it happens: each step's thought as it is written, the calls chosen,
+// each tool's start and end, then the answer (see ReAct.Stream).
 //
 //	type QA struct{ Question string `json:"question"` }
 //	type Answer struct{ Answer string `json:"answer"` }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/signature"
@@ -66,8 +68,13 @@ type ReAct struct {
 	// errorText is the observation of a failed step (WithToolErrorText);
 	// nil for DSPy's.
 	errorText func(tool string, err error) string
-	react     *Module
-	extract   *Module
+	// native: the steps call tools through the provider's function
+	// calling (WithNativeTools).
+	native bool
+	// concurrency bounds the tool runs of one step (ToolConcurrency).
+	concurrency int
+	react       *Module
+	extract     *Module
 }
 
 // finishName is the tool that ends a run.
@@ -83,9 +90,10 @@ var strSpec = func() *signature.TypeSpec {
 
 // NewReAct returns a ReAct for sig that may call tools, which must be
 // callable (built with types.NewTool) and have distinct names other than
-// "finish", which ReAct adds. Options: MaxIters, and adapter.CallOptions
-// (adapter.UseAdapter, adapter.WithRequest, …), which apply to both
-// predictors as their defaults; demos come from Load.
+// "finish", which ReAct adds. Options: MaxIters, MaxItersFromInputs,
+// WithToolErrorText, WithNativeTools, ToolConcurrency, and
+// adapter.CallOptions (adapter.UseAdapter, adapter.WithRequest, …), which
+// apply to both predictors as their defaults; demos come from Load.
 func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*ReAct, error) {
 	if sig == nil {
 		return nil, errors.New("predict: ReAct: nil signature")
@@ -100,8 +108,13 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 			return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", maxIters)
 		}
 	}
+	concurrency, err := concurrencyOf(opts, DefaultToolConcurrency)
+	if err != nil {
+		return nil, err
+	}
 	r := &ReAct{sig: sig, maxIters: maxIters, itersFromInputs: hasOption[maxItersFromInputsOption](opts),
-		errorText: errorTextOf(opts, nil), byName: map[string]types.Tool{}}
+		errorText: errorTextOf(opts, nil), byName: map[string]types.Tool{},
+		native: hasOption[nativeToolsOption](opts), concurrency: concurrency}
 	for _, t := range tools {
 		switch {
 		case t.Name == "":
@@ -128,6 +141,9 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 	r.tools = append(r.tools, finish)
 
 	reactSig, err := r.reactSignature()
+	if r.native {
+		reactSig, err = r.nativeSignature()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("predict: ReAct: %w", err)
 	}
@@ -310,22 +326,33 @@ func (p Program) Sub(path string) Program {
 // Trajectory is what a ReAct run did, step by step. It marshals to DSPy's
 // trajectory object, in order: {"thought_0": …, "tool_name_0": …,
 // "tool_args_0": {…}, "observation_0": …, "thought_1": …}.
+//
+// With native tool calling (WithNativeTools) a reply may ask for several
+// calls: each call is an entry of its own, numbered on, in the model's
+// order; the reply's thought is the first call's, and the entries of one
+// reply share their Turn. A reply that calls no tool ends the steps; its
+// thought is kept as a last entry with no tool, which shows as
+// "thought_<n>" alone.
 type Trajectory []Step
 
 // Step is one step of a run: the model's thought, the tool it called with
-// which arguments, and what came back.
+// which arguments, and what came back. With native tool calling it is one
+// call of the model's reply (see Trajectory).
 type Step struct {
 	// Index numbers the step in the trajectory's keys (thought_<Index>).
 	// When the context window forced the oldest steps out, the remaining
 	// ones keep their numbers, as in DSPy.
 	Index   int
 	Thought string
-	Tool    string
+	// Tool is the tool called; "" for a native reply that called none.
+	Tool string
 	// Args are the arguments as the model wrote them, in its order: the
 	// JSON the tool was called with and the trace's ToolStart shows. The
 	// tool decodes them as Args.Decode does, so what they show is what it
 	// ran with; arguments it refused (a key that is not exactly an
-	// argument's name) ran nothing, and Err says why.
+	// argument's name) ran nothing, and Err says why. Arguments that are
+	// not one JSON object (a native call's, cut off or malformed) are
+	// empty here; the call ran nothing and Err holds their text.
 	Args ToolArgs
 	// Observation is the tool's result or, when it failed, the text the
 	// model was shown: "Execution error in <tool>: <error>", or what
@@ -333,6 +360,20 @@ type Step struct {
 	Observation any
 	// Err is the tool's error, nil when it succeeded.
 	Err error
+	// Turn numbers, from 0, the react call (the model's reply) that asked
+	// for the call: Index in text mode; with native tool calling the calls
+	// of one reply share it. A ReAct stream's chunks carry Turn+1 as
+	// Chunk.Step.
+	Turn int
+	// CallID is the call's id in the native conversation: the provider's,
+	// or "call_<turn>_<n>" where the provider gave none or gave one twice;
+	// "" in text mode.
+	CallID string
+
+	// unread marks a native call whose arguments could not be read;
+	// rawArgs is what the model wrote, replayed as it was.
+	unread  bool
+	rawArgs string
 }
 
 // MarshalJSON writes DSPy's trajectory object.
@@ -341,6 +382,9 @@ func (t Trajectory) MarshalJSON() ([]byte, error) {
 	for _, s := range t {
 		n := strconv.Itoa(s.Index)
 		o.Set("thought_"+n, s.Thought)
+		if s.Tool == "" {
+			continue
+		}
 		o.Set("tool_name_"+n, s.Tool)
 		o.Set("tool_args_"+n, s.Args)
 		o.Set("observation_"+n, s.Observation)
@@ -354,10 +398,15 @@ func (t Trajectory) text() (string, error) {
 	var b strings.Builder
 	for _, s := range t {
 		n := strconv.Itoa(s.Index)
-		for _, kv := range [...]struct {
+		keys := [...]struct {
 			key string
 			v   any
-		}{{"thought_" + n, s.Thought}, {"tool_name_" + n, s.Tool}, {"tool_args_" + n, s.Args}, {"observation_" + n, s.Observation}} {
+		}{{"thought_" + n, s.Thought}, {"tool_name_" + n, s.Tool}, {"tool_args_" + n, s.Args}, {"observation_" + n, s.Observation}}
+		shown := keys[:]
+		if s.Tool == "" {
+			shown = keys[:1]
+		}
+		for _, kv := range shown {
 			text, err := adapter.FormatValue(kv.v, signature.Field{Name: kv.key, Spec: strSpec})
 			if err != nil {
 				return "", err
@@ -371,6 +420,17 @@ func (t Trajectory) text() (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
+// turns reports how many react calls the trajectory's steps came from.
+func (t Trajectory) turns() int {
+	n := 0
+	for i, s := range t {
+		if i == 0 || s.Turn != t[i-1].Turn {
+			n++
+		}
+	}
+	return n
+}
+
 // run is one ReAct run's state.
 type run struct {
 	r      *ReAct
@@ -380,26 +440,33 @@ type run struct {
 	opts   []adapter.CallOption
 	traj   Trajectory
 	total  *adapter.Result
-	// maxIters is this call's step limit.
-	maxIters int
+	// maxIters is this call's step limit; concurrency its bound on the
+	// tool runs of a step.
+	maxIters, concurrency int
 	// errorText is this call's observation of a failed step.
 	errorText func(tool string, err error) string
-	// status reports a tool starting and ending (Stream); false stops.
-	status func(string) bool
-	// sent is set once a chunk of the extract stream reached the caller:
-	// from then on nothing is retried.
-	sent bool
+	// stepOpts are the options of the react calls: the call's, and the
+	// adapter switched to native function calling (WithNativeTools).
+	stepOpts []adapter.CallOption
+	// next is the Index of the next step.
+	next int
+	// stream is set for Stream: the LM, and yield, which sends a chunk to
+	// the caller (false: the caller stopped).
+	stream adapter.StreamingLM
+	yield  func(adapter.Chunk) bool
+	// ids are the native calls' ids so far.
+	ids map[string]bool
 }
 
 // Call runs the agent on inputs: up to MaxIters steps, each an LM call
-// that picks a tool and a run of that tool, then the extract call. The
-// Result's Outputs[0] holds the extract's outputs (reasoning and the
-// signature's outputs) and "trajectory", a Trajectory; Calls and Usage
-// count every LM call. inputs may hold "max_iters" (an int) to lower the
-// step limit for this call, unless the signature has such an input; it
-// raises the limit above MaxIters (as DSPy lets any max_iters do) only
-// with MaxItersFromInputs, since inputs often come from end users and each
-// step is an LM call.
+// that picks a tool (with WithNativeTools, one or more) and a run of it,
+// then the extract call. The Result's Outputs[0] holds the extract's
+// outputs (reasoning and the signature's outputs) and "trajectory", a
+// Trajectory; Calls and Usage count every LM call. inputs may hold
+// "max_iters" (an int) to lower the step limit for this call, unless the
+// signature has such an input; it raises the limit above MaxIters (as
+// DSPy lets any max_iters do) only with MaxItersFromInputs, since inputs
+// often come from end users and each step is an LM call.
 //
 // As in DSPy, a tool's error becomes the step's observation (see
 // WithToolErrorText) and the run goes on; a reply naming no tool the agent
@@ -410,6 +477,11 @@ type run struct {
 // (errors.Is(err, adapter.ErrContextWindow)), the oldest step is dropped
 // and the call tried again, up to three times. Every tool run is reported
 // to the call's Trace (ToolStart, ToolDone).
+//
+// With WithNativeTools, a call to a tool the agent does not have, or with
+// arguments that are not one JSON object, runs nothing and is answered
+// with the error, so that the model may correct it; a reply that calls no
+// tool ends the steps (see WithNativeTools).
 //
 // What a tool receives: the arguments the model wrote, decoded as
 // types.DecodeArgs decodes them (a key must be an argument's name
@@ -431,8 +503,12 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 	if err := st.steps(); err != nil {
 		return st.total, err
 	}
-	res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
-		return r.extract.Call(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...)
+	res, err := st.withTruncation(0, func() (*adapter.Result, error) {
+		in, err := st.extractInputs()
+		if err != nil {
+			return nil, err
+		}
+		return r.extract.Call(ctx, lm, in, st.opts...)
 	})
 	if err != nil {
 		return st.total, err
@@ -449,6 +525,13 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 	errorText := errorTextOf(opts, r.errorText)
 	if errorText == nil {
 		errorText = executionError
+	}
+	concurrency, err := concurrencyOf(opts, r.concurrency)
+	if err != nil {
+		return nil, err
+	}
+	if hasOption[nativeToolsOption](opts) {
+		return nil, errNativeOnCall
 	}
 	c, opts := split(opts)
 	switch {
@@ -471,8 +554,12 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 			inputs = withoutInput(inputs, "max_iters")
 		}
 	}
-	return &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters, errorText: errorText,
-		status: func(string) bool { return true }}, nil
+	st := &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
+		concurrency: concurrency, errorText: errorText, stepOpts: opts}
+	if r.native {
+		st.stepOpts = r.nativeOptions(ctx, opts)
+	}
+	return st, nil
 }
 
 // hasOption reports whether opts hold an option of type O.
@@ -527,15 +614,19 @@ func toolStartStatus(tool string) string { return "Calling tool " + tool + "..."
 
 const toolEndStatus = "Tool calling finished! Querying the LLM with tool calling results..."
 
-// steps runs the react loop: a call that picks a tool, the tool's run,
-// until finish or maxIters.
+// steps runs the react loop: a call that picks the tools, their runs,
+// until finish, a native reply that calls no tool, or maxIters.
 func (st *run) steps() error {
 	tr := adapter.CallTrace(st.ctx, st.r.react.callOptions(st.opts)...)
-	for idx := range st.maxIters {
+	for turn := range st.maxIters {
 		var callID uint64
 		idHook := adapter.UseTrace(&adapter.Trace{FormatDone: func(i adapter.FormatInfo) { callID = i.CallID }})
-		res, err := st.withTruncation(func(text string) (*adapter.Result, error) {
-			return st.r.react.Call(st.ctx, st.lm, withInput(st.inputs, "trajectory", text), append(slices.Clip(st.opts), idHook)...)
+		res, err := st.withTruncation(turn+1, func() (*adapter.Result, error) {
+			in, err := st.reactInputs()
+			if err != nil {
+				return nil, err
+			}
+			return st.callReact(turn, in, append(slices.Clip(st.stepOpts), idHook))
 		})
 		if err != nil {
 			if errors.Is(err, adapter.ErrContextWindow) || toolChoiceError(err) {
@@ -543,44 +634,139 @@ func (st *run) steps() error {
 			}
 			return err
 		}
-		pred := res.Outputs[0]
-		step := Step{Index: idx}
-		step.Thought, _ = pred["next_thought"].(string)
-		step.Tool, _ = pred["next_tool_name"].(string)
-		step.Args, _ = pred["next_tool_args"].(ToolArgs)
-		if len(res.Completions) > 0 {
-			step.Args = step.Args.inModelOrder(res.Completions[0])
+		thought, calls := st.readStep(res, turn)
+		if len(calls) == 0 {
+			st.traj = append(st.traj, Step{Index: st.next, Turn: turn, Thought: thought})
+			st.next++
+			break
 		}
-		args, _ := step.Args.MarshalJSON()
-		if !st.status(toolStartStatus(step.Tool)) {
+		if !st.send(adapter.Chunk{Step: turn + 1, ToolCalls: chosenCalls(calls)}) {
 			return errStopped
 		}
-		obs, err := tr.RunTool(st.ctx, adapter.ToolStartInfo{CallID: callID, Tool: step.Tool, Args: args}, func(ctx context.Context) (any, error) {
-			tool, ok := st.r.byName[step.Tool]
-			if !ok {
-				return nil, fmt.Errorf("no tool named %q", step.Tool)
-			}
-			return tool.Call(ctx, args)
-		})
-		if err == nil {
-			if _, ferr := adapter.FormatValue(obs, signature.Field{Name: "observation", Spec: strSpec}); ferr != nil {
-				err = fmt.Errorf("its result cannot be shown to the model: %w", ferr)
-			}
-		}
+		steps, err := st.runCalls(tr, callID, turn, thought, calls)
 		if err != nil {
-			step.Observation, step.Err = st.errorText(step.Tool, err), err
-		} else {
-			step.Observation = obs
+			return err
 		}
-		st.traj = append(st.traj, step)
-		if !st.status(toolEndStatus) {
-			return errStopped
-		}
-		if step.Tool == finishName {
+		st.traj = append(st.traj, steps...)
+		if slices.ContainsFunc(calls, func(c toolCall) bool { return c.name == finishName }) {
 			break
 		}
 	}
 	return nil
+}
+
+// send sends a chunk to a Stream's caller; false when the caller stopped.
+// Call sends nothing.
+func (st *run) send(c adapter.Chunk) bool {
+	return st.yield == nil || st.yield(c)
+}
+
+// reactInputs are the inputs of the next react call: the task's and the
+// trajectory, as text or, natively, as the conversation so far.
+func (st *run) reactInputs() (adapter.Values, error) {
+	if st.r.native {
+		return st.nativeInputs()
+	}
+	text, err := st.traj.text()
+	if err != nil {
+		return nil, err
+	}
+	return withInput(st.inputs, "trajectory", text), nil
+}
+
+// extractInputs are the inputs of the extract call: the task's and the
+// trajectory as text.
+func (st *run) extractInputs() (adapter.Values, error) {
+	text, err := st.traj.text()
+	if err != nil {
+		return nil, err
+	}
+	return withInput(st.inputs, "trajectory", text), nil
+}
+
+// callReact makes one react call, streaming it for Stream: the step's
+// thought deltas reach the caller, tagged with the step.
+func (st *run) callReact(turn int, in adapter.Values, opts []adapter.CallOption) (*adapter.Result, error) {
+	if st.yield == nil {
+		return st.r.react.Call(st.ctx, st.lm, in, opts...)
+	}
+	return st.streamCall(st.r.react, in, opts, func(ch adapter.Chunk) (adapter.Chunk, bool) { return stepChunk(ch, turn+1) })
+}
+
+// streamCall streams a call of m, passing its chunks through keep to the
+// caller, and returns the Done chunk's Result.
+func (st *run) streamCall(m *Module, in adapter.Values, opts []adapter.CallOption, keep func(adapter.Chunk) (adapter.Chunk, bool)) (*adapter.Result, error) {
+	for ch, err := range m.Stream(st.ctx, st.stream, in, opts...) {
+		switch {
+		case err != nil:
+			return ch.Result, err
+		case ch.Done:
+			return ch.Result, nil
+		}
+		out, ok := keep(ch)
+		if !ok {
+			continue
+		}
+		if !st.yield(out) {
+			return nil, errStopped
+		}
+	}
+	return nil, errors.New("predict: ReAct: a stream ended without a result")
+}
+
+// stepChunk is what a Stream's caller gets of a react call's chunk: the
+// thought's deltas and reasoning, tagged with the step; not the tool's
+// name and arguments as they are written (they come whole, once chosen),
+// nor text outside the fields, nor the tool calls as they accumulate.
+func stepChunk(ch adapter.Chunk, step int) (adapter.Chunk, bool) {
+	switch {
+	case ch.Field != "next_thought" && (ch.Field != "" || ch.Delta != "" || ch.Replace):
+		return ch, false
+	case ch.ToolCalls != nil && ch.Reasoning == "" && ch.Delta == "":
+		return ch, false
+	}
+	ch.ToolCalls, ch.Step = nil, step
+	return ch, true
+}
+
+// toolCall is a call a react reply asked for.
+type toolCall struct {
+	id, name string
+	args     ToolArgs
+	// err: the arguments could not be read (raw is what the model wrote);
+	// the call runs nothing.
+	err error
+	raw string
+}
+
+// readStep reads a react reply: its thought and the calls it asks for.
+func (st *run) readStep(res *adapter.Result, turn int) (string, []toolCall) {
+	if st.r.native {
+		return st.readNative(res, turn)
+	}
+	pred := res.Outputs[0]
+	thought, _ := pred["next_thought"].(string)
+	c := toolCall{}
+	c.name, _ = pred["next_tool_name"].(string)
+	c.args, _ = pred["next_tool_args"].(ToolArgs)
+	if len(res.Completions) > 0 {
+		c.args = c.args.inModelOrder(res.Completions[0])
+	}
+	return thought, []toolCall{c}
+}
+
+// chosenCalls are a step's calls as a Stream's caller gets them.
+func chosenCalls(calls []toolCall) []openai.ToolCall {
+	out := make([]openai.ToolCall, len(calls))
+	for i, c := range calls {
+		args := c.raw
+		if c.err == nil {
+			b, _ := c.args.MarshalJSON()
+			args = string(b)
+		}
+		out[i] = openai.ToolCall{ID: c.id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.name, Arguments: args}}
+	}
+	return out
 }
 
 // toolChoiceError reports a reply that has the react fields but one whose
@@ -599,31 +785,38 @@ func toolChoiceError(err error) bool {
 		!errors.Is(pe, adapter.ErrEmptyResponse) && !errors.Is(pe, adapter.ErrParserPanic)
 }
 
-// withTruncation makes a call with the trajectory's text and, while the
-// prompt exceeds the context window, drops the oldest step and calls
-// again: three attempts, as DSPy's _call_with_potential_trajectory_truncation.
-// A trajectory of one step or none cannot be cut; both failures match
-// adapter.ErrContextWindow.
-func (st *run) withTruncation(call func(text string) (*adapter.Result, error)) (*adapter.Result, error) {
+// withTruncation makes a call and, while the prompt exceeds the context
+// window, drops the oldest step (with native tool calling, the oldest
+// reply's calls) and calls again: three attempts, as DSPy's
+// _call_with_potential_trajectory_truncation. A trajectory of one step or
+// none cannot be cut; both failures match adapter.ErrContextWindow. A
+// Stream's caller is told of each retry (truncatedStatus, on the step it
+// is for, 0 for the extract call): what it was sent of the failed call
+// is replaced by the new call's chunks.
+func (st *run) withTruncation(step int, call func() (*adapter.Result, error)) (*adapter.Result, error) {
 	var last error
 	for range 3 {
-		text, err := st.traj.text()
-		if err != nil {
-			return nil, err
-		}
-		res, err := call(text)
+		res, err := call()
 		st.count(res)
-		if err == nil || !errors.Is(err, adapter.ErrContextWindow) || st.sent {
+		if err == nil || !errors.Is(err, adapter.ErrContextWindow) {
 			return res, err
 		}
 		last = err
-		if len(st.traj) <= 1 {
-			return nil, fmt.Errorf("predict: ReAct: the prompt exceeds the context window and the trajectory (%d steps) cannot be truncated further: %w", len(st.traj), err)
+		if n := st.traj.turns(); n <= 1 {
+			return nil, fmt.Errorf("predict: ReAct: the prompt exceeds the context window and the trajectory (%d steps) cannot be truncated further: %w", n, err)
 		}
-		st.traj = st.traj[1:]
+		first := st.traj[0].Turn
+		st.traj = slices.DeleteFunc(slices.Clone(st.traj), func(s Step) bool { return s.Turn == first })
+		if !st.send(adapter.Chunk{Step: step, Status: truncatedStatus}) {
+			return nil, errStopped
+		}
 	}
 	return nil, fmt.Errorf("predict: ReAct: the context window was exceeded even after 3 attempts to truncate the trajectory: %w", last)
 }
+
+// truncatedStatus tells a Stream's caller that a call exceeded the
+// context window and is made again without the oldest step.
+const truncatedStatus = "The prompt exceeded the context window: dropping the oldest step of the trajectory and asking again..."
 
 // count adds a call's counters to the run's.
 func (st *run) count(res *adapter.Result) {
@@ -655,46 +848,66 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 	return out
 }
 
-// Stream runs the agent like Call and streams it, as DSPy's streamify with
-// status messages: a Status chunk when each tool starts and when it ends,
-// then the extract call's chunks (the deltas of reasoning and the
-// outputs), and last a Done chunk whose Result is what Call returns, the
-// trajectory beside the outputs. The react steps are ordinary calls. An
-// error ends the sequence; breaking out of the loop stops the run (no
-// further tool runs or LM calls).
+// Stream runs the agent like Call and streams it, step by step. The
+// chunks, in order (one vocabulary for text and native tool calling):
+//
+//   - each step's thought, as it is written: chunks with Field
+//     "next_thought" and a Delta (joined as adapter.Stream's deltas are,
+//     anew from a chunk with Replace set), and Reasoning deltas from a
+//     model that reasons natively, with Step set to the step's number,
+//     from 1;
+//   - the step's tool calls once chosen: one chunk whose ToolCalls holds
+//     them whole (name, arguments as JSON, and the id with native tool
+//     calling), Step set;
+//   - each tool run's start: a chunk with Status "Calling tool <name>..."
+//     and Tool (Done false: its id, name and arguments), Step set;
+//   - its end: a chunk with Status "Tool calling finished! Querying the
+//     LLM with tool calling results..." and Tool (Done true, with the
+//     Observation the model is shown and the Err of a failed run), Step
+//     set. Several calls of a native step run at once (ToolConcurrency):
+//     they start in the model's order and end as they finish; match them
+//     by Tool.ID;
+//   - then the extract call's chunks, as a ChainOfThought streams them
+//     (Field "reasoning", then the signature's outputs; Step 0);
+//   - last, a Done chunk whose Result is what Call returns for the same
+//     replies, the trajectory beside the outputs.
+//
+// The Status texts are DSPy's streamify status messages. A reply the
+// adapter cannot parse falls back to the adapter's fallback as a second
+// stream of the step, as adapter.Stream does. An error ends the sequence;
+// breaking out of the loop stops the run: no further tool starts and no
+// further LM call; tools already running get a cancelled context and are
+// waited for.
 func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
 	return func(yield func(adapter.Chunk, error) bool) {
 		ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
 		var res *adapter.Result
 		var err error
 		defer func() { done(res, err) }()
-		st, err := r.start(ctx, lm, inputs, opts)
+		var llm adapter.LM
+		if lm != nil {
+			llm = lm
+		}
+		st, err := r.start(ctx, llm, inputs, opts)
 		if err != nil {
 			yield(adapter.Chunk{}, err)
 			return
 		}
-		st.status = func(s string) bool { return yield(adapter.Chunk{Status: s}, nil) }
+		st.stream = lm
+		st.yield = func(c adapter.Chunk) bool { return yield(c, nil) }
 		if err = st.steps(); err != nil {
 			if !errors.Is(err, errStopped) {
 				yield(adapter.Chunk{}, err)
 			}
 			return
 		}
-		ex := r.extract
-		res, err = st.withTruncation(func(text string) (*adapter.Result, error) {
-			for ch, err := range ex.Stream(ctx, lm, withInput(st.inputs, "trajectory", text), st.opts...) {
-				switch {
-				case err != nil:
-					return nil, err
-				case ch.Done:
-					return ch.Result, nil
-				}
-				st.sent = true
-				if !yield(ch, nil) {
-					return nil, errStopped
-				}
+		keep := func(ch adapter.Chunk) (adapter.Chunk, bool) { return ch, true }
+		res, err = st.withTruncation(0, func() (*adapter.Result, error) {
+			in, err := st.extractInputs()
+			if err != nil {
+				return nil, err
 			}
-			return nil, errors.New("predict: ReAct: the extract stream ended without a result")
+			return st.streamCall(r.extract, in, st.opts, keep)
 		})
 		switch {
 		case errors.Is(err, errStopped):
@@ -716,8 +929,8 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 // path, a stack) reaches the model and the provider in the next prompt,
 // and stays in the trajectory; f may redact or replace it. Step.Err and
 // the trace's ToolDone keep the error itself. A nil f keeps the default.
-// For native tool calls, types.WithToolErrorText does the same for
-// ToolCalls.Execute.
+// For native tool calls run by hand, types.WithToolErrorText does the same
+// for ToolCalls.Execute.
 func WithToolErrorText(f func(tool string, err error) string) Option {
 	return toolErrorTextOption{f: f}
 }

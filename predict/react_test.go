@@ -287,7 +287,7 @@ func TestReActStream(t *testing.T) {
 			assert.Empty(t, deltas, "tool events come before the extract step's deltas")
 		case ch.Done:
 			final = ch.Result
-		default:
+		case ch.Step == 0:
 			deltas[ch.Field] += ch.Delta
 		}
 	}

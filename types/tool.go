@@ -129,8 +129,9 @@ type ToolCall struct {
 	Args map[string]any `json:"args"`
 	// Err is set when the arguments could not be read; see ErrToolArguments.
 	Err error `json:"-"`
-	// RawArgs is the arguments' text as the model wrote it, kept when Err
-	// is set.
+	// RawArgs is the arguments' text as the model wrote it: kept when Err
+	// is set, and for every native call (NativeValue), where it holds the
+	// arguments in the model's order, which Args, a map, does not keep.
 	RawArgs string `json:"-"`
 }
 
@@ -580,7 +581,8 @@ func hasToolInput(sig *signature.Signature) bool {
 
 // NativeValue reads the reply's native tool calls. Every call is kept, so
 // that each id gets an answer: one whose arguments cannot be read, or
-// that has no name, carries its Err (see [ToolCall]).
+// that has no name, carries its Err (see [ToolCall]). Each call keeps its
+// arguments' text in RawArgs.
 func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 	if len(choice.Message.ToolCalls) == 0 {
 		return nil, false
@@ -589,9 +591,10 @@ func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 	r := newArgReader()
 	for _, c := range choice.Message.ToolCalls {
 		call := ToolCall{ID: c.ID, Name: c.Function.Name}
-		call.Args, call.RawArgs, call.Err = r.args(c.Function.Arguments)
+		call.Args, _, call.Err = r.args(c.Function.Arguments)
+		call.RawArgs = c.Function.Arguments
 		if call.Name == "" && call.Err == nil {
-			call.Args, call.RawArgs, call.Err = nil, c.Function.Arguments, errors.New("the call names no tool")
+			call.Args, call.Err = nil, errors.New("the call names no tool")
 		}
 		tc.Calls = append(tc.Calls, call)
 	}

@@ -317,7 +317,8 @@ func TestNativeToolCalls(t *testing.T) {
 	res, err := adapter.Call(context.Background(), lm, sig, nil, in, adapter.UseAdapter(adapter.JSON{}))
 	require.NoError(t, err)
 	got := res.Outputs[0]["tool_calls"].(types.ToolCalls)
-	assert.Equal(t, []types.ToolCall{{ID: "call_1", Name: "search", Args: map[string]any{"query": "go generics"}}}, got.Calls)
+	assert.Equal(t, []types.ToolCall{{ID: "call_1", Name: "search", Args: map[string]any{"query": "go generics"}, RawArgs: `{"query": "go generics"}`}}, got.Calls,
+		"the arguments decoded, and as the model wrote them")
 	assert.Equal(t, "", res.Outputs[0]["answer"], "an output the reply left out is its zero value")
 	req := srv.Requests()[0]
 	assert.Contains(t, string(req.Body), `"parameters":{"type":"object","properties":{"query":{"type":"string"},"k":{"type":"integer","default":3}},"required":["query"]}`)

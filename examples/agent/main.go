@@ -1,12 +1,17 @@
-// Command agent runs a ReAct agent (DSPy's dspy.ReAct, with the same
-// prompts) over two Go tools: the model thinks, picks a tool and its
-// arguments, reads the result, and so on until it calls finish; then the
-// answer is extracted from the trajectory. Every tool run is traced.
+// Command agent runs a ReAct agent over two Go tools with the provider's
+// native function calling, and prints its live transcript as the run
+// streams: each step's thought as the model writes it, the tool calls it
+// chose (several at once when it wants them), each tool's start and
+// result, then the answer as it is written. The steps end when the model
+// calls finish; the answer is then extracted from the trajectory (DSPy's
+// ReAct; the react steps are DSPy's ReActV2 predictor).
 //
-// It runs offline by default: an lmtest server answers with recorded
-// replies. With -live it calls the model behind OPENAI_API_KEY
+// It runs offline by default: an lmtest server answers with a recorded
+// run. With -live it calls the model behind OPENAI_API_KEY
 // (OPENAI_BASE_URL and OPENAI_MODEL are honoured; the model defaults to
-// gpt-4o-mini).
+// gpt-4o-mini and must support function calling). With -text the agent
+// asks for one tool per step in the text instead (DSPy 3.3.1's ReAct, the
+// same transcript).
 //
 //	go run ./examples/agent
 //	OPENAI_API_KEY=... go run ./examples/agent -live
@@ -17,9 +22,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -65,42 +72,129 @@ func packing(_ context.Context, a ItemsArgs) ([]string, error) {
 	return []string{"sunglasses", "water bottle"}, nil
 }
 
-// replies is a recorded run of the agent, for the offline mode.
-var replies = []string{
-	"[[ ## next_thought ## ]]\nI need today's weather in Bergen.\n\n[[ ## next_tool_name ## ]]\nweather\n\n[[ ## next_tool_args ## ]]\n{\"city\": \"Bergen\"}\n\n[[ ## completed ## ]]",
-	"[[ ## next_thought ## ]]\nRain is expected, so I will ask what to pack for rain.\n\n[[ ## next_tool_name ## ]]\npacking_list\n\n[[ ## next_tool_args ## ]]\n{\"rain\": true}\n\n[[ ## completed ## ]]",
-	"[[ ## next_thought ## ]]\nI know the weather and what to pack.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{}\n\n[[ ## completed ## ]]",
-	"[[ ## reasoning ## ]]\nBergen has light rain all day at 14 °C, and the packing list for rain has an umbrella.\n\n[[ ## umbrella ## ]]\nTrue\n\n[[ ## advice ## ]]\nYes: it rains all day in Bergen (14 °C). Take an umbrella, a rain jacket and waterproof shoes.\n\n[[ ## completed ## ]]",
-}
+const question = "I am in Bergen today and in Oslo tomorrow. Do I need an umbrella?"
 
-func main() {
-	live := flag.Bool("live", false, "call the model behind OPENAI_API_KEY instead of the recorded replies")
-	flag.Parse()
-	ctx := context.Background()
-
+// newAgent is the agent: native function calling, or text mode.
+func newAgent(native bool) (*predict.ReAct, error) {
 	sig, err := signature.Parse("question -> umbrella: bool, advice")
 	if err != nil {
-		log.Fatal(err)
+		return nil, err
 	}
-	sig = sig.WithInstructions("Help the traveller get ready for the day.")
+	sig = sig.WithInstructions("Help the traveller get ready for the trip.")
 	weatherTool, err := types.NewTool("weather", "Today's forecast for a city.", weather)
 	if err != nil {
-		log.Fatal(err)
+		return nil, err
 	}
 	packingTool, err := types.NewTool("packing_list", "What to take along, given the weather.", packing)
 	if err != nil {
-		log.Fatal(err)
+		return nil, err
 	}
-	agent, err := predict.NewReAct(sig, []types.Tool{weatherTool, packingTool}, predict.MaxIters(5))
+	opts := []predict.Option{predict.MaxIters(5)}
+	if native {
+		opts = append(opts, predict.WithNativeTools())
+	}
+	return predict.NewReAct(sig, []types.Tool{weatherTool, packingTool}, opts...)
+}
+
+// recorded is a recorded run of the agent, for the offline mode: the
+// react steps (native tool calls, or text), then the extract call, their
+// text streamed in small pieces delay apart.
+func recorded(native bool, delay time.Duration) []lmtest.Reply {
+	call := func(id, name, args string) openai.ToolCall {
+		return openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}}
+	}
+	thought := func(s string) string { return "[[ ## next_thought ## ]]\n" + s + "\n\n[[ ## completed ## ]]" }
+	text := func(s, tool, args string) lmtest.Reply {
+		return lmtest.Text("[[ ## next_thought ## ]]\n" + s + "\n\n[[ ## next_tool_name ## ]]\n" + tool + "\n\n[[ ## next_tool_args ## ]]\n" + args + "\n\n[[ ## completed ## ]]")
+	}
+	steps := []lmtest.Reply{
+		lmtest.Text(thought("I need the forecasts for Bergen today and Oslo tomorrow.")).
+			WithToolCalls(call("call_1", "weather", `{"city": "Bergen"}`), call("call_2", "weather", `{"city": "Oslo"}`)).WithFinish("tool_calls"),
+		lmtest.Text(thought("Rain in Bergen: I will ask what to pack for rain.")).
+			WithToolCalls(call("call_3", "packing_list", `{"rain": true}`)).WithFinish("tool_calls"),
+		lmtest.Text(thought("I know the weather and what to pack.")).
+			WithToolCalls(call("call_4", "finish", `{}`)).WithFinish("tool_calls"),
+	}
+	if !native {
+		steps = []lmtest.Reply{
+			text("I need today's forecast for Bergen.", "weather", `{"city": "Bergen"}`),
+			text("And tomorrow's for Oslo.", "weather", `{"city": "Oslo"}`),
+			text("Rain in Bergen: I will ask what to pack for rain.", "packing_list", `{"rain": true}`),
+			text("I know the weather and what to pack.", "finish", `{}`),
+		}
+	}
+	out := make([]lmtest.Reply, 0, len(steps)+1)
+	for _, s := range steps {
+		out = append(out, s.ChunkSize(6).ChunkDelay(delay))
+	}
+	return append(out, lmtest.Text("[[ ## reasoning ## ]]\nBergen has light rain all day at 14 °C; Oslo is sunny. The packing list for rain has an umbrella.\n\n"+
+		"[[ ## umbrella ## ]]\nTrue\n\n[[ ## advice ## ]]\nYes: it rains all day in Bergen (14 °C). Take an umbrella, a rain jacket and waterproof shoes; Oslo will be sunny.\n\n[[ ## completed ## ]]").
+		ChunkSize(6).ChunkDelay(delay))
+}
+
+// run streams the agent on the question and prints the transcript to w.
+func run(ctx context.Context, agent *predict.ReAct, lm adapter.StreamingLM, model string, w io.Writer) (*adapter.Result, error) {
+	var res *adapter.Result
+	field := "" // the field whose deltas are being printed
+	for ch, err := range agent.Stream(ctx, lm, adapter.Values{"question": question},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: model})) {
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ch.Done:
+			res = ch.Result
+		case (ch.Delta != "" || ch.Replace) && (ch.Step > 0 || ch.Field == "advice"):
+			// A step's thought, then the advice, as they are written.
+			// A chunk with Replace starts the text anew (a corrected
+			// reply): printed as it comes, it starts a new line.
+			if key := fmt.Sprint(ch.Step, ch.Field); key != field || ch.Replace {
+				field = key
+				if ch.Step > 0 {
+					fmt.Fprintf(w, "\n[step %d] ", ch.Step)
+				} else {
+					fmt.Fprint(w, "\n\nadvice: ")
+				}
+			}
+			fmt.Fprint(w, ch.Delta)
+		case ch.ToolCalls != nil:
+			fmt.Fprintln(w)
+			for _, c := range ch.ToolCalls {
+				fmt.Fprintf(w, "  → %s %s\n", c.Function.Name, c.Function.Arguments)
+			}
+			field = ""
+		case ch.Tool != nil && !ch.Tool.Done:
+			fmt.Fprintf(w, "    … %s\n", ch.Status)
+		case ch.Tool != nil:
+			obs, _ := json.Marshal(ch.Tool.Observation)
+			if ch.Tool.Err != nil {
+				fmt.Fprintf(w, "    ✗ %s: %v\n", ch.Tool.Name, ch.Tool.Err)
+			} else {
+				fmt.Fprintf(w, "    ← %s: %s\n", ch.Tool.Name, obs)
+			}
+		case ch.Status != "":
+			fmt.Fprintf(w, "\n  (%s)\n", ch.Status)
+		}
+	}
+	fmt.Fprintln(w)
+	return res, nil
+}
+
+func main() {
+	live := flag.Bool("live", false, "call the model behind OPENAI_API_KEY instead of the recorded run")
+	text := flag.Bool("text", false, "ask for one tool per step in the text (DSPy 3.3.1's ReAct) instead of native function calling")
+	flag.Parse()
+	ctx := context.Background()
+
+	agent, err := newAgent(!*text)
 	if err != nil {
 		log.Fatal(err)
 	}
-
-	var lm adapter.LM
 	model := os.Getenv("OPENAI_MODEL")
 	if model == "" {
 		model = "gpt-4o-mini"
 	}
+	var lm adapter.StreamingLM
 	if *live {
 		key := os.Getenv("OPENAI_API_KEY")
 		if key == "" {
@@ -110,37 +204,25 @@ func main() {
 		if base := os.Getenv("OPENAI_BASE_URL"); base != "" {
 			cfg.BaseURL = base
 		}
-		lm = openai.NewClientWithConfig(cfg)
+		// Native tool calling needs an LM that declares function calling:
+		// OpenAI's models do by name; declare it for any other server.
+		caps := adapter.ModelCapabilities(model)
+		caps.Tools = true
+		lm = adapter.WithCapabilities(openai.NewClientWithConfig(cfg), caps)
 	} else {
-		var rs []lmtest.Reply
-		for _, r := range replies {
-			rs = append(rs, lmtest.Text(r))
-		}
-		srv := lmtest.NewServer(rs...)
+		srv := lmtest.NewServer(recorded(!*text, 15*time.Millisecond)...)
 		defer srv.Close()
-		lm = srv.Client()
+		lm = adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true})
 		fmt.Println("(offline: an lmtest server replays a recorded run; -live calls a real model)")
 	}
 
-	// Trace every tool run: what the agent called, with which arguments,
-	// and what came back.
-	trace := &adapter.Trace{
-		ToolStart: func(i adapter.ToolStartInfo) { fmt.Printf("→ %s %s\n", i.Tool, i.Args) },
-		ToolDone: func(i adapter.ToolDoneInfo) {
-			if i.Err != nil {
-				fmt.Printf("  error: %v\n", i.Err)
-				return
-			}
-			fmt.Printf("  %v\n", i.Result)
-		},
-	}
-	res, err := agent.Call(ctx, lm, adapter.Values{"question": "I am in Bergen today. Do I need an umbrella?"},
-		adapter.UseTrace(trace), adapter.WithRequest(openai.ChatCompletionRequest{Model: model}))
+	fmt.Println("question:", question)
+	res, err := run(ctx, agent, lm, model, os.Stdout)
 	if err != nil {
 		log.Fatal(err)
 	}
 	out := res.Outputs[0]
-	fmt.Printf("\numbrella: %v\nadvice: %s\n", out["umbrella"], out["advice"])
+	fmt.Printf("\numbrella: %v\n", out["umbrella"])
 	traj, _ := json.MarshalIndent(out["trajectory"], "", "  ")
 	fmt.Printf("\n%d LM calls, %d tokens. The trajectory, as DSPy keeps it:\n%s\n", res.Calls, res.Usage.TotalTokens, traj)
 }

@@ -1,0 +1,323 @@
+package predict
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
+)
+
+// WithNativeTools makes a ReAct call its tools through the provider's
+// function calling, for NewReAct (not for a call: it changes the react
+// predictor). Each step's request carries the tools, finish included, as
+// function definitions; the model answers with its thought and one or
+// more tool_calls, which run at once (at most ToolConcurrency of them;
+// at most MaxToolCallsPerStep of a reply), their results in the model's
+// order; the next step replays the
+// conversation as the provider knows it: the assistant's tool calls, one
+// tool message per result. The Trajectory, the trace's tool events, the
+// limits (MaxIters, MaxItersFromInputs, ToolConcurrency), WithToolErrorText,
+// the security rules for arguments and the extract step are those of the
+// text ReAct; MaxIters counts steps (the model's replies), however many
+// calls each asks for.
+//
+// The react predictor is DSPy's ReActV2 predictor: the task's inputs (as
+// optional inputs: they are given once, in the conversation's first
+// turn), "history" (a types.History holding the steps) and "tools" (a
+// []types.Tool), then the outputs "next_thought" and "tool_calls" (a
+// types.ToolCalls), with ReActV2's instructions, `finish` in place of
+// `submit`. Its adapter is the one the call resolves to, with native
+// function calling switched on (adapter.NativeToolAdapter: Chat, JSON,
+// XML); as everywhere, an LM that does not declare Capabilities.Tools
+// (adapter.WithCapabilities), or an adapter that cannot call tools
+// natively, is asked for the calls in the text instead, with the same
+// loop.
+//
+// A reply that calls no tool is read as DSPy's ToolCalls path reads it:
+// its text gives next_thought, and tool_calls is empty; such a reply ends
+// the steps (as ReActV2 ends them on empty tool calls), its thought kept
+// as the trajectory's last entry for the extract step to read. A call
+// that names a tool the agent does not have, or whose arguments are not
+// one JSON object (cut off, malformed), runs nothing and is answered with
+// the error, for the model to correct. A tool call written as text inside
+// the reply (some servers' <tool_call> tags) is not a call: nothing runs
+// what the provider did not return as one.
+func WithNativeTools() Option { return nativeToolsOption{} }
+
+type nativeToolsOption struct{ adapter.EmptyCallOption }
+
+// applyModule: NewReAct finds the option among its options itself.
+func (nativeToolsOption) applyModule(*config) {}
+
+// MaxToolCallsPerStep is how many of one reply's tool calls run, at most
+// (a stream cannot carry more; a blocking reply may): the calls past it
+// run nothing and are answered with an error.
+const MaxToolCallsPerStep = 128
+
+// DefaultToolConcurrency is how many of a step's tool calls run at once
+// unless ToolConcurrency says otherwise.
+const DefaultToolConcurrency = 4
+
+// ToolConcurrency bounds how many of one step's tool calls run at once,
+// for a ReAct or, on a call, for that call (default
+// DefaultToolConcurrency). It matters with WithNativeTools, where a reply
+// may ask for several calls: they start in the model's order, at most n
+// at a time, and their results are kept in the model's order whatever
+// order they finish in. Tools that run at once must be safe for
+// concurrent use; ToolConcurrency(1) runs them one after another. The
+// trace's ToolStart and ToolDone hooks of one run are never called at
+// once, though with n > 1 they run on the tools' goroutines. n must be at
+// least 1.
+func ToolConcurrency(n int) Option { return concurrencyOption{n: n} }
+
+type concurrencyOption struct {
+	adapter.EmptyCallOption
+	n int
+}
+
+// applyModule: ReAct finds the option among its options itself.
+func (concurrencyOption) applyModule(*config) {}
+
+// concurrencyOf returns the bound of the last ToolConcurrency in opts, or
+// def.
+func concurrencyOf(opts []adapter.CallOption, def int) (int, error) {
+	for _, o := range opts {
+		if c, ok := o.(concurrencyOption); ok {
+			if c.n < 1 {
+				return 0, fmt.Errorf("predict: ReAct: ToolConcurrency(%d) is less than 1", c.n)
+			}
+			def = c.n
+		}
+	}
+	return def, nil
+}
+
+// errNativeOnCall: WithNativeTools changes the react predictor.
+var errNativeOnCall = errors.New("predict: ReAct: WithNativeTools applies to NewReAct, not to a call (it changes the react predictor)")
+
+// The native react predictor's fields.
+const (
+	historyField   = "history"
+	toolsField     = "tools"
+	toolCallsField = "tool_calls"
+)
+
+// nativeSignature is DSPy's ReActV2 react signature: the task's inputs,
+// made optional (the conversation's first turn holds them), "history" and
+// "tools"; "next_thought" and "tool_calls"; ReActV2's instructions with
+// finish.
+func (r *ReAct) nativeSignature() (*signature.Signature, error) {
+	sig := r.sig
+	react := sig
+	for _, f := range sig.Outputs() {
+		react = react.Delete(f.Name)
+	}
+	var err error
+	conv := reflect.TypeFor[adapter.Conversation]()
+	for _, f := range sig.Inputs() {
+		if f.Type.Implements(conv) || reflect.PointerTo(f.Type).Implements(conv) {
+			return nil, fmt.Errorf("input %q is a conversation history: with WithNativeTools the react predictor holds the steps in a history of its own, and a prompt has one", f.Name)
+		}
+		if f.Spec.Nullable() {
+			continue
+		}
+		if react, err = react.Update(f.Name, func(o *signature.Field) { o.Type, o.Spec = reflect.PointerTo(f.Type), nil }); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		role  signature.Role
+		field signature.Field
+	}{
+		{signature.Input, signature.Field{Name: historyField, Type: reflect.TypeFor[types.History]()}},
+		{signature.Input, signature.Field{Name: toolsField, Type: reflect.TypeFor[[]types.Tool]()}},
+		{signature.Output, signature.Field{Name: "next_thought"}},
+		{signature.Output, signature.Field{Name: toolCallsField, Type: reflect.TypeFor[types.ToolCalls]()}},
+	} {
+		if react, err = react.Append(f.role, f.field); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, len(r.tools))
+	for i, t := range r.tools {
+		names[i] = "`" + t.Name + "`"
+	}
+	inputs, outputs := quotedNames(sig.Inputs()), quotedNames(sig.Outputs())
+	instr := strings.Join([]string{
+		sig.Instructions(),
+		"You are an Agent. Use the supplied tools to produce " + outputs + " from " + inputs + ".",
+		"Call tools when more information is needed.",
+		"When all the information for producing " + outputs + " is available, call `finish`.",
+		"The available tools are: " + strings.Join(names, ", ") + ".",
+	}, "\n")
+	return react.WithInstructions(strings.TrimSpace(instr)), nil
+}
+
+// nativeOptions are a call's options for the native react calls: the
+// adapter the call resolves to, with native function calling on.
+func (r *ReAct) nativeOptions(ctx context.Context, opts []adapter.CallOption) []adapter.CallOption {
+	a := adapter.CallAdapter(ctx, r.react.callOptions(opts)...)
+	if n, ok := a.(adapter.NativeToolAdapter); ok {
+		return append(slices.Clip(opts), adapter.UseAdapter(n.WithNativeTools()))
+	}
+	return opts
+}
+
+// nativeInputs are the inputs of a native react call: the tools and the
+// conversation so far, whose first turn holds the task's inputs (the
+// request itself, before any step).
+func (st *run) nativeInputs() (adapter.Values, error) {
+	turns, err := st.traj.conversation()
+	if err != nil {
+		return nil, err
+	}
+	in := adapter.Values{toolsField: st.r.tools}
+	task := in
+	if len(turns) > 0 {
+		task = turns[0]
+	}
+	for k, v := range st.inputs {
+		task[k] = v
+	}
+	in[historyField] = types.History{Messages: turns}
+	return in, nil
+}
+
+// conversation is the trajectory as the turns of the native react
+// conversation: per reply, its thought and its tool calls with their
+// results, which the adapter replays as the assistant's tool calls and
+// tool messages.
+func (t Trajectory) conversation() ([]map[string]any, error) {
+	var turns []map[string]any
+	for i := 0; i < len(t); {
+		j := i + 1
+		for j < len(t) && t[j].Turn == t[i].Turn {
+			j++
+		}
+		turn := map[string]any{}
+		if t[i].Thought != "" {
+			turn["next_thought"] = t[i].Thought
+		}
+		var tc types.ToolCalls
+		var results types.ToolCallResults
+		for _, s := range t[i:j] {
+			if s.Tool == "" {
+				continue
+			}
+			call := types.ToolCall{ID: s.CallID, Name: s.Tool}
+			if s.unread {
+				call.Err, call.RawArgs = s.Err, s.rawArgs
+			} else {
+				call.Args = argsMap(s.Args)
+			}
+			obs, err := observationText(s.Observation)
+			if err != nil {
+				return nil, err
+			}
+			tc.Calls = append(tc.Calls, call)
+			results.Results = append(results.Results, types.ToolCallResult{CallID: s.CallID, Name: s.Tool, Value: obs, IsError: s.Err != nil})
+		}
+		if len(tc.Calls) > 0 {
+			tc.Results = &results
+			turn[toolCallsField] = tc
+		}
+		turns = append(turns, turn)
+		i = j
+	}
+	return turns, nil
+}
+
+// argsMap is a call's arguments as ToolCall.Args holds them.
+func argsMap(a ToolArgs) map[string]any {
+	b, _ := a.MarshalJSON()
+	v, err := pyjson.Decode(b)
+	if err != nil {
+		return map[string]any{}
+	}
+	m, ok := pyjson.Plain(v).(map[string]any)
+	if !ok {
+		return map[string]any{}
+	}
+	return m
+}
+
+// observationText is an observation as the model is shown it: as a str
+// field shows the value.
+func observationText(v any) (string, error) {
+	return adapter.FormatValue(v, signature.Field{Name: "observation", Spec: strSpec})
+}
+
+// readNative reads a native react reply: its thought and its calls, each
+// with an id unique in the run (the provider's, else "call_<turn>_<n>")
+// and its arguments in the model's order.
+func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
+	pred := res.Outputs[0]
+	thought, _ := pred["next_thought"].(string)
+	tc, _ := pred[toolCallsField].(types.ToolCalls)
+	completion := ""
+	if len(res.Completions) > 0 {
+		completion = res.Completions[0]
+	}
+	if st.ids == nil {
+		st.ids = map[string]bool{}
+	}
+	calls := make([]toolCall, len(tc.Calls))
+	for i, c := range tc.Calls {
+		id := c.ID
+		for k := 0; id == "" || st.ids[id]; k++ {
+			id = fmt.Sprintf("call_%d_%d", turn, i)
+			if k > 0 {
+				id += fmt.Sprintf("_%d", k)
+			}
+		}
+		st.ids[id] = true
+		call := toolCall{id: id, name: c.Name}
+		switch {
+		case i >= MaxToolCallsPerStep:
+			call.err = fmt.Errorf("the call to %q was not run: a step runs at most %d calls", c.Name, MaxToolCallsPerStep)
+			call.raw = c.RawArgs
+		case c.Err != nil:
+			call.err = fmt.Errorf("the call to %q was not run: its arguments could not be read (%w); send them again as one JSON object", c.Name, c.Err)
+			call.raw = c.RawArgs
+		default:
+			call.args = nativeArgs(c, completion)
+		}
+		calls[i] = call
+	}
+	return thought, calls
+}
+
+// nativeArgs are a call's arguments as ToolArgs, in the model's order: its
+// text, else (arguments repaired, or read from the reply's text) the
+// decoded values, ordered as the text has them.
+func nativeArgs(c types.ToolCall, completion string) ToolArgs {
+	raw := strings.TrimSpace(c.RawArgs)
+	if raw != "" {
+		if a, err := toolArgsOf(raw); err == nil {
+			return a
+		}
+	}
+	if c.Args == nil {
+		return nil
+	}
+	b, err := json.Marshal(c.Args)
+	if err != nil {
+		return nil
+	}
+	a, err := toolArgsOf(string(b))
+	if err != nil {
+		return nil
+	}
+	if raw == "" {
+		raw = completion
+	}
+	return a.inModelOrder(raw)
+}
