@@ -63,6 +63,14 @@ type Chunk struct {
 	// (predict.ReAct): on the chunk that says it starts (Done false) and on
 	// the one that says it ended (Done true, with its observation).
 	Tool *ToolRun
+	// Reask is set on a chunk that starts a re-ask (see [WithReask]): the
+	// number of the re-ask in the call, 1 for the first. Such a chunk
+	// carries nothing else but Adapter. What was sent before it came from
+	// a reply that could not be used: the re-ask's reply replaces every
+	// field it gives (its first delta of a field has Replace set, and
+	// Done's replacements settle the rest, as after a fallback), and the
+	// reasoning and tool calls that follow are the new reply's.
+	Reask int
 	// Adapter names the adapter whose stream this is; after a fallback the
 	// fallback's name.
 	Adapter string
@@ -141,6 +149,8 @@ type FieldDelta struct {
 // far as it got (calls, usage, raw completions), as Call returns it with
 // its error. After a parse failure the adapter's
 // fallback runs as a second stream, reported with the fallback's name.
+// With [WithReask], a re-ask runs as another stream, announced by a chunk
+// with Reask set.
 // Middlewares, retries and caches apply as for Call: a stream is retried
 // while nothing of it has reached the caller, and a reply served by a
 // middleware (a cache hit) is replayed as deltas. An output that Parse read
