@@ -132,6 +132,12 @@ type Result struct {
 	// whenever the fallback ran (nil otherwise). When the fallback failed
 	// too, the call's *FallbackError holds the same error as First.
 	FallbackCause error
+	// Reasks counts the times the call asked the model again with the
+	// error of its reply (see [WithReask]), each an LM request counted in
+	// Calls too; ReaskCause is why the latest re-ask ran: the error of the
+	// reply it asked the model to correct (nil when none ran).
+	Reasks     int
+	ReaskCause error
 	// Usage is the token usage summed over every LM request sent (a cache
 	// hit spends none); UsageByModel splits it by the model that answered,
 	// for a call that used two (TwoStep's extractor, a fallback through
@@ -140,7 +146,7 @@ type Result struct {
 	UsageByModel map[string]openai.Usage
 	// Calls is the number of LM requests made, failed ones, those a
 	// cache answered and those that shared another's call included (2
-	// after a fallback or a rejected response format).
+	// after a fallback, a re-ask or a rejected response format).
 	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string
@@ -184,7 +190,9 @@ type Result struct {
 // once with the fallback adapter (never after truncation, a refusal or an
 // LM error); if that fails too, the error is a *[FallbackError]: of the
 // fallback's class only (an LM failure is an *LMError and not a
-// *ParseError), with the first adapter's *ParseError as data.
+// *ParseError), with the first adapter's *ParseError as data. With
+// [WithReask], a reply the model can correct is first sent back with its
+// error, as many times as the option allows, before the fallback runs.
 //
 // On an error after the first LM request, Call returns the Result as far
 // as it got (calls, usage, raw completions) with the error.

@@ -206,12 +206,14 @@ func isFormatRejection(err error) bool {
 //   - a refusal: a *[RefusalError].
 //
 // The first adapter's error, why the fallback ran, is kept as data in
-// First (a *ParseError, or an error wrapping one) and is not in the
-// chain: errors.Is(err, ErrMissingField) does not match the first
-// adapter's missing field. A call whose fallback succeeds returns no
+// First (a *ParseError, or an error wrapping one; with [WithReask], the
+// error of its last re-ask's reply) and is not in the chain:
+// errors.Is(err, ErrMissingField) does not match the first adapter's
+// missing field. A call whose fallback succeeds returns no
 // error and reports the same cause in [Result].FallbackCause.
 type FallbackError struct {
-	// First is the first adapter's error: why the fallback ran.
+	// First is the first adapter's error (its last reply's, after
+	// re-asks): why the fallback ran.
 	First error
 	// Err is the fallback adapter's error: what ended the call.
 	Err error

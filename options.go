@@ -42,6 +42,7 @@ type callConfig struct {
 	adapter        Adapter // UseAdapter: beats the context
 	defaultAdapter Adapter // UseAdapter under Defaults: below the context
 	noFallback     bool
+	reask          int // WithReask: the re-asks a call may make
 	trace          *Trace
 	middleware     []Middleware
 	retry          RetryPolicy
@@ -188,6 +189,45 @@ func WithTimeout(d time.Duration) CallOption {
 // NoFallback turns off the adapter's fallback (Chat → JSON) for this call.
 func NoFallback() CallOption {
 	return optionFunc(func(c *callConfig) { c.noFallback = true })
+}
+
+// WithReask asks the model again, at most n times in the call, when its
+// reply cannot be read or breaks a constraint: the re-ask sends the
+// request's messages as the adapter wrote them, then the reply as an
+// assistant turn, then a user turn that names the field and what was
+// wrong with it and repeats the adapter's output requirements (the
+// reminder that ends its request, [Prompt].OutputRequirements applied;
+// an adapter without one, such as TwoStep, is only asked to answer
+// again). Each re-ask carries only the latest reply and its error, so
+// the request does not grow with every re-ask. It is off by
+// default; n <= 0 turns it off (for one call of a module that re-asks).
+//
+// A re-ask runs for a *[ParseError] the model can correct: a value that
+// does not read as its type, a missing field, an ambiguous answer, a
+// value outside its set, a constraint violation ([ErrConstraint]). It
+// never runs for a reply cut by the token limit or ending inside a value
+// ([ErrTruncated]: the same request would be cut again; raise the max
+// tokens), an empty reply ([ErrEmptyResponse]: there is nothing to send
+// back), a parser panic ([ErrParserPanic]: a bug of the parser, not the
+// model's), a refusal or a content filter (*[RefusalError]), a failed LM
+// request (*[LMError]), a cancelled or expired context, or a stream whose
+// consumer stopped; nor for a format slip the parser recovers, since
+// that reply is read without one.
+//
+// Re-asks come first, with the same adapter (the model sees its own
+// format and what was wrong with it); if the replies still fail, the
+// adapter's fallback (Chat → JSON) runs and may re-ask with what is left
+// of the n. The call's error is then the last reply's, unchanged.
+//
+// Each re-ask is an LM request, counted in [Result].Calls and in
+// [Result].Reasks, with why the latest ran in [Result].ReaskCause; the
+// trace reports it (FormatStartInfo.Reask and ReaskCause; every event of
+// the re-ask carries its number), and in a [Stream] a chunk with Reask
+// set comes before the re-ask's deltas. A cache ([Cached]) never serves a
+// re-ask the reply it corrects (the request differs) and never stores a
+// reply the pipeline did not accept.
+func WithReask(n int) CallOption {
+	return optionFunc(func(c *callConfig) { c.reask = max(n, 0) })
 }
 
 // NoRetry turns retries off for this call.

@@ -18,7 +18,9 @@ import (
 
 // The pipeline: Call and Stream both prepare a run and call run.do, which
 // goes through the same stages for every adapter tried (the primary, then
-// its fallback once):
+// its fallback once), and again from send to validate for each re-ask
+// (WithReask: the adapter's messages, its reply, a user turn with the
+// reply's error; see reask.go):
 //
 //	prepare   options, arguments, inputs, trace, timeout      (once per call)
 //	plan      the outputs' NativeHooks shape the request       planNative
@@ -177,6 +179,11 @@ type run struct {
 	// pointer): kept here, as the run is on the heap anyway, rather than
 	// copied to the heap for each request.
 	shaped openai.ChatCompletionRequest
+	// tier is the response-format level the attempt's requests start at
+	// (a re-ask keeps the level the provider took); failed is the text of
+	// the choice whose parse or constraints failed the latest read.
+	tier   int
+	failed string
 }
 
 // errNoOutputFields: a signature without outputs asks the LM for nothing.
@@ -237,7 +244,8 @@ func isNilLM(lm LM) bool {
 }
 
 // do runs the adapter and, after a parse failure it could not recover,
-// its fallback once. The error after a failed fallback is a
+// its fallback once; each attempt re-asks first while the call's budget
+// lasts (see attempt). The error after a failed fallback is a
 // *FallbackError: the fallback's error, with the first one as data.
 func (r *run) do(ctx context.Context) (err error) {
 	t, id := r.cfg.trace, r.cfg.callID()
@@ -299,10 +307,10 @@ func (r *run) finish() {
 	r.res.RetryWait = time.Duration(s.waited.Load())
 }
 
-// attempt runs the stages once with adapter a, the n-th adapter tried
-// (after cause, for the fallback).
+// attempt runs the stages with adapter a, the n-th adapter tried (after
+// cause, for the fallback), and again for each re-ask its replies get.
 func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error {
-	tr := tracer{r.cfg.trace, a.Name(), n, r.cfg.callID()}
+	tr := tracer{t: r.cfg.trace, adapter: a.Name(), attempt: n, call: r.cfg.callID()}
 	tr.formatStart(cause)
 	ps, err := r.parserFor(ctx, a)
 	if err != nil {
@@ -328,15 +336,36 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	if req.Temperature == ZeroTemperature {
 		ctx = context.WithValue(ctx, zeroTemperatureKey{}, true)
 	}
-	resp, err := r.send(ctx, a, tr, fsig, req, msgs)
-	if err == nil {
-		err = r.read(a, tr, ps, fsig, dropped, resp)
+	r.tier = 0
+	ask := msgs
+	for {
+		r.failed = ""
+		resp, err := r.send(ctx, a, tr, fsig, req, ask)
+		if err == nil {
+			err = r.read(a, tr, ps, fsig, dropped, resp)
+		}
+		r.state.settle(err == nil)
+		if err == nil {
+			if r.sink != nil {
+				r.sink.complete(r.res.Outputs[0])
+			}
+			return nil
+		}
+		if r.res.Reasks >= r.cfg.reask || r.failed == "" || !correctable(err) || r.stopped() || ctx.Err() != nil {
+			return err
+		}
+		// Ask again: the adapter's messages, the reply and its error.
+		r.res.Reasks++
+		r.res.ReaskCause = err
+		tr.reask = r.res.Reasks
+		tr.formatStart(err)
+		start := tr.now()
+		ask = reaskMessages(msgs, r.failed, err, requirementsOf(a, fsig))
+		tr.format(ask, tr.since(start), nil)
+		if r.sink != nil && !r.sink.emit(Chunk{Reask: r.res.Reasks}) {
+			return errStopped
+		}
 	}
-	r.state.settle(err == nil)
-	if err == nil && r.sink != nil {
-		r.sink.complete(r.res.Outputs[0])
-	}
-	return err
 }
 
 // send shapes the request, sends it through the invoker chain, and moves
@@ -360,7 +389,8 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	call := r.invoker(bottom, tr)
 	shaper, shapes := a.(RequestShaper)
 	var rejected error
-	for level := 0; ; level++ {
+	for level := r.tier; ; level++ {
+		r.tier = level
 		r.shaped = base
 		req := &r.shaped
 		req.Messages = msgs
@@ -528,10 +558,12 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 		}
 		tr.parse(text, vals, tr.since(start), err)
 		if err != nil {
+			r.failed = text
 			return err
 		}
 		if err := checkConstraints(r.sig, vals); err != nil {
 			err.Adapter, err.Completion = a.Name(), text
+			r.failed = text
 			return err
 		}
 		outs = append(outs, vals)

@@ -92,12 +92,19 @@ type CallDoneInfo struct {
 
 // FormatStartInfo reports an adapter about to format. For the fallback
 // adapter (Attempt 2), FallbackCause is the first adapter's error: why the
-// fallback runs.
+// fallback runs. For a re-ask ([WithReask]), which adds the reply and its
+// error to the adapter's messages rather than formatting anew, Reask
+// numbers it and ReaskCause is the error of the reply it asks the model
+// to correct.
 type FormatStartInfo struct {
 	CallID        uint64
 	Adapter       string
 	Attempt       int
 	FallbackCause error
+	// Reask numbers the re-asks of a call (1 for its first; they go on
+	// across the fallback): 0 for an adapter's first request.
+	Reask      int
+	ReaskCause error
 }
 
 // ParseStartInfo reports a choice's completion about to be parsed.
@@ -105,14 +112,18 @@ type ParseStartInfo struct {
 	CallID     uint64
 	Adapter    string
 	Attempt    int
+	Reask      int // the re-ask whose reply this is (0: none)
 	Completion string
 }
 
 // FormatInfo reports the messages an adapter produced.
 type FormatInfo struct {
-	CallID   uint64 // the Call or Stream this event belongs to
-	Adapter  string
-	Attempt  int // 1, or 2 for the fallback adapter
+	CallID  uint64 // the Call or Stream this event belongs to
+	Adapter string
+	Attempt int // 1, or 2 for the fallback adapter
+	// Reask is the re-ask these messages are (0: none); its messages end
+	// with the reply and the user turn stating its error.
+	Reask    int
 	Messages []openai.ChatCompletionMessage
 	Duration time.Duration
 	Err      error
@@ -124,6 +135,8 @@ type LMCallStartInfo struct {
 	Adapter string
 	// Attempt is the adapter's: 1, or 2 for the fallback adapter.
 	Attempt int
+	// Reask is the re-ask this request is (0: none; see [WithReask]).
+	Reask int
 	// Retry numbers the sends of one request: 0 for the first, n for the
 	// n-th retry (see [Retry]).
 	Retry   int
@@ -151,6 +164,8 @@ type LMCallDoneInfo struct {
 	Adapter string
 	// Attempt is the adapter's: 1, or 2 for the fallback adapter.
 	Attempt int
+	// Reask is the re-ask this request is (0: none).
+	Reask int
 	// Retry numbers the sends of one request: 0 for the first, n for the
 	// n-th retry.
 	Retry       int
@@ -173,6 +188,7 @@ type ParseInfo struct {
 	CallID     uint64
 	Adapter    string
 	Attempt    int
+	Reask      int // the re-ask whose reply this is (0: none)
 	Completion string
 	Outputs    Values
 	Duration   time.Duration
@@ -330,6 +346,7 @@ type tracer struct {
 	adapter string
 	attempt int
 	call    uint64
+	reask   int
 }
 
 // now is the start of a traced stage; the zero time when nothing is
@@ -349,39 +366,48 @@ func (r tracer) since(start time.Time) time.Duration {
 	return time.Since(start)
 }
 
+// formatStart reports an attempt's format: the fallback's after cause,
+// or, when r.reask is set, the re-ask after cause.
 func (r tracer) formatStart(cause error) {
-	if r.t != nil && r.t.FormatStart != nil {
-		r.t.FormatStart(FormatStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, FallbackCause: cause})
+	if r.t == nil || r.t.FormatStart == nil {
+		return
 	}
+	info := FormatStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Reask: r.reask}
+	if r.reask > 0 {
+		info.ReaskCause = cause
+	} else {
+		info.FallbackCause = cause
+	}
+	r.t.FormatStart(info)
 }
 
 func (r tracer) parseStart(completion string) {
 	if r.t != nil && r.t.ParseStart != nil {
-		r.t.ParseStart(ParseStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Completion: completion})
+		r.t.ParseStart(ParseStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Reask: r.reask, Completion: completion})
 	}
 }
 
 func (r tracer) format(msgs []openai.ChatCompletionMessage, d time.Duration, err error) {
 	if r.t != nil && r.t.FormatDone != nil {
-		r.t.FormatDone(FormatInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Messages: msgs, Duration: d, Err: err})
+		r.t.FormatDone(FormatInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Reask: r.reask, Messages: msgs, Duration: d, Err: err})
 	}
 }
 
 func (r tracer) lmStart(req openai.ChatCompletionRequest, retry int) {
 	if r.t != nil && r.t.LMCallStart != nil {
-		r.t.LMCallStart(LMCallStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Retry: retry, Request: req, Stream: req.Stream})
+		r.t.LMCallStart(LMCallStartInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Reask: r.reask, Retry: retry, Request: req, Stream: req.Stream})
 	}
 }
 
 func (r tracer) lmDone(info LMCallDoneInfo) {
 	if r.t != nil && r.t.LMCallDone != nil {
-		info.CallID, info.Adapter, info.Attempt = r.call, r.adapter, r.attempt
+		info.CallID, info.Adapter, info.Attempt, info.Reask = r.call, r.adapter, r.attempt, r.reask
 		r.t.LMCallDone(info)
 	}
 }
 
 func (r tracer) parse(completion string, vals Values, d time.Duration, err error) {
 	if r.t != nil && r.t.ParseDone != nil {
-		r.t.ParseDone(ParseInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Completion: completion, Outputs: vals, Duration: d, Err: err})
+		r.t.ParseDone(ParseInfo{CallID: r.call, Adapter: r.adapter, Attempt: r.attempt, Reask: r.reask, Completion: completion, Outputs: vals, Duration: d, Err: err})
 	}
 }
