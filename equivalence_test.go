@@ -126,6 +126,20 @@ func equivalenceCases() []equivalenceCase {
 		{name: "context window", want: adapter.ErrContextWindow, calls: 1, sig: "question -> answer",
 			replies: one(lmtest.ContextLengthExceeded()),
 			opts:    []adapter.CallOption{model("m", 0)}},
+		{name: "re-ask an unreadable value", want: nil, calls: 2, sig: "question -> reasoning, answer: int",
+			replies: one(lmtest.Text("[[ ## reasoning ## ]]\nCounting.\n\n[[ ## answer ## ]]\nseveral\n\n[[ ## completed ## ]]"),
+				lmtest.Text("[[ ## reasoning ## ]]\nSix sevens.\n\n[[ ## answer ## ]]\n42\n\n[[ ## completed ## ]]")),
+			opts: []adapter.CallOption{model("m", 0), adapter.NoFallback(), adapter.WithReask(1)}},
+		{name: "re-ask a constraint violation", want: nil, calls: 2, fields: []signature.Field{{Name: "n", Type: reflect.TypeFor[int](),
+			Constraints: []signature.Constraint{{Op: signature.GE, Value: 0}}}},
+			replies: one(lmtest.Text(`{"n": -5}`), lmtest.Text(`{"n": 5}`)),
+			opts:    []adapter.CallOption{model("m", 0), adapter.UseAdapter(adapter.JSON{}), adapter.WithReask(3)}},
+		{name: "re-asks run out", want: adapter.ErrMissingField, calls: 3, sig: "question -> answer: int",
+			replies: one(lmtest.Text("no idea"), lmtest.Text("still no idea"), lmtest.Text("none at all"), lmtest.Text(`{"answer": 1}`)),
+			opts:    []adapter.CallOption{model("m", 0), adapter.NoFallback(), adapter.WithReask(2)}},
+		{name: "re-ask, then the fallback re-asks", want: nil, calls: 4, sig: "question -> answer: int",
+			replies: one(lmtest.Text("no idea"), lmtest.Text(""), lmtest.Text(`{"answer": "a dozen"}`), lmtest.Text(`{"answer": 12}`)),
+			opts:    []adapter.CallOption{model("m", 0), adapter.WithReask(2)}},
 		{name: "XML", want: nil, calls: 1, sig: "question -> answer, n: int",
 			replies: one(lmtest.Text("<answer>Paris &amp; more</answer>\n<n>3</n>")),
 			opts:    []adapter.CallOption{model("m", 0), adapter.UseAdapter(adapter.XML{})}},
@@ -250,6 +264,8 @@ func TestCallStreamEquivalence(t *testing.T) {
 				assert.Equal(t, w.Retries, g.Retries, "chunk size %d: retries", size)
 				assert.Equal(t, w.Logprobs, g.Logprobs, "chunk size %d: logprobs", size)
 				assert.Equal(t, errText(w.FallbackCause), errText(g.FallbackCause), "chunk size %d: fallback cause", size)
+				assert.Equal(t, w.Reasks, g.Reasks, "chunk size %d: re-asks", size)
+				assert.Equal(t, errText(w.ReaskCause), errText(g.ReaskCause), "chunk size %d: re-ask cause", size)
 			}
 		})
 	}
