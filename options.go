@@ -199,7 +199,9 @@ func NoFallback() CallOption {
 // reminder that ends its request, [Prompt].OutputRequirements applied;
 // an adapter without one, such as TwoStep, is only asked to answer
 // again). Each re-ask carries only the latest reply and its error, so
-// the request does not grow with every re-ask. It is off by
+// the request does not grow with every re-ask. With several choices (a
+// request's N), the reply sent back is the first choice that failed, and
+// the re-ask asks for as many choices again. It is off by
 // default; n <= 0 turns it off (for one call of a module that re-asks).
 //
 // A re-ask runs for a *[ParseError] the model can correct: a value that

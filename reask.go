@@ -56,19 +56,27 @@ func reaskText(err error, requirements string) string {
 
 // problem states a reply's error for the model: the field, and the cause
 // without the adapter's name or the reply (which the turn before holds).
+// A *ParseError whose cause is another (TwoStep's, around its
+// extractor's) is stated as the innermost one.
 func problem(err error) string {
 	var pe *ParseError
 	if !errors.As(err, &pe) {
 		return clipProblem(err.Error())
 	}
-	cause := "it could not be read"
-	if pe.Err != nil {
-		cause = clipProblem(pe.Err.Error())
+	field, cause := pe.Field, pe.Err
+	for inner := (*ParseError)(nil); cause != nil && errors.As(cause, &inner); cause = inner.Err {
+		if inner.Field != "" {
+			field = inner.Field
+		}
 	}
-	if pe.Field == "" {
-		return cause
+	text := "it could not be read"
+	if cause != nil {
+		text = clipProblem(cause.Error())
 	}
-	return "field `" + pe.Field + "`: " + cause
+	if field == "" {
+		return text
+	}
+	return "field `" + field + "`: " + text
 }
 
 // clipProblem shortens s to maxReaskProblem bytes, on a rune boundary.

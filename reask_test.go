@@ -610,3 +610,62 @@ func FuzzReask(f *testing.F) {
 		}
 	})
 }
+
+// TestReaskTwoStep: a TwoStep extraction that fails re-asks the main LM
+// with the extractor's finding, stated as for any adapter; TwoStep has
+// no output requirements to repeat.
+func TestReaskTwoStep(t *testing.T) {
+	sig := mustParse(t, "question -> answer: int")
+	main := lmtest.NewServer(lmtest.Text("It is several."), lmtest.Text("It is 42."))
+	defer main.Close()
+	ext := lmtest.NewServer(lmtest.Text(reaskBad), lmtest.Text(reaskGood))
+	defer ext.Close()
+	two := adapter.TwoStep{Extractor: ext.Client(), ExtractorRequest: openai.ChatCompletionRequest{Model: "small"},
+		ExtractorAdapter: adapter.Chat{NoFallback: true}}
+	res, err := adapter.Call(t.Context(), main.Client(), sig, nil, adapter.Values{"question": "q"}, reaskModel, adapter.UseAdapter(two), adapter.WithReask(1))
+	require.NoError(t, err)
+	assert.Equal(t, 42, res.Outputs[0]["answer"])
+	assert.Equal(t, 1, res.Reasks)
+	assert.Equal(t, 4, res.Calls, "two main requests, two extractions")
+	reqs := main.Requests()
+	require.Len(t, reqs, 2)
+	assertReask(t, reqs[0].Chat, reqs[1].Chat, "It is several.", "answer", `"several" is not an int`, "Please answer again, correcting this.")
+	user := reqs[1].Chat.Messages[len(reqs[1].Chat.Messages)-1].Content
+	assert.NotContains(t, user, "adapter:", "the extractor's error is stated as the model's, not the library's")
+	assert.NotContains(t, user, "[[ ## completed ## ]]", "the extractor's reply is not quoted")
+}
+
+// TestReaskChoices: with several choices, the one that failed is sent
+// back, and the re-ask asks for as many again.
+func TestReaskChoices(t *testing.T) {
+	sig := mustParse(t, "question -> answer: int")
+	srv := lmtest.NewServer(lmtest.Choices(reaskGood, reaskBad), lmtest.Choices(reaskGood, "[[ ## answer ## ]]\n41"))
+	defer srv.Close()
+	res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "m", N: 2}), adapter.NoFallback(), adapter.WithReask(1))
+	require.NoError(t, err)
+	require.Len(t, res.Outputs, 2)
+	assert.Equal(t, 41, res.Outputs[1]["answer"])
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, 2, reqs[1].Chat.N)
+	assertReask(t, reqs[0].Chat, reqs[1].Chat, reaskBad, "answer", `"several" is not an int`, requirementsOf(t, adapter.Chat{}, sig))
+}
+
+// TestReaskStreamStop: a consumer that stops at the re-ask's chunk stops
+// the call: the re-ask is never sent.
+func TestReaskStreamStop(t *testing.T) {
+	sig := mustParse(t, "question -> answer: int")
+	srv := lmtest.NewServer(lmtest.Text(reaskBad), lmtest.Text(reaskGood))
+	defer srv.Close()
+	seen := 0
+	for ch, err := range adapter.Stream(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, reaskModel, adapter.WithReask(1)) {
+		require.NoError(t, err)
+		seen++
+		if ch.Reask != 0 {
+			break
+		}
+	}
+	assert.Positive(t, seen)
+	assert.Len(t, srv.Requests(), 1)
+}
