@@ -436,7 +436,9 @@ func TestReaskStream(t *testing.T) {
 				chunks = append(chunks, ch)
 			}
 			marks := 0
-			fields := map[string]string{}
+			fields := map[string]string{}   // reset at the re-ask's chunk
+			replaced := map[string]string{} // Chunk.Replace applied, as its doc says
+			after := map[string]bool{}      // fields given since the re-ask's chunk
 			for _, ch := range chunks {
 				if ch.Reask != 0 {
 					marks++
@@ -445,11 +447,21 @@ func TestReaskStream(t *testing.T) {
 					fields = map[string]string{} // what came before is void
 					continue
 				}
+				if marks > 0 && ch.Field != "" && !after[ch.Field] {
+					after[ch.Field] = true
+					assert.True(t, ch.Replace, "the re-ask's first delta of %s replaces the failed reply's", ch.Field)
+				}
 				fields[ch.Field] += ch.Delta
+				if ch.Replace {
+					replaced[ch.Field] = ""
+				}
+				replaced[ch.Field] += ch.Delta
 			}
 			assert.Equal(t, 1, marks)
 			assert.Equal(t, "Six sevens.", fields["reasoning"])
 			assert.Equal(t, "42", fields["answer"])
+			assert.Equal(t, "Six sevens.", replaced["reasoning"])
+			assert.Equal(t, "42", replaced["answer"])
 			last := chunks[len(chunks)-1]
 			require.True(t, last.Done)
 			assert.Equal(t, 1, last.Result.Reasks)
