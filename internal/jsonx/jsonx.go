@@ -52,6 +52,11 @@ type RepairInfo struct {
 // else an unclosed '{' running to the end (a cut-off value, for Repair to
 // judge); else the first valid [...]; else the first balanced bracketed
 // span. start is the span's byte offset in text.
+//
+// A bracketed span's nested brackets are part of it, valid or not: the
+// spans tried are the outermost ones, so the inner [1, 2] of an invalid
+// [[1, 2], [3, x]] or the first object of [{...}, {...}] is never taken
+// for the whole value.
 func Extract(text string) (span string, start int, ok bool) {
 	if s, at, found := fenced(text); found {
 		text2 := s
@@ -84,9 +89,7 @@ func Extract(text string) (span string, start int, ok bool) {
 		case balancedAt < 0:
 			firstBalanced, balancedAt = cand, i
 		}
-		if c == '{' {
-			i = end - 1
-		}
+		i = end - 1 // its nested brackets are part of it
 	}
 	switch {
 	case arrayAt >= 0:

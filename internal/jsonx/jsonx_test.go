@@ -17,6 +17,12 @@ func TestExtract(t *testing.T) {
 		{"prefix {'a': 'it''s'} suffix", `{'a': 'it''s'}`},
 		{"The result: {\"a\": \"cut", "{\"a\": \"cut"},
 		{"[1, 2] and more", "[1, 2]"},
+		// The outermost span, never an inner fragment of it.
+		{"[[1, 2], [3, x]]", "[[1, 2], [3, x]]"},
+		{"Answer: [[1, 2], [3, None]]", "[[1, 2], [3, None]]"},
+		{`Here: [{"a": 1}, {"a": 2}]`, `[{"a": 1}, {"a": 2}]`},
+		{`[{"a": 1}, {"a": x}] then`, `[{"a": 1}, {"a": x}]`},
+		{`[note] {"a": 1}`, `{"a": 1}`},
 	} {
 		got, start, ok := Extract(tt.in)
 		require.True(t, ok, tt.in)

@@ -1165,7 +1165,13 @@ func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 func listFromText(items []string, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	t := spec.GoType()
 	out := reflect.MakeSlice(t, 0, len(items))
+	lists := itemsAreLists(spec.Elem())
 	for i, it := range items {
+		if lists {
+			if err := loneItem(it, spec.Elem()); err != nil {
+				return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
+			}
+		}
 		v, err := parseText(it, spec.Elem(), depth+1, b)
 		if err != nil {
 			return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
@@ -1173,4 +1179,37 @@ func listFromText(items []string, spec *signature.TypeSpec, depth int, b *jsonx.
 		out = reflect.Append(out, v)
 	}
 	return out, nil
+}
+
+// itemsAreLists reports a list item type that is a list (or an optional
+// one), whose items loneItem checks.
+func itemsAreLists(elem *signature.TypeSpec) bool {
+	if elem.Kind() == signature.KindOptional {
+		elem = elem.Elem()
+	}
+	return elem.Kind() == signature.KindList
+}
+
+// loneItem refuses a scalar given as an item of a list whose items are
+// lists (see itemsAreLists). A lone scalar is a list's one item only where
+// it is a value of its own (a field's, a dict member's, a struct
+// member's): as an item of a list it says the list is flat, and [1, 2]
+// read as list[list[int]] would be the invented [[1], [2]] — the value an
+// inner fragment of a corrupted [[1, 2], [3, x]] also made. v is a decoded
+// item or a bullet's text.
+func loneItem(v any, elem *signature.TypeSpec) error {
+	list := elem
+	if list.Kind() == signature.KindOptional {
+		list = list.Elem()
+	}
+	switch x := v.(type) {
+	case json.Number, bool:
+	case string:
+		if _, ok := singleItem(x, list.Elem()); !ok || list != elem && isNone(x) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return invalid("%s is not %s: a list's item must be a list here", clip(pyjson.Repr(v)), A(list.String()))
 }
