@@ -227,12 +227,22 @@ func (b *Budget) Repair(span string) (string, RepairInfo, error) {
 	if !b.spend(len(span)) {
 		return "", RepairInfo{}, ErrBudget
 	}
-	fixed, err := repair(span)
+	// The strings the span states go through the repairer as placeholders
+	// (see protect.go): it fixes structure, never what a string says.
+	// A repair that reads the strings otherwise than the text states them
+	// is refused.
+	st := statedStrings(span)
+	guarded, values, mark := protect(span, st)
+	fixed, err := repair(guarded)
 	if err != nil {
 		return "", RepairInfo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if !json.Valid([]byte(fixed)) {
 		return "", RepairInfo{}, ErrInvalid
+	}
+	fixed, strs, ok := restore(fixed, values, mark)
+	if !ok || !keepsStated(st, strs) {
+		return "", RepairInfo{}, fmt.Errorf("%w: the repair reads the text's strings otherwise than it states them", ErrInvalid)
 	}
 	if n, ok := inventedNumber(span, fixed); ok {
 		return "", RepairInfo{}, fmt.Errorf("%w: the repair reads a number %s the text does not hold", ErrInvalid, n)
