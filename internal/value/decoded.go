@@ -186,6 +186,13 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 		if x, ok := v.(string); ok {
 			return customFromText(x, t)
 		}
+		if _, ok := v.([]any); ok && isBytes(t) {
+			// A JSON array of byte values, as encoding/json reads one.
+			b, err := json.Marshal(v)
+			if err == nil {
+				return bytesFromText(string(b), t)
+			}
+		}
 		return reflect.Value{}, invalid("type %s cannot decode %s: give it an UnmarshalJSON method", t, clip(pyjson.Repr(v)))
 	}
 	return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), A(spec.String()))
