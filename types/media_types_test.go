@@ -292,7 +292,7 @@ func FuzzMedia(f *testing.F) {
 		`{"type":"char_location","cited_text":"x","document_index":0,"start_char_index":0,"end_char_index":1}`,
 		`{"type":"url_citation","url_citation":{"url":"https://e.org","title":"E","start_index":0,"end_index":2}}`,
 		`{"type":"url_citation","url_citation":null}`, "data:audio/wav;base64,\xff", "\x00",
-		"https://", "https://example.com/a.png", "gs://b/a.png", "data:image/png;base64,!!!!", "data:image/svg+xml,%3Csvg%2F%3E",
+		`{"file_id": "f", "filename": "../x"}`, "https://", "https://example.com/a.png", "gs://b/a.png", "data:image/png;base64,!!!!", "data:image/svg+xml,%3Csvg%2F%3E",
 	} {
 		f.Add(s)
 	}
@@ -352,6 +352,9 @@ func FuzzMedia(f *testing.F) {
 		var fl types.File
 		if fl.ParseField(s) == nil {
 			part(fl)
+			if n := fl.Filename; n == "." || n == ".." || strings.ContainsAny(n, "/\\\n\r\x00\u2028\u2029\u202e") {
+				t.Fatalf("%q: read the unsafe file name %q", s, n)
+			}
 		}
 		var d types.Document
 		if d.ParseField(s) == nil {
