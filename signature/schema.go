@@ -157,8 +157,9 @@ func (g *schemaGen) named(t *TypeSpec, top bool) (map[string]any, error) {
 	switch {
 	case t.goType == timeType:
 		return map[string]any{"format": "date-time", "type": "string"}, nil
-	case t.goType == bytesType:
-		return map[string]any{"format": "binary", "type": "string"}, nil
+	case t.goType == bytesType || base64Slice(t.goType):
+		// Written and read as base64, as encoding/json does: the prompt says so.
+		return map[string]any{"contentEncoding": "base64", "format": "binary", "type": "string"}, nil
 	case t.kind == KindCustom:
 		// A named slice, map or scalar: describe its structure.
 		u, err := specOf(structural(t.goType), t.names, 1)

@@ -427,6 +427,24 @@ var (
 
 const maxTypeDepth = 64
 
+var jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+
+// base64Slice reports a slice that encoding/json writes as a base64
+// string, as it does []byte: its items are bytes, and neither it nor its
+// items marshal themselves. Such a type is bytes, not list[int]: a value
+// formatted as base64 must be read back as base64.
+func base64Slice(t reflect.Type) bool {
+	if t.Kind() != reflect.Slice || t.Elem().Kind() != reflect.Uint8 {
+		return false
+	}
+	for _, u := range [...]reflect.Type{t, t.Elem()} {
+		if implements(u, jsonMarshalerType) || implements(u, textMarshalerType) {
+			return false
+		}
+	}
+	return true
+}
+
 func specOf(t reflect.Type, names map[reflect.Type]string, depth int) (*TypeSpec, error) {
 	if t == nil {
 		return &TypeSpec{kind: KindString, goType: stringType, name: "str"}, nil
@@ -450,7 +468,7 @@ func specOf(t reflect.Type, names map[reflect.Type]string, depth int) (*TypeSpec
 			s.name = name
 		}
 		return s, nil
-	case t == bytesType:
+	case t == bytesType || base64Slice(t) && !hasName:
 		s.kind, s.name = KindCustom, "bytes"
 		return s, nil
 	case t == rawJSONType:

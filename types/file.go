@@ -27,6 +27,12 @@ type File struct {
 	Filename string `json:"filename,omitempty"`
 }
 
+// ErrUnsafeFilename is returned for a File whose name, read from JSON or
+// a model's text, is not a safe base name (DownloadFile's rule: valid
+// UTF-8, at most 255 bytes, not blank, not "." or "..", without a path
+// separator, a control or format character or a line separator).
+var ErrUnsafeFilename = errors.New("types: not a safe file name")
+
 // NewFile accepts a base64 data URI of at most MaxMediaBytes as a File's
 // data. Local paths are refused (DSPy reads a path given as a string): read
 // them with FileFromFile, so that reading the disk is always explicit.
@@ -182,7 +188,9 @@ func (f File) String() string {
 
 // UnmarshalJSON accepts DSPy's {"file_data": …, "file_id": …, "filename":
 // …} (null fields are unset) or a data URI string, held to the
-// constructors' rules. A path is never read.
+// constructors' rules. A path is never read. JSON is untrusted data (a
+// saved program, a model's reply): a filename that is not a safe base
+// name (see DownloadFile) is an ErrUnsafeFilename error.
 func (f *File) UnmarshalJSON(b []byte) error {
 	if string(bytes.TrimSpace(b)) == "null" {
 		return nil
@@ -198,13 +206,30 @@ func (f *File) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("types: File: %w", err)
 	}
+	if err := statedName(v.Filename); err != nil {
+		return err
+	}
 	*f = File(v)
 	return f.check()
 }
 
+// statedName holds a File's name read from untrusted data (JSON, a
+// model's text) to DownloadFile's safe base-name rule. Where DownloadFile
+// derives a name from a URL and falls back to "download", this name is
+// stated: one that breaks the rule is an error, never kept and never
+// replaced by a name the data did not state.
+func statedName(name string) error {
+	if name == "" || safeFileName(name) {
+		return nil
+	}
+	return fmt.Errorf("%w: File.Filename %q must be a base name: valid UTF-8, at most %d bytes, not blank, \".\" or \"..\", without a path separator, a control or format character or a line separator",
+		ErrUnsafeFilename, clip(name), maxFileName)
+}
+
 // ParseField reads a file from a field's text: a data URI, or DSPy's
-// {"file_data": …, "file_id": …, "filename": …}. Unlike DSPy, which reads
-// a path the model wrote, it never touches the disk.
+// {"file_data": …, "file_id": …, "filename": …}, whose filename must be a
+// safe base name (see UnmarshalJSON). Unlike DSPy, which reads a path the
+// model wrote, it never touches the disk.
 func (f *File) ParseField(raw string) error {
 	s := strings.TrimSpace(raw)
 	if strings.HasPrefix(s, "{") {

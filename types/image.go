@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -32,9 +33,11 @@ const MaxImageBytes = 20 << 20
 // (with ErrTooLarge).
 var ErrNotImage = errors.New("types: not an image")
 
-// NewImage accepts an http(s) or gs URL or a data URI of an image of at
-// most MaxImageBytes. Local paths are refused: read them with
-// ImageFromFile, so that reading the disk is always explicit.
+// NewImage accepts an http(s) or gs URL that names a host, or a data URI
+// of an image of at most MaxImageBytes whose data is there and, when the
+// URI says base64, is standard base64 (as NewAudio and NewFile check
+// theirs). Local paths are refused: read them with ImageFromFile, so that
+// reading the disk is always explicit.
 func NewImage(src string) (Image, error) {
 	s := strings.TrimSpace(src)
 	if err := checkText("an image URL", s); err != nil {
@@ -47,23 +50,33 @@ func NewImage(src string) (Image, error) {
 		}
 		return Image{URL: s}, nil
 	case strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"), strings.HasPrefix(s, "gs://"):
+		if u, err := url.Parse(s); err != nil || u.Hostname() == "" {
+			// "https://" alone, "https:///cat.png": the provider would
+			// refuse it after the whole request was sent.
+			return Image{}, fmt.Errorf("types: image URL %q names no host", showURL(s))
+		}
 		return Image{URL: s}, nil
 	}
 	return Image{}, fmt.Errorf("types: unrecognized image %q: give an http(s) or gs URL or a data URI; local files must be loaded with ImageFromFile", showURL(s))
 }
 
 // checkImageURI accepts data:image/<subtype>[;param…][;base64],<data>
-// whose data is at most MaxImageBytes.
+// whose data is not empty, at most MaxImageBytes, and valid base64 when
+// the header says base64.
 func checkImageURI(s string) error {
 	d, err := parseDataURI(s)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotImage, err)
 	}
-	if !strings.HasPrefix(d.media, "image/") {
+	switch n := d.size(); {
+	case !strings.HasPrefix(d.media, "image/"):
 		return fmt.Errorf("%w: a data URI of %q", ErrNotImage, clip(d.media))
-	}
-	if n := d.size(); n > MaxImageBytes {
+	case n > MaxImageBytes:
 		return fmt.Errorf("%w: %w: a data URI of %d bytes, over the %d-byte limit", ErrNotImage, ErrTooLarge, n, MaxImageBytes)
+	case d.data == "":
+		return fmt.Errorf("%w: a data URI with no data", ErrNotImage)
+	case d.base64 && !validBase64(d.data):
+		return fmt.Errorf("%w: the data URI %q is not valid base64", ErrNotImage, clip(s))
 	}
 	return nil
 }

@@ -202,3 +202,39 @@ func TestImageLiteralChecked(t *testing.T) {
 		assert.ErrorContains(t, err, `"photo"`, u)
 	}
 }
+
+// TestNewImageChecksDataAndHost: an image data URI's base64 is checked as
+// an audio clip's or a file's is (providers refuse what does not decode,
+// after the whole request was sent), and a URL must name a host: "https://"
+// alone is no image.
+func TestNewImageChecksDataAndHost(t *testing.T) {
+	sig := parse(t, "photo: Image -> caption")
+	for _, bad := range []string{
+		"data:image/png;base64,!!!notbase64",
+		"data:image/png;base64,iVBORw0KGgo",   // a length that is no multiple of four
+		"data:image/png;base64,iVBO=w0KGgo=",  // padding inside
+		"data:image/png;base64,iVBORw0K Ggo=", // a blank inside
+		"data:image/png;base64,",              // nothing
+		"https://", "http://", "gs://", "https:///cat.png", "https://?q=1", "https://:443/cat.png", "https://user@/cat.png",
+		"https://exa mple.com/cat.png", "gs:///cat.png",
+	} {
+		_, err := types.NewImage(bad)
+		assert.Error(t, err, bad)
+		var img types.Image
+		assert.Error(t, img.ParseField(bad), bad)
+		assert.Error(t, img.UnmarshalJSON([]byte(`{"url": "`+bad+`"}`)), bad)
+		_, err = adapter.Chat{}.Format(sig, nil, adapter.Values{"photo": types.Image{URL: bad}})
+		assert.ErrorContains(t, err, `"photo"`, bad)
+	}
+	for _, bad := range []string{"data:image/png;base64,!!!notbase64", "data:image/png;base64,iVBORw0KGgo"} {
+		_, err := types.NewImage(bad)
+		assert.ErrorIs(t, err, types.ErrNotImage, bad)
+	}
+	for _, good := range []string{
+		"data:image/png;base64,iVBORw0KGgo=", "data:image/svg+xml,%3Csvg%2F%3E",
+		"https://example.com", "https://example.com:8443/a.png?x=1", "http://[::1]:8080/a.png", "gs://bucket/a.png",
+	} {
+		_, err := types.NewImage(good)
+		assert.NoError(t, err, good)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -291,6 +292,7 @@ func FuzzMedia(f *testing.F) {
 		`{"type":"char_location","cited_text":"x","document_index":0,"start_char_index":0,"end_char_index":1}`,
 		`{"type":"url_citation","url_citation":{"url":"https://e.org","title":"E","start_index":0,"end_index":2}}`,
 		`{"type":"url_citation","url_citation":null}`, "data:audio/wav;base64,\xff", "\x00",
+		`{"file_id": "f", "filename": "../x"}`, "https://", "https://example.com/a.png", "gs://b/a.png", "data:image/png;base64,!!!!", "data:image/svg+xml,%3Csvg%2F%3E",
 	} {
 		f.Add(s)
 	}
@@ -316,6 +318,28 @@ func FuzzMedia(f *testing.F) {
 				t.Fatalf("%q: audio part %v", s, m)
 			}
 		}
+		if img, err := types.NewImage(s); err == nil {
+			// An accepted image names a host, or carries data that
+			// decodes as the URI says.
+			u := strings.TrimSpace(s)
+			parts, err := img.FormatParts()
+			if err != nil || len(parts) != 1 || parts[0].ImageURL == nil || parts[0].ImageURL.URL != u {
+				t.Fatalf("%q: image part %v, %v", s, parts, err)
+			}
+			if rest, ok := strings.CutPrefix(u, "data:"); ok {
+				header, data, _ := strings.Cut(rest, ",")
+				if data == "" {
+					t.Fatalf("%q: an image with no data", s)
+				}
+				if strings.HasSuffix(header, ";base64") {
+					if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+						t.Fatalf("%q: image data is not base64: %v", s, err)
+					}
+				}
+			} else if pu, err := url.Parse(u); err != nil || pu.Hostname() == "" {
+				t.Fatalf("%q: an image URL without a host", s)
+			}
+		}
 		if fl, err := types.NewFile(s); err == nil {
 			if m := part(fl)["file"].(map[string]any); m["file_data"] != strings.TrimSpace(s) {
 				t.Fatalf("%q: file part %v", s, m)
@@ -328,6 +352,9 @@ func FuzzMedia(f *testing.F) {
 		var fl types.File
 		if fl.ParseField(s) == nil {
 			part(fl)
+			if n := fl.Filename; n == "." || n == ".." || strings.ContainsAny(n, "/\\\n\r\x00\u2028\u2029\u202e") {
+				t.Fatalf("%q: read the unsafe file name %q", s, n)
+			}
 		}
 		var d types.Document
 		if d.ParseField(s) == nil {

@@ -52,6 +52,11 @@ type RepairInfo struct {
 // else an unclosed '{' running to the end (a cut-off value, for Repair to
 // judge); else the first valid [...]; else the first balanced bracketed
 // span. start is the span's byte offset in text.
+//
+// A bracketed span's nested brackets are part of it, valid or not: the
+// spans tried are the outermost ones, so the inner [1, 2] of an invalid
+// [[1, 2], [3, x]] or the first object of [{...}, {...}] is never taken
+// for the whole value.
 func Extract(text string) (span string, start int, ok bool) {
 	if s, at, found := fenced(text); found {
 		text2 := s
@@ -84,9 +89,7 @@ func Extract(text string) (span string, start int, ok bool) {
 		case balancedAt < 0:
 			firstBalanced, balancedAt = cand, i
 		}
-		if c == '{' {
-			i = end - 1
-		}
+		i = end - 1 // its nested brackets are part of it
 	}
 	switch {
 	case arrayAt >= 0:
@@ -224,12 +227,22 @@ func (b *Budget) Repair(span string) (string, RepairInfo, error) {
 	if !b.spend(len(span)) {
 		return "", RepairInfo{}, ErrBudget
 	}
-	fixed, err := repair(span)
+	// The strings the span states go through the repairer as placeholders
+	// (see protect.go): it fixes structure, never what a string says.
+	// A repair that reads the strings otherwise than the text states them
+	// is refused.
+	st := statedStrings(span)
+	guarded, values, mark := protect(span, st)
+	fixed, err := repair(guarded)
 	if err != nil {
 		return "", RepairInfo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if !json.Valid([]byte(fixed)) {
 		return "", RepairInfo{}, ErrInvalid
+	}
+	fixed, strs, ok := restore(fixed, values, mark)
+	if !ok || !keepsStated(st, strs) {
+		return "", RepairInfo{}, fmt.Errorf("%w: the repair reads the text's strings otherwise than it states them", ErrInvalid)
 	}
 	if n, ok := inventedNumber(span, fixed); ok {
 		return "", RepairInfo{}, fmt.Errorf("%w: the repair reads a number %s the text does not hold", ErrInvalid, n)

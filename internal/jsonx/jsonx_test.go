@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -17,6 +18,12 @@ func TestExtract(t *testing.T) {
 		{"prefix {'a': 'it''s'} suffix", `{'a': 'it''s'}`},
 		{"The result: {\"a\": \"cut", "{\"a\": \"cut"},
 		{"[1, 2] and more", "[1, 2]"},
+		// The outermost span, never an inner fragment of it.
+		{"[[1, 2], [3, x]]", "[[1, 2], [3, x]]"},
+		{"Answer: [[1, 2], [3, None]]", "[[1, 2], [3, None]]"},
+		{`Here: [{"a": 1}, {"a": 2}]`, `[{"a": 1}, {"a": 2}]`},
+		{`[{"a": 1}, {"a": x}] then`, `[{"a": 1}, {"a": x}]`},
+		{`[note] {"a": 1}`, `{"a": 1}`},
 	} {
 		got, start, ok := Extract(tt.in)
 		require.True(t, ok, tt.in)
@@ -110,8 +117,13 @@ func TestRepairBounds(t *testing.T) {
 	assert.ErrorIs(t, err, ErrTooDeep)
 }
 
+// FuzzRepair: a repair is valid JSON, and every string the span states
+// (see statedIn) is in it as stated, escapes decoded once (a
+// substring of one of its strings: the repairer may join strings).
 func FuzzRepair(f *testing.F) {
-	for _, s := range []string{`{"a": 1}`, `{'a': [1, 2,]`, "```json\n{\"a\"", `[{"a": "b\"`, `{"a": tru`} {
+	for _, s := range []string{`{"a": 1}`, `{'a': [1, 2,]`, "```json\n{\"a\"", `[{"a": "b\"`, `{"a": tru`,
+		`{"data": {}, "text": [{"item": "\\n", "entry": [], "key": {"<entry key=\"k\">v</entry>": "<think>t</think>",}], "key": "a1"}`,
+		`["C:\\new\\table.txt", "a\"b/c.txt",]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -129,84 +141,96 @@ func FuzzRepair(f *testing.F) {
 		if !json.Valid([]byte(out)) {
 			t.Fatalf("repair of %q is not JSON: %q", span, out)
 		}
-	})
-}
-
-func TestCloseOne(t *testing.T) {
-	for in, want := range map[string]string{
-		`[{'a': 1}, {'b': 2}`:              `[{'a': 1}, {'b': 2}]`,
-		`['sql', 'indexing'`:               `['sql', 'indexing']`,
-		`[3, 4`:                            `[3, 4]`,
-		`[{"a": 1, "b": 2]`:                `[{"a": 1, "b": 2}]`,
-		`{"tags": ["a", "b", "n": 1}`:      `{"tags": ["a", "b"], "n": 1}`,
-		`[{"a": 1, {"a": 2}]`:              `[{"a": 1}, {"a": 2}]`,
-		`{"a": {"b": 1}`:                   `{"a": {"b": 1}}`,
-		`{"a": [1, 2}`:                     `{"a": [1, 2]}`,
-		`[1, 2,`:                           "",
-		`["a", "b`:                         "",
-		`[1.5e`:                            "",
-		`{"a": [1`:                         "",
-		`{"a": 1}`:                         "",
-		`[[1, 2]`:                          `[[1, 2]]`,
-		`{"a": tru`:                        "",
-		`{"a": true`:                       `{"a": true}`,
-		`{"x": [1, 2], "y": {"z": 3}`:      `{"x": [1, 2], "y": {"z": 3}}`,
-		`{"x": [1, 2, "y": [3, 4, "z": 5}`: "",
-	} {
-		got, ok := CloseOne(in)
-		if want == "" {
-			assert.False(t, ok, "%s gave %s", in, got)
-			continue
-		}
-		if assert.True(t, ok, in) {
-			assert.Equal(t, want, got)
-		}
-	}
-}
-
-// FuzzCloseOne: a span CloseOne completes gains exactly one closing
-// bracket and nothing else.
-func FuzzCloseOne(f *testing.F) {
-	for _, s := range []string{`[{'a': 1}, {'b': 2}`, `{"tags": ["a", "b", "n": 1}`, `[{"a": 1, {"a": 2}]`, `[3, 4`, `{"a": "x"`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out, ok := CloseOne(s)
-		if !ok {
-			return
-		}
-		t2 := strings.TrimRight(s, " \t\r\n")
-		if len(out) != len(t2)+1 && len(out) != len(s)+1 {
-			t.Fatalf("%q -> %q: not one byte more", s, out)
-		}
-		for i := 0; i < len(out); i++ {
-			if i >= len(s) || out[i] != s[i] {
-				if c := out[i]; c != '}' && c != ']' {
-					t.Fatalf("%q -> %q: inserted %q", s, out, c)
+		got := allStrings(t, out)
+		for _, want := range statedIn(span) {
+			found := false
+			for _, g := range got {
+				if strings.Contains(g, want) {
+					found = true
+					break
 				}
-				if out[i+1:] != s[i:] && out[i+1:] != t2[min(i, len(t2)):] {
-					t.Fatalf("%q -> %q: changed more than one byte", s, out)
-				}
-				return
+			}
+			if !found {
+				t.Fatalf("repair of %q lost the stated string %q: %q", span, want, out)
 			}
 		}
 	})
 }
 
-// TestExactAddsNoMember: a stray word at an open end is not read as a key
-// with a null value (FuzzToolArgs found {"0"1…( read as {"0":1…,"(":null});
-// nulls the text holds are kept.
-func TestExactAddsNoMember(t *testing.T) {
-	for _, s := range []string{`{"0"1(`, `{"a": 1 (`, `{"a": "x" (`, `{"a": null, "b": 1 (`} {
-		got, err := Exact(s)
-		assert.ErrorIs(t, err, ErrInvalid, "%s read as %s", s, got)
-	}
-	for s, want := range map[string]string{
-		`{"a": null, "b": None,}`: `{"a": null, "b": null}`,
-		`{'a': None}`:             `{"a": null}`,
+// TestRepairKeepsStatedStrings: the repairer reads a string that holds
+// '/' or '\' as a file path and keeps its escapes as backslashes; the
+// strings a span states read as JSON states them.
+func TestRepairKeepsStatedStrings(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"data": {}, "text": [{"item": "\\n", "entry": [], "key": {"<entry key=\"k\">v</entry>": "<think>t</think>",}}], "key": "a1"}`: `{"data": {}, "text": [{"item": "\\n", "entry": [], "key": {"<entry key=\"k\">v</entry>": "<think>t</think>"}}], "key": "a1"}`,
+		`["C:\\new\\table.txt", "a\"b/c.txt", "/usr/bin/x\ty",]`:                                                                        `["C:\\new\\table.txt", "a\"b/c.txt", "/usr/bin/x\ty"]`,
+		`{'a': "x\"y/z.txt", "b": [True, None]}`:                                                                                        `{"a": "x\"y/z.txt", "b": [true, null]}`,
+		`{"a\u00e9/b": "c" // note` + "\n}":                                                                                             `{"a\u00e9/b": "c"}`,
 	} {
-		got, err := Exact(s)
-		require.NoError(t, err, s)
-		assert.JSONEq(t, want, got)
+		got, info, err := Repair(in)
+		require.NoError(t, err, in)
+		require.False(t, info.Truncated, in)
+		assert.JSONEq(t, want, got, in)
+	}
+}
+
+// statedIn returns, decoded, the double-quoted strings of span that
+// JSON's grammar reads unambiguously: opened where a key or value starts,
+// closed where one ends, with JSON's escapes only.
+func statedIn(span string) []string {
+	var out []string
+	for i := 0; i < len(span); i++ {
+		switch span[i] {
+		case '\'':
+			if k := prevSignificant(span, 0, i); k == 0 || strings.IndexByte("{[,:", k) >= 0 {
+				for i++; i < len(span) && span[i] != '\''; i++ {
+					if span[i] == '\\' {
+						i++
+					}
+				}
+			}
+		case '"':
+			j := i + 1
+			for j < len(span) && span[j] != '"' {
+				if span[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(span) {
+				return out
+			}
+			k := prevSignificant(span, 0, i)
+			n := j + 1
+			for n < len(span) && strings.IndexByte(" \t\r\n", span[n]) >= 0 {
+				n++
+			}
+			var s string
+			if (k == 0 || strings.IndexByte("{[,:", k) >= 0) && (n == len(span) || strings.IndexByte(",:]}", span[n]) >= 0) &&
+				json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
+				out = append(out, s)
+			}
+			i = j
+		}
+	}
+	return out
+}
+
+// allStrings lists the keys and string values of the JSON text s, a
+// repeated key's too.
+func allStrings(t *testing.T, s string) []string {
+	var acc []string
+	dec := json.NewDecoder(strings.NewReader(s))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return acc
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if str, ok := tok.(string); ok {
+			acc = append(acc, str)
+		}
 	}
 }

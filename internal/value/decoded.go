@@ -128,7 +128,13 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 		switch x := v.(type) {
 		case []any:
 			out := reflect.MakeSlice(t, len(x), len(x))
+			lists := itemsAreLists(spec.Elem())
 			for i, e := range x {
+				if lists {
+					if err := loneItem(e, spec.Elem()); err != nil {
+						return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
+					}
+				}
 				ev, err := fromDecoded(e, spec.Elem(), false, depth+1, b)
 				if err != nil {
 					return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
@@ -179,6 +185,13 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 	case signature.KindCustom:
 		if x, ok := v.(string); ok {
 			return customFromText(x, t)
+		}
+		if _, ok := v.([]any); ok && isBytes(t) {
+			// A JSON array of byte values, as encoding/json reads one.
+			b, err := json.Marshal(v)
+			if err == nil {
+				return bytesFromText(string(b), t)
+			}
 		}
 		return reflect.Value{}, invalid("type %s cannot decode %s: give it an UnmarshalJSON method", t, clip(pyjson.Repr(v)))
 	}

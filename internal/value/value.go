@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -366,6 +367,9 @@ func selfParse(raw string, t reflect.Type) (reflect.Value, error) {
 }
 
 func customFromText(raw string, t reflect.Type) (reflect.Value, error) {
+	if isBytes(t) {
+		return bytesFromText(raw, t)
+	}
 	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
 		s := strings.TrimSpace(raw)
 		p := reflect.New(t)
@@ -381,6 +385,31 @@ func customFromText(raw string, t reflect.Type) (reflect.Value, error) {
 		return p.Elem(), nil
 	}
 	return reflect.Value{}, invalid("type %s cannot parse text: give it a ParseField or UnmarshalText method", t)
+}
+
+// isBytes reports a byte slice ([]byte or a named one) without a parser
+// of its own: encoding/json writes it as base64, and so do the adapters.
+func isBytes(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 &&
+		!reflect.PointerTo(t).Implements(jsonUnmarshalerType) && !reflect.PointerTo(t).Implements(textUnmarshalerType)
+}
+
+// bytesFromText reads a byte slice as encoding/json does, the way the
+// adapters write one: standard base64 with padding, bare or as a JSON
+// string (line breaks in it are ignored), a JSON array of byte values, or
+// null for a nil slice.
+// Text that is not base64 is an error, never its UTF-8 bytes: which of the
+// two a text means, it does not say.
+func bytesFromText(raw string, t reflect.Type) (reflect.Value, error) {
+	s := strings.TrimSpace(raw)
+	if !(s == "null" || strings.HasPrefix(s, `"`) || strings.HasPrefix(s, "[")) || !json.Valid([]byte(s)) {
+		s = pyjson.Quote(s) // bare base64
+	}
+	p := reflect.New(t)
+	if err := json.Unmarshal([]byte(s), p.Interface()); err != nil {
+		return reflect.Value{}, invalid("%s is not base64, as a bytes value is written: %v", clip(raw), err)
+	}
+	return p.Elem(), nil
 }
 
 // wrap returns v as type t: a pointer to v when t is *T, v itself when t
@@ -448,48 +477,56 @@ func isNone(s string) bool {
 // parseInt reads an int without rounding: Python literals (4_2, 0x10),
 // integral floats (42.0), and, when that fails, a number with thousands
 // separators, a currency sign or a unit word (2,161,000; $5; 42 km).
-func parseInt(raw string) (int64, error) {
+func parseInt(raw string) (whole, error) {
 	s := cleanScalar(raw)
 	n, ok := readNumber(s)
 	if !ok {
-		return 0, numberError(raw, s, "int")
+		return whole{}, numberError(raw, s, "int")
 	}
 	return intFromNumber(n, raw)
 }
 
-// intFromNumber reads a JSON-spelled number as an int64 exactly (never
+// whole is an integer read exactly: a sign and a magnitude, wide enough
+// for every int64 and every uint64 (a uint64 field takes values above
+// math.MaxInt64). Zero is never negative, so equal integers compare
+// equal.
+type whole struct {
+	neg bool
+	mag uint64
+}
+
+// intFromNumber reads a JSON-spelled number as an integer exactly (never
 // through a float64, which rounds integers beyond 2^53), in time linear in
-// its length: a number with more significant digits than an int64 holds
+// its length: a number with more significant digits than a uint64 holds
 // is out of range before any arithmetic, so a reply of a million digits
 // costs a scan, not big-number arithmetic (security review round 3, N6).
-func intFromNumber(n json.Number, raw string) (int64, error) {
+func intFromNumber(n json.Number, raw string) (whole, error) {
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		return i, nil
+		if i < 0 {
+			return whole{neg: true, mag: uint64(-(i + 1)) + 1}, nil
+		}
+		return whole{mag: uint64(i)}, nil
 	}
 	neg, digits, exp, ok := decimalParts(string(n))
 	switch {
 	case !ok:
-		return 0, invalid("%s is not an int", clip(raw))
+		return whole{}, invalid("%s is not an int", clip(raw))
 	case digits == "":
-		return 0, nil
+		return whole{}, nil
 	case exp < 0:
-		return 0, invalid("%s is not a whole number", clip(raw))
-	case len(digits)+exp > maxInt64Digits:
-		return 0, invalid("%s is out of range for an int", clip(raw))
+		return whole{}, invalid("%s is not a whole number", clip(raw))
+	case len(digits)+exp > maxUint64Digits:
+		return whole{}, invalid("%s is out of range for an int", clip(raw))
 	}
-	s := digits + strings.Repeat("0", exp)
-	if neg {
-		s = "-" + s
-	}
-	i, err := strconv.ParseInt(s, 10, 64)
+	u, err := strconv.ParseUint(digits+strings.Repeat("0", exp), 10, 64)
 	if err != nil {
-		return 0, invalid("%s is out of range for an int", clip(raw))
+		return whole{}, invalid("%s is out of range for an int", clip(raw))
 	}
-	return i, nil
+	return whole{neg: neg, mag: u}, nil
 }
 
-// maxInt64Digits is the number of decimal digits of the largest int64.
-const maxInt64Digits = 19
+// maxUint64Digits is the number of decimal digits of the largest uint64.
+const maxUint64Digits = 20
 
 // maxExponent bounds the decimal exponent read: far beyond any int64 or
 // float64.
@@ -542,21 +579,32 @@ func allDigits(s string) bool {
 	return true
 }
 
-func intValue(n int64, t reflect.Type, raw string) (reflect.Value, error) {
+// intValue returns n as the int type t, or an error naming t when n is
+// out of its range (a negative number for an unsigned type, a number
+// above math.MaxInt64 for a signed one).
+func intValue(n whole, t reflect.Type, raw string) (reflect.Value, error) {
 	v := reflect.New(t).Elem()
+	outOfRange := invalid("%s is out of range for %s", clip(raw), t)
 	switch {
 	case v.CanInt():
-		if v.OverflowInt(n) {
-			return reflect.Value{}, invalid("%s is out of range for %s", clip(raw), t)
+		if n.neg && n.mag > 1<<63 || !n.neg && n.mag > math.MaxInt64 {
+			return reflect.Value{}, outOfRange
 		}
-		v.SetInt(n)
+		i := int64(n.mag)
+		if n.neg {
+			i = -i // also right for -2^63, whose magnitude int64 wraps to itself
+		}
+		if v.OverflowInt(i) {
+			return reflect.Value{}, outOfRange
+		}
+		v.SetInt(i)
 	case v.CanUint():
-		if n < 0 || v.OverflowUint(uint64(n)) {
-			return reflect.Value{}, invalid("%s is out of range for %s", clip(raw), t)
+		if n.neg && n.mag != 0 || v.OverflowUint(n.mag) {
+			return reflect.Value{}, outOfRange
 		}
-		v.SetUint(uint64(n))
+		v.SetUint(n.mag)
 	default:
-		return reflect.ValueOf(int(n)).Convert(t), nil
+		return reflect.Value{}, invalid("cannot read an int into %s", t)
 	}
 	return v, nil
 }
@@ -1165,7 +1213,13 @@ func singleItem(raw string, elem *signature.TypeSpec) (string, bool) {
 func listFromText(items []string, spec *signature.TypeSpec, depth int, b *jsonx.Budget) (reflect.Value, error) {
 	t := spec.GoType()
 	out := reflect.MakeSlice(t, 0, len(items))
+	lists := itemsAreLists(spec.Elem())
 	for i, it := range items {
+		if lists {
+			if err := loneItem(it, spec.Elem()); err != nil {
+				return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
+			}
+		}
 		v, err := parseText(it, spec.Elem(), depth+1, b)
 		if err != nil {
 			return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
@@ -1173,4 +1227,37 @@ func listFromText(items []string, spec *signature.TypeSpec, depth int, b *jsonx.
 		out = reflect.Append(out, v)
 	}
 	return out, nil
+}
+
+// itemsAreLists reports a list item type that is a list (or an optional
+// one), whose items loneItem checks.
+func itemsAreLists(elem *signature.TypeSpec) bool {
+	if elem.Kind() == signature.KindOptional {
+		elem = elem.Elem()
+	}
+	return elem.Kind() == signature.KindList
+}
+
+// loneItem refuses a scalar given as an item of a list whose items are
+// lists (see itemsAreLists). A lone scalar is a list's one item only where
+// it is a value of its own (a field's, a dict member's, a struct
+// member's): as an item of a list it says the list is flat, and [1, 2]
+// read as list[list[int]] would be the invented [[1], [2]] — the value an
+// inner fragment of a corrupted [[1, 2], [3, x]] also made. v is a decoded
+// item or a bullet's text.
+func loneItem(v any, elem *signature.TypeSpec) error {
+	list := elem
+	if list.Kind() == signature.KindOptional {
+		list = list.Elem()
+	}
+	switch x := v.(type) {
+	case json.Number, bool:
+	case string:
+		if _, ok := singleItem(x, list.Elem()); !ok || list != elem && isNone(x) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return invalid("%s is not %s: a list's item must be a list here", clip(pyjson.Repr(v)), A(list.String()))
 }

@@ -266,7 +266,11 @@ func FuzzParse(f *testing.F) {
 			f.Add(s)
 		}
 	}
-	types := []string{"int", "float", "bool", "list[str]", "list[int]", "dict[str, list[int]]", "Optional[int]", "Union[int, str, None]", "Literal['a', 1, None]", "Literal['billing', 'technical']", "Any"}
+	for _, s := range []string{"[[1, 2], [3, x]]", "[1, 2]]", "18446744073709551615", "-9223372036854775808", "aGVsbG8=", "\"AAH/\""} {
+		f.Add(s)
+	}
+	types := []string{"int", "float", "bool", "list[str]", "list[int]", "dict[str, list[int]]", "Optional[int]", "Union[int, str, None]", "Literal['a', 1, None]", "Literal['billing', 'technical']", "Any",
+		"list[list[int]]", "list[Optional[list[str]]]", "uint64", "int64", "uint8", "bytes", "list[bytes]"}
 	specs := make([]*signature.TypeSpec, len(types))
 	for i, typ := range types {
 		sig, err := signature.Parse("x: " + typ + " -> y")
