@@ -87,7 +87,7 @@ func TestCorruptedContainersProperty(t *testing.T) {
 		require.NoError(t, err)
 		field := sig.Outputs()[0]
 		for range 25 {
-			orig := genValue(rng, typ, 0)
+			orig := genContainerValue(rng, typ, 0)
 			text := renderValue(orig)
 			got, err := adapter.ParseValue(text, field)
 			require.NoError(t, err, "%s: %s", typ, text)
@@ -112,8 +112,8 @@ func TestCorruptedContainersProperty(t *testing.T) {
 	t.Logf("%d corrupted texts checked", checked)
 }
 
-// genValue builds a random non-empty value of typ.
-func genValue(rng *rand.Rand, typ reflect.Type, depth int) reflect.Value {
+// genContainerValue builds a random non-empty value of typ.
+func genContainerValue(rng *rand.Rand, typ reflect.Type, depth int) reflect.Value {
 	words := []string{"alpha", "beta", "gamma", "delta", "omega"}
 	v := reflect.New(typ).Elem()
 	switch typ.Kind() {
@@ -129,16 +129,16 @@ func genValue(rng *rand.Rand, typ reflect.Type, depth int) reflect.Value {
 		n := 1 + rng.IntN(3)
 		v.Set(reflect.MakeSlice(typ, n, n))
 		for i := range n {
-			v.Index(i).Set(genValue(rng, typ.Elem(), depth+1))
+			v.Index(i).Set(genContainerValue(rng, typ.Elem(), depth+1))
 		}
 	case reflect.Map:
 		v.Set(reflect.MakeMap(typ))
 		for i := range 1 + rng.IntN(3) {
-			v.SetMapIndex(reflect.ValueOf(fmt.Sprintf("k%d", i)), genValue(rng, typ.Elem(), depth+1))
+			v.SetMapIndex(reflect.ValueOf(fmt.Sprintf("k%d", i)), genContainerValue(rng, typ.Elem(), depth+1))
 		}
 	case reflect.Struct:
 		for i := range typ.NumField() {
-			v.Field(i).Set(genValue(rng, typ.Field(i).Type, depth+1))
+			v.Field(i).Set(genContainerValue(rng, typ.Field(i).Type, depth+1))
 		}
 	}
 	return v
