@@ -15,6 +15,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/wire"
 )
 
 // Invoker is one LM call as middleware sees it. For a [Stream] the request
@@ -318,7 +320,7 @@ func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if resp.StatusCode < 300 {
-		resp.Body = wrapBody(ctx, resp.Body)
+		resp.Body = wire.WrapBody(ctx, resp.Body)
 	}
 	return resp, err
 }

@@ -1,12 +1,8 @@
 package adapter
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,6 +10,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/reply"
+	"github.com/sigwire/adapter/internal/wire"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -24,74 +21,21 @@ import (
 // routes choice 0's text through the adapter's FieldStream to the caller
 // as it arrives, and assembles the reply.
 
-// bodyKey carries a bodySlot to the HTTPDoer wrapper, which counts the
-// bytes of the reply body against the call's limit and, for a blocking
-// call, keeps them for the pipeline.
-type bodyKey struct{}
-
-type bodySlot struct {
-	max     int64 // the bytes the body may have
-	n       int64 // the bytes read so far
-	capture bool  // keep the body (a blocking call's)
-	buf     bytes.Buffer
-}
-
-// teeBody counts what go-openai reads of a reply body and copies it into
-// the slot; past the slot's limit, reading fails with ErrReplyTooLarge.
-type teeBody struct {
-	io.ReadCloser
-	slot *bodySlot
-	what string // "reply body", "stream"
-}
-
-func (t *teeBody) Read(p []byte) (int, error) {
-	n, err := t.ReadCloser.Read(p)
-	s := t.slot
-	if s.n += int64(n); s.n > s.max {
-		s.buf = bytes.Buffer{}
-		return 0, tooManyBytes(t.what, s.max)
-	}
-	if s.capture {
-		s.buf.Write(p[:n])
-	}
-	return n, err
-}
-
-// wrapBody is what the HTTPDoer wrapper does to the body of a successful
-// reply inside the pipeline: it counts it against the call's limit (and
-// keeps it, for a blocking call).
-func wrapBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
-	slot, ok := ctx.Value(bodyKey{}).(*bodySlot)
-	if !ok || body == nil {
-		return body
-	}
-	what := "stream"
-	if slot.capture {
-		what = "reply body"
-	}
-	return &teeBody{ReadCloser: body, slot: slot, what: what}
-}
-
 // blockingSender is the bottom of a Call's chain.
 func blockingSender(lm LM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		slot := &bodySlot{max: limits.replyBytes(), capture: true}
-		resp, err := lm.CreateChatCompletion(context.WithValue(ctx, bodyKey{}, slot), req)
+		bctx, body := wire.KeepBody(ctx, limits.replyBytes())
+		resp, err := lm.CreateChatCompletion(bctx, req)
 		if err != nil {
 			return resp, err
 		}
-		if len(resp.Choices) > MaxChoices {
-			return openai.ChatCompletionResponse{}, tooManyChoices("a reply")
-		}
-		arrivedWhole(&resp)
-		extras, err := normalize(&resp, slot.buf.Bytes(), limits.wireItems())
-		slot.buf = bytes.Buffer{}
+		extras, err := wire.Complete(&resp, body.Take(), limits.wireItems())
 		if err != nil {
 			return openai.ChatCompletionResponse{}, err
 		}
 		if s := stateFrom(ctx); s != nil {
 			s.addUsage(modelOf(resp, req), resp.Usage)
-			s.setExtras(extras)
+			s.setExtras(wireExtras(extras))
 		}
 		return resp, nil
 	}
@@ -194,7 +138,7 @@ func modelOf(resp openai.ChatCompletionResponse, req openai.ChatCompletionReques
 }
 
 // errStopped ends a stream whose consumer broke out of the loop.
-var errStopped = errors.New("adapter: the stream's consumer stopped")
+var errStopped = wire.ErrStopped
 
 // deliveredError is a stream failure after text reached the caller: it
 // matches ErrDelivered, and is not retried.
@@ -299,13 +243,14 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 			return openai.ChatCompletionResponse{}, err
 		}
 		max := limits.replyBytes()
-		stream, err := lm.CreateChatCompletionStream(context.WithValue(ctx, bodyKey{}, &bodySlot{max: max}), req)
+		stream, err := lm.CreateChatCompletionStream(wire.CountBody(ctx, max), req)
 		if err != nil {
 			return openai.ChatCompletionResponse{}, err
 		}
 		defer stream.Close()
-		acc := assembly{maxBytes: max, maxItems: limits.wireItems()}
-		resp, err := pump(ctx, stream, &acc, out)
+		resp, extras, err := wire.ReadStream(ctx, stream, max, limits.wireItems(), func(d wire.Delta) bool {
+			return out.delta(rawDelta{reasoning: d.Reasoning, content: d.Content, toolCalls: d.ToolCalls, end: d.End})
+		})
 		if err != nil {
 			switch sent, stopped := out.status(); {
 			case stopped:
@@ -319,7 +264,7 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		out.streamedWhole(ch.Message)
 		if st != nil {
 			st.addUsage(modelOf(resp, req), resp.Usage)
-			st.setExtras(acc.extras())
+			st.setExtras(wireExtras(extras))
 		}
 		return resp, nil
 	}
@@ -365,85 +310,6 @@ func (s *streamSink) streamedWhole(msg openai.ChatCompletionMessage) {
 	s.streamed.ToolCalls = slices.Clone(msg.ToolCalls) // a middleware may change resp's in place
 }
 
-// pump reads the stream to its end into acc, passing choice 0's pieces to
-// out.
-func pump(ctx context.Context, stream *openai.ChatCompletionStream, acc *assembly, out streamOut) (openai.ChatCompletionResponse, error) {
-	var c wireChunk // reused: one allocation per stream, not per chunk
-	done := false
-	for {
-		raw, err := stream.RecvRaw()
-		if errors.Is(err, io.EOF) {
-			done = sawDone(stream)
-			if !done {
-				// Cut off, or an error event that was the body's last line.
-				if err := streamErrorEvent(stream); err != nil {
-					return acc.response(), err
-				}
-			}
-			break
-		}
-		if err == nil && raw == nil {
-			// go-openai read an error event it could not decode (after an
-			// "event: error" line or comments): the server's error.
-			if err = streamErrorEvent(stream); err == nil {
-				err = errors.New("adapter: the stream reported an error that could not be read")
-			}
-		}
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-				err = errors.Join(cerr, err)
-			}
-			return acc.response(), err
-		}
-		if err := acc.count(len(raw)); err != nil {
-			return acc.response(), err
-		}
-		if c = (wireChunk{Choices: c.Choices[:0]}); !decodeChunk(string(raw), &c) {
-			clear(c.Choices[:cap(c.Choices)]) // encoding/json decodes into old elements
-			c = wireChunk{Choices: c.Choices[:0]}
-			if err := json.Unmarshal(raw, &c); errors.Is(err, ErrReplyTooLarge) {
-				return acc.response(), err
-			} else if err != nil {
-				return acc.response(), fmt.Errorf("adapter: unreadable stream chunk: %w", err)
-			}
-		}
-		if err := acc.add(&c); err != nil {
-			return acc.response(), err
-		}
-		for i := range c.Choices {
-			d := &c.Choices[i]
-			if d.Index != 0 {
-				continue
-			}
-			if r := d.reasoning(); r != "" && !out.delta(rawDelta{reasoning: r}) {
-				return acc.response(), errStopped
-			}
-			if len(d.Delta.ToolCalls) > 0 && !out.delta(rawDelta{toolCalls: acc.choices[0].toolCalls()}) {
-				return acc.response(), errStopped
-			}
-			if text := d.Delta.Content.text; text != "" && !out.delta(rawDelta{content: text}) {
-				return acc.response(), errStopped
-			}
-		}
-	}
-	if !out.delta(rawDelta{end: true}) {
-		return acc.response(), errStopped
-	}
-	resp := acc.response()
-	if len(resp.Choices) == 0 && acc.chunkErr != nil {
-		return resp, fmt.Errorf("adapter: the stream reported an error: %s", acc.chunkErr.Message)
-	}
-	for _, ch := range resp.Choices {
-		if ch.FinishReason == "" && acc.chunkErr != nil {
-			return resp, fmt.Errorf("adapter: the stream reported an error: %s", acc.chunkErr.Message)
-		}
-	}
-	if done {
-		arrivedWhole(&resp)
-	}
-	return resp, nil
-}
-
 // begin starts a request of the stream.
 func (s *streamSink) begin() {
 	s.delivered, s.live, s.streamed = false, false, openai.ChatCompletionMessage{}
@@ -464,123 +330,6 @@ func (s *streamSink) accept(resp openai.ChatCompletionResponse) error {
 		return errReplaced
 	case !s.replay(resp):
 		return errStopped
-	}
-	return nil
-}
-
-// arrivedWhole marks a reply that arrived whole — a blocking body, or a
-// stream that ended with "data: [DONE]" — as finished: a choice the
-// server sent no finish reason for (Snowflake Cortex never sends one; a
-// LiteLLM proxy with n=2 sends one for choice 0 only) gets "stop". What
-// is left without a finish reason is a choice of a stream cut off before
-// [DONE], which the pipeline reports as truncated; so does a choice that
-// ended with "length". This is the one place the end of a reply is
-// decided, for Call and Stream alike.
-func arrivedWhole(resp *openai.ChatCompletionResponse) {
-	for i := range resp.Choices {
-		if resp.Choices[i].FinishReason == "" {
-			resp.Choices[i].FinishReason = openai.FinishReasonStop
-		}
-	}
-}
-
-// streamReader is go-openai's reader behind a stream (a struct value), or
-// the zero Value when it is not where go-openai v1.43 keeps it.
-func streamReader(s *openai.ChatCompletionStream) reflect.Value {
-	if s == nil {
-		return reflect.Value{}
-	}
-	v := reflect.ValueOf(s).Elem()
-	if v.Kind() != reflect.Struct || v.NumField() == 0 {
-		return reflect.Value{}
-	}
-	if p := v.Field(0); p.Kind() == reflect.Pointer && !p.IsNil() && p.Elem().Kind() == reflect.Struct {
-		return p.Elem()
-	}
-	return reflect.Value{}
-}
-
-// sawDone reports whether a stream that returned io.EOF read "data:
-// [DONE]" (go-openai returns io.EOF for that and for a body that simply
-// ended, and records which in a field it does not export). Where that
-// field cannot be read, the stream counts as cut: a reply is never called
-// whole without evidence (TestGoOpenAIStreamInternals pins the field).
-func sawDone(s *openai.ChatCompletionStream) bool {
-	r := streamReader(s)
-	if !r.IsValid() {
-		return false
-	}
-	f := r.FieldByName("isFinished")
-	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
-}
-
-// streamErrorEvent returns the error object a server sent inside a 200
-// stream (as an *openai.APIError, which keeps its code and type; the
-// status code a server may give inside it is only named in the text: the
-// response was a 200), or nil. go-openai collects every line that is not
-// an event's data — comments, "event: error" — with the error object, and
-// fails to decode the lot when anything precedes the object; the object
-// is found here as the last one in what it collected.
-func streamErrorEvent(s *openai.ChatCompletionStream) error {
-	text := collectedLines(s)
-	i := bytes.LastIndex(text, []byte(`{"error":`))
-	if i < 0 {
-		return nil
-	}
-	var ev struct {
-		Error *openai.APIError `json:"error"`
-	}
-	if json.NewDecoder(bytes.NewReader(text[i:])).Decode(&ev) != nil || ev.Error == nil {
-		return nil
-	}
-	var status struct {
-		Error struct {
-			StatusCode any `json:"status_code"`
-		} `json:"error"`
-	}
-	_ = json.NewDecoder(bytes.NewReader(text[i:])).Decode(&status)
-	var about []string
-	if ev.Error.Type != "" {
-		about = append(about, "type "+ev.Error.Type)
-	}
-	if ev.Error.Code != nil {
-		about = append(about, fmt.Sprintf("code %v", ev.Error.Code))
-	}
-	if c := status.Error.StatusCode; c != nil {
-		about = append(about, fmt.Sprintf("status %v", c))
-	}
-	if len(about) == 0 {
-		return fmt.Errorf("adapter: the stream reported an error: %w", ev.Error)
-	}
-	return fmt.Errorf("adapter: the stream reported an error: %w (%s)", ev.Error, strings.Join(about, ", "))
-}
-
-// collectedLines is what go-openai's stream collected of the lines that
-// were not events' data (its error accumulator: a *bytes.Buffer), or nil
-// where it cannot be read.
-func collectedLines(s *openai.ChatCompletionStream) []byte {
-	r := streamReader(s)
-	if !r.IsValid() {
-		return nil
-	}
-	v := r.FieldByName("errAccumulator")
-	for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && !v.IsNil() {
-		if v.Type() == reflect.TypeFor[*bytes.Buffer]() {
-			b := v.Elem()
-			buf, off := b.FieldByName("buf"), b.FieldByName("off")
-			if buf.Kind() != reflect.Slice || buf.Type().Elem().Kind() != reflect.Uint8 || off.Kind() != reflect.Int {
-				return nil
-			}
-			data := buf.Bytes()
-			if o := int(off.Int()); o >= 0 && o <= len(data) {
-				return data[o:]
-			}
-			return nil
-		}
-		v = v.Elem()
-		if v.Kind() == reflect.Struct {
-			v = v.FieldByName("Buffer")
-		}
 	}
 	return nil
 }
