@@ -21,6 +21,8 @@ import (
 	"weak"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/wire"
 )
 
 // Cache stores LM replies by key. Implementations must be safe for
@@ -155,8 +157,8 @@ func plainDoer(d openai.HTTPDoer) bool {
 	switch d := d.(type) {
 	case nil:
 		return true
-	case wireDoer:
-		return plainDoer(d.next)
+	case wire.Doer:
+		return plainDoer(d.Next)
 	case *http.Client:
 		return d != nil && d.Jar == nil && (d.Transport == nil || d.Transport == http.DefaultTransport)
 	}
@@ -343,7 +345,7 @@ type waiter uint32
 type flightCall struct {
 	cancel context.CancelFunc // ends the call
 	state  callState          // what the call counted; out is the flight
-	retry  retrySlot          // the Retry-After the call's reply carried
+	retry  wire.RetrySlot     // the Retry-After the call's reply carried
 
 	// The stream so far: choice 0's pieces as they arrived.
 	log   []rawDelta
@@ -387,7 +389,7 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &flightCall{cancel: cancel}
 	c.state.out = f
-	c.retry.retry.Store(int64(retryOf(ctx)))
+	c.retry.Retry.Store(int64(retryOf(ctx)))
 	g.mu.Lock()
 	f.call = c
 	g.mu.Unlock()
@@ -490,7 +492,7 @@ func (c *flightContext) Value(key any) any {
 	switch key.(type) {
 	case stateKey:
 		return &c.c.state
-	case retryKey:
+	case wire.RetryKey:
 		return &c.c.retry
 	}
 	return c.Context.Value(key)
@@ -708,9 +710,9 @@ func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, 
 		}
 		st.setExtras(o.extras)
 		if c != nil {
-			if after := c.retry.after.Load(); after > 0 {
-				if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
-					slot.after.Store(after)
+			if after := c.retry.After.Load(); after > 0 {
+				if slot, ok := ctx.Value(wire.RetryKey{}).(*wire.RetrySlot); ok {
+					slot.After.Store(after)
 				}
 			}
 		}

@@ -2,12 +2,49 @@ package adapter
 
 import (
 	"encoding/json"
+	"net/http"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/wire"
 )
 
 // What OpenAI-compatible servers put on the wire and go-openai's types
 // drop is read in internal/wire; this file is its exported surface.
+
+// HTTPDoer wraps the HTTP client of a go-openai configuration so that the
+// library sees what go-openai's types leave out:
+//
+//   - a 429 or 503 response's Retry-After header, which the retry
+//     middleware then waits for instead of its own backoff;
+//   - content parts go-openai's types cannot express (audio, files,
+//     documents: see [RawPart]), which it puts into the request body;
+//   - the raw body of a (non-streamed) reply, from which the pipeline reads
+//     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
+//     thinking parts of content sent as an array (Mistral), usage sent only
+//     inside "x_groq", annotations and provider citations (see
+//     [WireReader]). Streams need no wrapper: their raw lines are read;
+//   - the size of every reply body, which it holds to the call's
+//     [Limits].ReplyBytes: without it, a blocking body is bounded only by
+//     go-openai, and a stream only by its events' data.
+//
+// Use it when building the client:
+//
+//	cfg := openai.DefaultConfig(key)
+//	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
+//	client := openai.NewClientWithConfig(cfg)
+//
+// It also sends [ZeroTemperature] as a clean 0, which go-openai's types
+// cannot. The wrapper keeps nothing after the call; it rewrites a request
+// body only when the pipeline marked it as holding raw parts or asking for
+// ZeroTemperature, and outside the pipeline it only passes requests
+// through.
+func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
+	if next == nil {
+		next = http.DefaultClient
+	}
+	return wire.Doer{Next: next}
+}
 
 // ChoiceExtras is what one choice of a reply carried on the wire beyond
 // go-openai's types, for output types that read it ([WireReader]). Each

@@ -62,10 +62,10 @@ func (t *teeBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// WrapBody is what the HTTP wrapper does to the body of a successful
+// wrapBody is what the HTTP wrapper does to the body of a successful
 // reply inside the pipeline: it counts it against the call's limit (and
 // keeps it, for a blocking call).
-func WrapBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
+func wrapBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
 	slot, ok := ctx.Value(bodyKey{}).(*Body)
 	if !ok || body == nil {
 		return body
