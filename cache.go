@@ -348,7 +348,7 @@ type flightCall struct {
 	retry  wire.RetrySlot     // the Retry-After the call's reply carried
 
 	// The stream so far: choice 0's pieces as they arrived.
-	log   []rawDelta
+	log   []wire.Delta
 	sent  bool // a piece of text went out
 	whole bool // the reply streamed to its end
 	msg   openai.ChatCompletionMessage
@@ -573,7 +573,7 @@ func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.Chat
 	next, started := 0, false
 	for {
 		g.mu.Lock()
-		var log []rawDelta
+		var log []wire.Delta
 		if out != nil && f.call != nil {
 			log = f.call.log[next:]
 		}
@@ -603,7 +603,7 @@ func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.Chat
 				started = true
 			}
 			for _, d := range log {
-				d.toolCalls = slices.Clone(d.toolCalls) // each caller's own
+				d.ToolCalls = slices.Clone(d.ToolCalls) // each caller's own
 				if !out.delta(d) {
 					g.leave(f, w)
 					return openai.ChatCompletionResponse{}, errStopped
@@ -765,11 +765,11 @@ func (f *flight) start() error {
 }
 
 // delta records a piece of the stream and wakes the waiters.
-func (f *flight) delta(d rawDelta) bool {
+func (f *flight) delta(d wire.Delta) bool {
 	f.g.mu.Lock()
 	c := f.call
 	c.log = append(c.log, d)
-	c.sent = c.sent || !d.end
+	c.sent = c.sent || !d.End
 	f.wakeAll()
 	f.g.mu.Unlock()
 	return true

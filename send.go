@@ -163,22 +163,13 @@ type streamOut interface {
 	// errSentAgain when text of the request already went out.
 	start() error
 	// delta passes one piece on; false when the consumer stopped.
-	delta(d rawDelta) bool
+	delta(d wire.Delta) bool
 	// status reports whether something went out, and whether the
 	// consumer stopped.
 	status() (sent, stopped bool)
 	// streamedWhole records a reply that streamed to its end: choice 0
 	// as it streamed.
 	streamedWhole(msg openai.ChatCompletionMessage)
-}
-
-// rawDelta is one piece of choice 0 of a streamed reply as it arrived,
-// before the adapter's field stream routes its text: reasoning, the tool
-// calls so far, or content; or, with end set, the end of the reply's text.
-type rawDelta struct {
-	reasoning, content string
-	toolCalls          []openai.ToolCall
-	end                bool
 }
 
 // streamSink routes one attempt's streamed reply to the caller.
@@ -248,9 +239,7 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 			return openai.ChatCompletionResponse{}, err
 		}
 		defer stream.Close()
-		resp, extras, err := wire.ReadStream(ctx, stream, max, limits.wireItems(), func(d wire.Delta) bool {
-			return out.delta(rawDelta{reasoning: d.Reasoning, content: d.Content, toolCalls: d.ToolCalls, end: d.End})
-		})
+		resp, extras, err := wire.ReadStream(ctx, stream, max, limits.wireItems(), out.delta)
 		if err != nil {
 			switch sent, stopped := out.status(); {
 			case stopped:
@@ -285,18 +274,18 @@ func (s *streamSink) start() error {
 
 // delta routes a piece of the reply to the caller: reasoning and tool
 // calls as they are, text through the adapter's field stream.
-func (s *streamSink) delta(d rawDelta) bool {
+func (s *streamSink) delta(d wire.Delta) bool {
 	switch {
-	case d.reasoning != "":
-		return s.emit(Chunk{Reasoning: d.reasoning})
-	case len(d.toolCalls) > 0:
-		return s.emit(Chunk{ToolCalls: d.toolCalls})
+	case d.Reasoning != "":
+		return s.emit(Chunk{Reasoning: d.Reasoning})
+	case len(d.ToolCalls) > 0:
+		return s.emit(Chunk{ToolCalls: d.ToolCalls})
 	case s.fs == nil:
 		return true
-	case d.end:
+	case d.End:
 		s.deltas = s.fs.Close(s.deltas[:0])
-	case d.content != "":
-		s.deltas = s.fs.Write(s.deltas[:0], d.content)
+	case d.Content != "":
+		s.deltas = s.fs.Write(s.deltas[:0], d.Content)
 	default:
 		return true
 	}
@@ -347,8 +336,8 @@ func (s *streamSink) replay(resp openai.ChatCompletionResponse) bool {
 		s.fs = s.newFS()
 		s.texts.next()
 	}
-	return s.delta(rawDelta{reasoning: m.ReasoningContent}) && s.delta(rawDelta{toolCalls: slices.Clone(m.ToolCalls)}) &&
-		s.delta(rawDelta{content: m.Content}) && s.delta(rawDelta{end: true})
+	return s.delta(wire.Delta{Reasoning: m.ReasoningContent}) && s.delta(wire.Delta{ToolCalls: slices.Clone(m.ToolCalls)}) &&
+		s.delta(wire.Delta{Content: m.Content}) && s.delta(wire.Delta{End: true})
 }
 
 // choiceAt returns the choice with the given index.
