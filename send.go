@@ -17,9 +17,11 @@ import (
 // The send stage's two senders sit at the bottom of the invoker chain
 // (below the middlewares, retries and trace) and return the same thing:
 // the whole reply as an openai.ChatCompletionResponse. The blocking sender
-// calls CreateChatCompletion; the streaming sender reads the SSE stream,
-// routes choice 0's text through the adapter's FieldStream to the caller
-// as it arrives, and assembles the reply.
+// calls CreateChatCompletion and completes the reply with what go-openai
+// dropped (wire.Complete); the streaming sender reads the SSE stream
+// (wire.ReadStream), routes choice 0's text through the adapter's
+// FieldStream to the caller as it arrives, and returns the assembled
+// reply.
 
 // blockingSender is the bottom of a Call's chain.
 func blockingSender(lm LM, limits Limits) Invoker {
@@ -35,7 +37,7 @@ func blockingSender(lm LM, limits Limits) Invoker {
 		}
 		if s := stateFrom(ctx); s != nil {
 			s.addUsage(modelOf(resp, req), resp.Usage)
-			s.setExtras(wireExtras(extras))
+			s.setExtras(extrasFrom(extras))
 		}
 		return resp, nil
 	}
@@ -253,7 +255,7 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		out.streamedWhole(ch.Message)
 		if st != nil {
 			st.addUsage(modelOf(resp, req), resp.Usage)
-			st.setExtras(wireExtras(extras))
+			st.setExtras(extrasFrom(extras))
 		}
 		return resp, nil
 	}

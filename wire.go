@@ -83,9 +83,9 @@ func (e WireExtras) Choice(index int) ChoiceExtras {
 	return ChoiceExtras{Index: index}
 }
 
-// wireExtras converts what internal/wire read to the extras a Result
-// and a cache entry carry.
-func wireExtras(xs []wire.ChoiceExtras) WireExtras {
+// extrasFrom converts what internal/wire read to the extras a Result and
+// a cache entry carry.
+func extrasFrom(xs []wire.ChoiceExtras) WireExtras {
 	if len(xs) == 0 {
 		return WireExtras{}
 	}
