@@ -21,6 +21,8 @@ import (
 	"weak"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/wire"
 )
 
 // Cache stores LM replies by key. Implementations must be safe for
@@ -155,8 +157,8 @@ func plainDoer(d openai.HTTPDoer) bool {
 	switch d := d.(type) {
 	case nil:
 		return true
-	case wireDoer:
-		return plainDoer(d.next)
+	case wire.Doer:
+		return plainDoer(d.Next)
 	case *http.Client:
 		return d != nil && d.Jar == nil && (d.Transport == nil || d.Transport == http.DefaultTransport)
 	}
@@ -343,10 +345,10 @@ type waiter uint32
 type flightCall struct {
 	cancel context.CancelFunc // ends the call
 	state  callState          // what the call counted; out is the flight
-	retry  retrySlot          // the Retry-After the call's reply carried
+	retry  wire.RetrySlot     // the Retry-After the call's reply carried
 
 	// The stream so far: choice 0's pieces as they arrived.
-	log   []rawDelta
+	log   []wire.Delta
 	sent  bool // a piece of text went out
 	whole bool // the reply streamed to its end
 	msg   openai.ChatCompletionMessage
@@ -387,7 +389,7 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &flightCall{cancel: cancel}
 	c.state.out = f
-	c.retry.retry.Store(int64(retryOf(ctx)))
+	c.retry.Retry.Store(int64(retryOf(ctx)))
 	g.mu.Lock()
 	f.call = c
 	g.mu.Unlock()
@@ -490,7 +492,7 @@ func (c *flightContext) Value(key any) any {
 	switch key.(type) {
 	case stateKey:
 		return &c.c.state
-	case retryKey:
+	case wire.RetryKey:
 		return &c.c.retry
 	}
 	return c.Context.Value(key)
@@ -571,7 +573,7 @@ func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.Chat
 	next, started := 0, false
 	for {
 		g.mu.Lock()
-		var log []rawDelta
+		var log []wire.Delta
 		if out != nil && f.call != nil {
 			log = f.call.log[next:]
 		}
@@ -601,7 +603,7 @@ func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.Chat
 				started = true
 			}
 			for _, d := range log {
-				d.toolCalls = slices.Clone(d.toolCalls) // each caller's own
+				d.ToolCalls = slices.Clone(d.ToolCalls) // each caller's own
 				if !out.delta(d) {
 					g.leave(f, w)
 					return openai.ChatCompletionResponse{}, errStopped
@@ -708,9 +710,9 @@ func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, 
 		}
 		st.setExtras(o.extras)
 		if c != nil {
-			if after := c.retry.after.Load(); after > 0 {
-				if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
-					slot.after.Store(after)
+			if after := c.retry.After.Load(); after > 0 {
+				if slot, ok := ctx.Value(wire.RetryKey{}).(*wire.RetrySlot); ok {
+					slot.After.Store(after)
 				}
 			}
 		}
@@ -763,11 +765,11 @@ func (f *flight) start() error {
 }
 
 // delta records a piece of the stream and wakes the waiters.
-func (f *flight) delta(d rawDelta) bool {
+func (f *flight) delta(d wire.Delta) bool {
 	f.g.mu.Lock()
 	c := f.call
 	c.log = append(c.log, d)
-	c.sent = c.sent || !d.end
+	c.sent = c.sent || !d.End
 	f.wakeAll()
 	f.g.mu.Unlock()
 	return true

@@ -1,9 +1,9 @@
 package adapter
 
 import (
-	"errors"
-	"fmt"
 	"math"
+
+	"github.com/sigwire/adapter/internal/wire"
 )
 
 // Limits bounds what the library reads of one LM reply, so that an
@@ -43,13 +43,13 @@ const (
 	DefaultWireItems = 1024
 	// MaxChoices bounds the choices of a reply and of one stream event:
 	// OpenAI's n is at most 128.
-	MaxChoices = maxStreamIndex
+	MaxChoices = wire.MaxChoices
 )
 
 // ErrReplyTooLarge matches the *LMError for a reply past one of the call's
 // [Limits], or with more choices than [MaxChoices]. Its text names the
 // limit and how to raise it.
-var ErrReplyTooLarge = errors.New("reply too large")
+var ErrReplyTooLarge = wire.ErrReplyTooLarge
 
 // WithLimits sets this call's (or, given to a module, its calls') limits
 // on what a reply may hold. Its non-zero fields override earlier ones, so
@@ -81,32 +81,4 @@ func inForce[T int | int64](set, def, none T) T {
 		return none
 	}
 	return set
-}
-
-// tooManyBytes is the error for a reply past max bytes.
-func tooManyBytes(what string, max int64) error {
-	return fmt.Errorf("%w: the %s passed %s (Limits.ReplyBytes; raise it with adapter.WithLimits)", ErrReplyTooLarge, what, byteSize(max))
-}
-
-// tooManyItems is the error for a choice with more than max annotations
-// and citations.
-func tooManyItems(choice, max int) error {
-	return fmt.Errorf("%w: choice %d carries more than %d annotations and citations (Limits.WireItems; raise it with adapter.WithLimits)", ErrReplyTooLarge, choice, max)
-}
-
-// tooManyChoices is the error for a reply or stream event with more than
-// MaxChoices choices.
-func tooManyChoices(what string) error {
-	return fmt.Errorf("%w: %s with more than %d choices (no request can ask for more)", ErrReplyTooLarge, what, MaxChoices)
-}
-
-// byteSize writes n bytes for a person: 64 MiB, 512 KiB, 1000 bytes.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/wire"
 )
 
 // Invoker is one LM call as middleware sees it. For a [Stream] the request
@@ -183,11 +181,11 @@ func Retry(p RetryPolicy) Middleware {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			start := time.Now()
 			delay := p.BaseDelay
-			slot := new(retrySlot)
-			ctx = context.WithValue(ctx, retryKey{}, slot)
+			slot := new(wire.RetrySlot)
+			ctx = context.WithValue(ctx, wire.RetryKey{}, slot)
 			for attempt := 0; ; attempt++ {
-				slot.after.Store(0)
-				slot.retry.Store(int64(attempt))
+				slot.After.Store(0)
+				slot.Retry.Store(int64(attempt))
 				resp, err := next(ctx, req)
 				if err == nil || !retryable(ctx, err) {
 					return resp, err
@@ -196,7 +194,7 @@ func Retry(p RetryPolicy) Middleware {
 					return resp, gaveUp(err, attempt+1, time.Since(start))
 				}
 				wait := time.Duration(rand.Int64N(int64(delay) + 1))
-				ra := time.Duration(slot.after.Load())
+				ra := time.Duration(slot.After.Load())
 				if ra > 0 {
 					wait = ra
 				}
@@ -237,112 +235,11 @@ func gaveUp(err error, attempts int, d time.Duration) error {
 	return fmt.Errorf("%w (gave up after %d attempts over %s)", err, attempts, d.Round(time.Millisecond))
 }
 
-// retryKey carries a retrySlot to the requests of a Retry middleware.
-type retryKey struct{}
-
-// retrySlot is what a Retry middleware shares with the request it sends:
-// which retry it is (for the trace), and the Retry-After the HTTPDoer
-// wrapper saw on its reply.
-type retrySlot struct{ retry, after atomic.Int64 }
-
 // retryOf returns which retry of its request ctx's request is: 0 for the
 // first send.
 func retryOf(ctx context.Context) int {
-	if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
-		return int(slot.retry.Load())
-	}
-	return 0
-}
-
-// HTTPDoer wraps the HTTP client of a go-openai configuration so that the
-// library sees what go-openai's types leave out:
-//
-//   - a 429 or 503 response's Retry-After header, which the retry
-//     middleware then waits for instead of its own backoff;
-//   - content parts go-openai's types cannot express (audio, files,
-//     documents: see [RawPart]), which it puts into the request body;
-//   - the raw body of a (non-streamed) reply, from which the pipeline reads
-//     what go-openai drops: a "reasoning" field (Groq, Cerebras, vLLM),
-//     thinking parts of content sent as an array (Mistral), usage sent only
-//     inside "x_groq", annotations and provider citations (see
-//     [WireReader]). Streams need no wrapper: their raw lines are read;
-//   - the size of every reply body, which it holds to the call's
-//     [Limits].ReplyBytes: without it, a blocking body is bounded only by
-//     go-openai, and a stream only by its events' data.
-//
-// Use it when building the client:
-//
-//	cfg := openai.DefaultConfig(key)
-//	cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)
-//	client := openai.NewClientWithConfig(cfg)
-//
-// It also sends [ZeroTemperature] as a clean 0, which go-openai's types
-// cannot. The wrapper keeps nothing after the call; it rewrites a request
-// body only when the pipeline marked it as holding raw parts or asking for
-// ZeroTemperature, and outside the pipeline it only passes requests
-// through.
-func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
-	if next == nil {
-		next = http.DefaultClient
-	}
-	return wireDoer{next}
-}
-
-type wireDoer struct{ next openai.HTTPDoer }
-
-func (d wireDoer) Do(req *http.Request) (*http.Response, error) {
-	if req.Context().Value(rawPartsKey{}) != nil {
-		r, err := withRawParts(req)
-		if err != nil {
-			return nil, err
-		}
-		req = r
-	}
-	if req.Context().Value(zeroTemperatureKey{}) != nil {
-		r, err := withZeroTemperature(req)
-		if err != nil {
-			return nil, err
-		}
-		req = r
-	}
-	resp, err := d.next.Do(req)
-	if resp == nil {
-		return resp, err
-	}
-	ctx := req.Context()
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if slot, ok := ctx.Value(retryKey{}).(*retrySlot); ok {
-			if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
-				slot.after.Store(int64(d))
-			}
-		}
-	}
-	if resp.StatusCode < 300 {
-		resp.Body = wrapBody(ctx, resp.Body)
-	}
-	return resp, err
-}
-
-// maxRetryAfter saturates Retry-After values: a larger number of seconds
-// would overflow a time.Duration.
-const maxRetryAfter = time.Duration(math.MaxInt64)
-
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if n > uint64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		return time.Duration(n) * time.Second
-	} else if errors.Is(err, strconv.ErrRange) {
-		return maxRetryAfter
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return t.Sub(now)
+	if slot, ok := ctx.Value(wire.RetryKey{}).(*wire.RetrySlot); ok {
+		return int(slot.Retry.Load())
 	}
 	return 0
 }

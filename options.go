@@ -1,11 +1,8 @@
 package adapter
 
 import (
-	"bytes"
 	"context"
-	"net/http"
 	"reflect"
-	"strconv"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -109,35 +106,6 @@ func WithRequest(req openai.ChatCompletionRequest) CallOption {
 			return
 		}
 		mergeRequest(&c.req, req)
-	})
-}
-
-// zeroTemperatureKey marks, on a request's context, a request whose
-// temperature is ZeroTemperature, for the HTTPDoer wrapper to send as 0.
-type zeroTemperatureKey struct{}
-
-// zeroTemperatureJSON is ZeroTemperature as go-openai writes it, as a
-// member after the first (after "model" and "messages"), and as 0.
-var (
-	zeroTemperatureJSON = []byte(`,"temperature":` + strconv.FormatFloat(float64(ZeroTemperature), 'g', -1, 32))
-	cleanTemperatureOut = []byte(`,"temperature":0`)
-)
-
-// withZeroTemperature returns req with its body's temperature member
-// ZeroTemperature written as 0. go-openai writes the request compactly
-// with the model and the messages first; inside a JSON string a quote is
-// always escaped, so the first `,"temperature":1e-45` followed by ',' or
-// '}' is the request's own member, and a message quoting it is never
-// touched.
-func withZeroTemperature(req *http.Request) (*http.Request, error) {
-	return rewriteBody(req, func(body []byte) ([]byte, error) {
-		i := bytes.Index(body, zeroTemperatureJSON)
-		end := i + len(zeroTemperatureJSON)
-		if i < 0 || end >= len(body) || body[end] != ',' && body[end] != '}' {
-			return body, nil
-		}
-		out := make([]byte, 0, len(body))
-		return append(append(append(out, body[:i]...), cleanTemperatureOut...), body[end:]...), nil
 	})
 }
 

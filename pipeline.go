@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/wire"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -327,14 +328,14 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	if err != nil {
 		return err
 	}
-	if typ, ok := rawParts(msgs); ok {
+	if typ, ok := wire.FirstRawPart(msgs); ok {
 		if !carriesRawParts(r.lm) {
 			return r.unsupportedPart(typ)
 		}
-		ctx = context.WithValue(ctx, rawPartsKey{}, true)
+		ctx = wire.MarkRawParts(ctx)
 	}
 	if req.Temperature == ZeroTemperature {
-		ctx = context.WithValue(ctx, zeroTemperatureKey{}, true)
+		ctx = wire.MarkZeroTemperature(ctx)
 	}
 	r.tier = 0
 	ask := msgs

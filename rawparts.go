@@ -1,22 +1,15 @@
 package adapter
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"reflect"
-	"strconv"
 
 	openai "github.com/sashabaranov/go-openai"
-)
 
-// rawPartType marks a content part that go-openai's types cannot express;
-// its Text is the part's JSON, which the HTTPDoer wrapper puts on the wire
-// in its place.
-const rawPartType openai.ChatMessagePartType = "x-sigwire-raw-part"
+	"github.com/sigwire/adapter/internal/wire"
+)
 
 // ErrUnsupportedPart reports a content part (audio, a file, a document)
 // that the LM's client cannot send: go-openai's message parts carry text
@@ -33,69 +26,22 @@ var ErrUnsupportedPart = errors.New("go-openai cannot send this content part (on
 // declares it with a CarriesRawParts() bool method, and finds each part as
 // a ChatMessagePart whose Text is the part's JSON (see [RawPartJSON]).
 func RawPart(part json.RawMessage) (openai.ChatMessagePart, error) {
-	var compact bytes.Buffer
-	compact.Grow(len(part))
-	if err := json.Compact(&compact, part); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' || partType(compact.Bytes()) == "" {
+	p, ok := wire.RawPart(part)
+	if !ok {
 		return openai.ChatMessagePart{}, fmt.Errorf("adapter: a raw content part must be a JSON object with a type: %s", clipBytes(part))
 	}
-	return openai.ChatMessagePart{Type: rawPartType, Text: compact.String()}, nil
-}
-
-// partType reads the "type" of a part's JSON object, "" when it has none
-// (or it is not a string). The rest of the object is not decoded when
-// "type" comes first, as it does in the parts this package and package
-// types write, so a megabyte of audio is not read twice.
-func partType(b []byte) string {
-	d := json.NewDecoder(bytes.NewReader(b))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return ""
-	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return ""
-		}
-		if k == "type" {
-			var s string
-			if d.Decode(&s) != nil {
-				return ""
-			}
-			return s
-		}
-		var skip json.RawMessage
-		if d.Decode(&skip) != nil {
-			return ""
-		}
-	}
-	return ""
+	return p, nil
 }
 
 // RawPartJSON returns the JSON of a part made by [RawPart], and false for
 // any other part.
-func RawPartJSON(p openai.ChatMessagePart) (json.RawMessage, bool) {
-	if p.Type != rawPartType {
-		return nil, false
-	}
-	return json.RawMessage(p.Text), true
-}
+func RawPartJSON(p openai.ChatMessagePart) (json.RawMessage, bool) { return wire.RawPartJSON(p) }
 
 func clipBytes(b []byte) string {
 	if len(b) > 80 {
 		return string(b[:80]) + "…"
 	}
 	return string(b)
-}
-
-// rawParts returns the type of the first raw part in msgs, if any.
-func rawParts(msgs []openai.ChatCompletionMessage) (string, bool) {
-	for _, m := range msgs {
-		for _, p := range m.MultiContent {
-			if raw, ok := RawPartJSON(p); ok {
-				return partType(raw), true
-			}
-		}
-	}
-	return "", false
 }
 
 // rawPartCarrier is implemented by LMs that send raw parts themselves.
@@ -112,8 +58,7 @@ func carriesRawParts(lm LM) bool {
 			return c.CarriesRawParts()
 		}
 		if c, ok := w.(*openai.Client); ok && c != nil {
-			doer := reflect.ValueOf(c).Elem().FieldByName("config").FieldByName("HTTPClient")
-			return doer.IsValid() && !doer.IsNil() && doer.Elem().Type() == reflect.TypeFor[wireDoer]()
+			return wire.Wraps(c)
 		}
 		switch x := w.(type) {
 		case *middlewareLM:
@@ -125,87 +70,6 @@ func carriesRawParts(lm LM) bool {
 		}
 	}
 	return false
-}
-
-// rawPartsKey marks a request whose body holds raw parts for the wrapper.
-type rawPartsKey struct{}
-
-// withRawParts rewrites a request body whose messages hold raw parts: each
-// {"type":"x-sigwire-raw-part","text":"<json>"} object becomes <json>.
-func withRawParts(req *http.Request) (*http.Request, error) {
-	return rewriteBody(req, replaceRawParts)
-}
-
-// rewriteBody returns req with its body rewritten by f: the wrapper's one
-// way to change what goes on the wire.
-func rewriteBody(req *http.Request, f func([]byte) ([]byte, error)) (*http.Request, error) {
-	if req.Body == nil {
-		return req, nil
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	out, err := f(body)
-	if err != nil {
-		return nil, err
-	}
-	r := req.Clone(req.Context())
-	r.Body = io.NopCloser(bytes.NewReader(out))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	r.ContentLength = int64(len(out))
-	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
-	return r, nil
-}
-
-// replaceRawParts walks a request body and replaces, inside
-// messages[].content[], every raw part object by the JSON it carries,
-// leaving every other byte as go-openai wrote it.
-func replaceRawParts(body []byte) ([]byte, error) {
-	var req struct {
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, fmt.Errorf("adapter: reading the request body for raw parts: %w", err)
-	}
-	var out bytes.Buffer
-	out.Grow(len(body))
-	rest := body
-	for _, m := range req.Messages {
-		if len(m.Content) == 0 || m.Content[0] != '[' {
-			continue
-		}
-		var parts []json.RawMessage
-		if json.Unmarshal(m.Content, &parts) != nil {
-			continue
-		}
-		for _, p := range parts {
-			var part struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if json.Unmarshal(p, &part) != nil || part.Type != string(rawPartType) {
-				continue
-			}
-			// The part's bytes are a slice of body: find them after what is
-			// already written.
-			i := bytes.Index(rest, p)
-			if i < 0 {
-				return nil, errors.New("adapter: a raw part is not where the request body holds it")
-			}
-			out.Write(rest[:i])
-			out.WriteString(part.Text)
-			rest = rest[i+len(p):]
-		}
-	}
-	out.Write(rest)
-	if !json.Valid(out.Bytes()) {
-		return nil, errors.New("adapter: a raw part made the request body invalid JSON")
-	}
-	return out.Bytes(), nil
 }
 
 // unsupportedPart is the error for raw parts the LM cannot send, naming
@@ -247,7 +111,7 @@ func holdsRawPart(v reflect.Value, depth int) bool {
 				return false
 			}
 			for _, p := range parts {
-				if p.Type == rawPartType {
+				if _, ok := wire.RawPartJSON(p); ok {
 					return true
 				}
 			}

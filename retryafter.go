@@ -3,6 +3,8 @@ package adapter
 import (
 	"context"
 	"time"
+
+	"github.com/sigwire/adapter/internal/wire"
 )
 
 // WatchRetryAfter lets a middleware learn the server's Retry-After: it
@@ -16,10 +18,10 @@ import (
 // on. A rate limiter shared by several processes reads it to make them
 // all wait.
 func WatchRetryAfter(ctx context.Context) (context.Context, func() time.Duration) {
-	slot, ok := ctx.Value(retryKey{}).(*retrySlot)
+	slot, ok := ctx.Value(wire.RetryKey{}).(*wire.RetrySlot)
 	if !ok {
-		slot = new(retrySlot)
-		ctx = context.WithValue(ctx, retryKey{}, slot)
+		slot = new(wire.RetrySlot)
+		ctx = context.WithValue(ctx, wire.RetryKey{}, slot)
 	}
-	return ctx, func() time.Duration { return time.Duration(slot.after.Load()) }
+	return ctx, func() time.Duration { return time.Duration(slot.After.Load()) }
 }

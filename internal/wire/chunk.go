@@ -1,0 +1,331 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sigwire/adapter/internal/jsonx"
+)
+
+// wireContent is a message's content: a string, null, or an array of
+// parts ({"type":"text","text":…} and Mistral's {"type":"thinking",
+// "thinking":[{"type":"text","text":…}]}).
+type wireContent struct {
+	text, thinking string
+	parts          bool // it was an array
+}
+
+func (c *wireContent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0 || string(b) == "null":
+		return nil
+	case b[0] == '"' && utf8.Valid(b):
+		// The document was validated before this call: the literal is a
+		// well-formed JSON string (invalid UTF-8, which encoding/json
+		// replaces, takes the slow path).
+		c.text = jsonx.Unquote(string(b))
+		return nil
+	case b[0] == '"':
+		return json.Unmarshal(b, &c.text)
+	case b[0] != '[':
+		return fmt.Errorf("content is neither a string nor an array of parts")
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking json.RawMessage `json:"thinking"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	c.parts = true
+	var text, thinking strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			text.WriteString(p.Text)
+		case "thinking", "reasoning":
+			thinking.WriteString(thinkingText(p.Thinking))
+		}
+	}
+	c.text, c.thinking = text.String(), thinking.String()
+	return nil
+}
+
+// thinkingText reads a thinking part's text: a string, or a list of text
+// parts.
+func thinkingText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// wireError is an error object a server put inside a stream chunk.
+type wireError struct {
+	Message string `json:"message"`
+	Code    any    `json:"code"`
+}
+
+// wireChunk is one streamed chunk as the wire carries it.
+type wireChunk struct {
+	ID                string        `json:"id"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           wireChoices   `json:"choices"`
+	Usage             *openai.Usage `json:"usage"`
+	XGroq             *xGroq        `json:"x_groq"`
+	Error             *wireError    `json:"error"`
+}
+
+// wireChoices are a stream event's choices. More than [MaxChoices] of
+// them is an error before any is decoded: a line of a million choices is
+// not a reason to allocate a million.
+type wireChoices []wireDelta
+
+func (c *wireChoices) UnmarshalJSON(b []byte) error {
+	n := 0
+	eachElement(b, func([]byte) bool { n++; return n <= MaxChoices })
+	if n > MaxChoices {
+		return tooManyChoices("a stream event")
+	}
+	return json.Unmarshal(b, (*[]wireDelta)(c))
+}
+
+type xGroq struct {
+	Usage *openai.Usage `json:"usage"`
+}
+
+type wireDelta struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content          wireContent       `json:"content"`
+		Refusal          string            `json:"refusal"`
+		ReasoningContent string            `json:"reasoning_content"`
+		Reasoning        string            `json:"reasoning"`
+		ToolCalls        []openai.ToolCall `json:"tool_calls"`
+		wireExtras
+	} `json:"delta"`
+	Logprobs     *openai.ChatCompletionStreamChoiceLogprobs `json:"logprobs"`
+	FinishReason openai.FinishReason                        `json:"finish_reason"`
+}
+
+// reasoning is the delta's reasoning text, wherever the server put it.
+func (d *wireDelta) reasoning() string {
+	switch {
+	case d.Delta.ReasoningContent != "":
+		return d.Delta.ReasoningContent
+	case d.Delta.Reasoning != "":
+		return d.Delta.Reasoning
+	}
+	return d.Delta.Content.thinking
+}
+
+// decodeChunk reads one stream event into c (zero but for the capacity
+// of its Choices) when it has the shape servers send with every token:
+// string or null content, reasoning, refusal, usage, and members it does
+// not know, skipped as encoding/json skips them. It reports false for
+// anything else (tool calls, logprobs, content parts, annotations, an
+// error object, x_groq, a key repeated or in another case, bad syntax),
+// and the caller decodes the event with encoding/json. For every event it
+// reads, c holds what encoding/json gives (FuzzDecodeChunk); it costs a
+// fraction of it, once per token.
+func decodeChunk(raw string, c *wireChunk) bool {
+	var r jsonx.Cursor
+	r.Reset(raw)
+	var seen uint
+	ok := r.Object(func(key string) bool {
+		switch key {
+		case "id":
+			return once(&seen, 0) && readString(&r, &c.ID)
+		case "created":
+			return once(&seen, 1) && (r.Null() || readInt(&r, &c.Created))
+		case "model":
+			return once(&seen, 2) && readString(&r, &c.Model)
+		case "system_fingerprint":
+			return once(&seen, 3) && readString(&r, &c.SystemFingerprint)
+		case "choices":
+			return once(&seen, 4) && (r.Null() || r.Array(func() bool {
+				if len(c.Choices) == MaxChoices {
+					return false // encoding/json reports it (wireChoices)
+				}
+				c.Choices = append(c.Choices, wireDelta{})
+				return decodeDelta(&r, &c.Choices[len(c.Choices)-1])
+			}))
+		case "usage":
+			return once(&seen, 5) && (r.Null() || decodeUsage(&r, &c.Usage))
+		case "x_groq":
+			return once(&seen, 6) && r.Null()
+		case "error":
+			return once(&seen, 7) && r.Null()
+		}
+		return otherKey(key, "id", "created", "model", "system_fingerprint", "choices", "usage", "x_groq", "error") && r.Skip()
+	})
+	return ok && r.End()
+}
+
+// decodeDelta reads one choice of a stream event (see decodeChunk).
+func decodeDelta(r *jsonx.Cursor, d *wireDelta) bool {
+	var seen uint
+	return r.Object(func(key string) bool {
+		switch key {
+		case "index":
+			var n int64
+			if !once(&seen, 0) || !(r.Null() || readInt(r, &n)) || int64(int(n)) != n {
+				return false
+			}
+			d.Index = int(n)
+			return true
+		case "finish_reason":
+			return once(&seen, 1) && readString(r, (*string)(&d.FinishReason))
+		case "logprobs":
+			return once(&seen, 2) && r.Null()
+		case "delta":
+			if !once(&seen, 3) {
+				return false
+			}
+			var in uint
+			return r.Null() || r.Object(func(key string) bool {
+				switch key {
+				case "content":
+					return once(&in, 0) && readString(r, &d.Delta.Content.text)
+				case "refusal":
+					return once(&in, 1) && readString(r, &d.Delta.Refusal)
+				case "reasoning_content":
+					return once(&in, 2) && readString(r, &d.Delta.ReasoningContent)
+				case "reasoning":
+					return once(&in, 3) && readString(r, &d.Delta.Reasoning)
+				case "tool_calls":
+					return once(&in, 4) && r.Null()
+				case "annotations", "provider_specific_fields":
+					return false
+				}
+				return otherKey(key, "content", "refusal", "reasoning_content", "reasoning", "tool_calls", "annotations", "provider_specific_fields") && r.Skip()
+			})
+		}
+		return otherKey(key, "index", "finish_reason", "logprobs", "delta") && r.Skip()
+	})
+}
+
+// decodeUsage reads a usage object (see decodeChunk).
+func decodeUsage(r *jsonx.Cursor, dst **openai.Usage) bool {
+	u := &openai.Usage{}
+	*dst = u
+	var seen uint
+	return r.Object(func(key string) bool {
+		switch key {
+		case "prompt_tokens":
+			return once(&seen, 0) && readCount(r, &u.PromptTokens)
+		case "completion_tokens":
+			return once(&seen, 1) && readCount(r, &u.CompletionTokens)
+		case "total_tokens":
+			return once(&seen, 2) && readCount(r, &u.TotalTokens)
+		case "prompt_tokens_details":
+			if !once(&seen, 3) {
+				return false
+			}
+			if r.Null() {
+				return true
+			}
+			p := &openai.PromptTokensDetails{}
+			u.PromptTokensDetails = p
+			return readCounts(r, []string{"audio_tokens", "cached_tokens"}, &p.AudioTokens, &p.CachedTokens)
+		case "completion_tokens_details":
+			if !once(&seen, 4) {
+				return false
+			}
+			if r.Null() {
+				return true
+			}
+			d := &openai.CompletionTokensDetails{}
+			u.CompletionTokensDetails = d
+			return readCounts(r, []string{"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"},
+				&d.AudioTokens, &d.ReasoningTokens, &d.AcceptedPredictionTokens, &d.RejectedPredictionTokens)
+		}
+		return otherKey(key, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details") && r.Skip()
+	})
+}
+
+// readCounts reads an object whose members named keys are counts into
+// dst (in the same order); other members are skipped.
+func readCounts(r *jsonx.Cursor, keys []string, dst ...*int) bool {
+	var seen uint
+	return r.Object(func(key string) bool {
+		for i, k := range keys {
+			if key == k {
+				return once(&seen, i) && readCount(r, dst[i])
+			}
+		}
+		return otherKey(key, keys...) && r.Skip()
+	})
+}
+
+// once records member i of an object as read, and reports false when it
+// was already (encoding/json would keep the last, or merge objects).
+func once(seen *uint, i int) bool {
+	if *seen&(1<<i) != 0 {
+		return false
+	}
+	*seen |= 1 << i
+	return true
+}
+
+// readString reads a string or null (which leaves dst as it is).
+func readString(r *jsonx.Cursor, dst *string) bool {
+	if r.Null() {
+		return true
+	}
+	s, ok := r.String()
+	*dst = s
+	return ok
+}
+
+// readInt reads an integer.
+func readInt(r *jsonx.Cursor, dst *int64) bool {
+	n, ok := r.Int()
+	*dst = n
+	return ok
+}
+
+// readCount reads an integer or null into an int.
+func readCount(r *jsonx.Cursor, dst *int) bool {
+	if r.Null() {
+		return true
+	}
+	n, ok := r.Int()
+	*dst = int(n)
+	return ok && int64(int(n)) == n
+}
+
+// otherKey reports whether key, which is none of known, is skipped by
+// encoding/json as well: it matches none of them in another case (or by
+// Unicode folding, hence non-ASCII keys are refused).
+func otherKey(key string, known ...string) bool {
+	for i := range len(key) {
+		if key[i] >= 0x80 {
+			return false
+		}
+	}
+	for _, k := range known {
+		if len(key) == len(k) && strings.EqualFold(key, k) {
+			return false
+		}
+	}
+	return true
+}
