@@ -30,8 +30,17 @@ type StreamingLM interface {
 // Adapter turns a signature, demos and inputs into chat messages. Format is
 // pure: no context, no I/O; it never mutates its arguments.
 //
-// An adapter usually also implements [Parser]; other capabilities are
-// detected by type assertion: [Fallbacker].
+// An adapter also implements [Parser] or [CallingParser]; one that
+// implements neither fails every call before any LM request, with an error
+// naming it. Parse is not a method of Adapter because an adapter such as
+// [TwoStep] cannot read a reply without LM calls of its own: its Parse
+// could only fail. An adapter written outside the package states which it
+// implements at compile time:
+//
+//	var _ adapter.Parser = Mine{}
+//
+// Other capabilities are detected by type assertion: [RequestShaper],
+// [Fallbacker], [NativeToolAdapter], [StreamParser].
 type Adapter interface {
 	// Name is the adapter's short name: chat, json, xml, twostep.
 	Name() string
@@ -70,6 +79,63 @@ type RequestShaper interface {
 // JSONAdapter). Fallback returns nil when the adapter has none.
 type Fallbacker interface {
 	Fallback() Adapter
+}
+
+// Options are the settings the Chat, JSON, XML and BAML adapters share,
+// as slog's handlers share HandlerOptions: each adapter holds them in its
+// Options field,
+//
+//	adapter.Chat{Options: adapter.Options{NativeTools: new(true)}}
+//
+// and the zero Options are DSPy's defaults. An adapter written outside the
+// package can hold them too; the pipeline sees its native tool calling
+// through [NativeToolAdapter].
+type Options struct {
+	// NoFallback turns off the one retry with the JSON adapter after a
+	// parse failure Chat or XML cannot recover (DSPy's
+	// use_json_adapter_fallback=False). JSON and BAML never fall back to
+	// another adapter, as in DSPy. The call option [NoFallback] turns it
+	// off for one call.
+	NoFallback bool
+	// NativeTools turns native function calling on or off (DSPy's
+	// use_native_function_calling). On, a ToolCalls output is answered
+	// through the request's tools (from a Tool input) when the LM supports
+	// them; off, tools, tool_choice and parallel_tool_calls are removed from
+	// the request and the calls are asked for in the text. nil keeps the
+	// adapter's default, DSPy's: on for JSON and BAML, off for Chat and
+	// XML. Set it with new(true) or new(false).
+	NativeTools *bool
+	// ParallelToolCalls, when set, is sent as parallel_tool_calls with
+	// native tool calls (DSPy's parallel_tool_calls), unless the request
+	// template says, together with tool_choice "auto" unless the template
+	// sets a tool_choice, as DSPy sends it; nil leaves both to the
+	// provider. Set it with new(true) or new(false).
+	ParallelToolCalls *bool
+	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
+	// DSPy's.
+	Prompt *Prompt
+}
+
+// nativeTools is what an adapter holding o tells [NativeToolAdapter]:
+// native function calling as NativeTools says (def when nil), and its
+// parallel_tool_calls.
+func (o Options) nativeTools(def bool) (bool, *bool) {
+	if o.NativeTools != nil {
+		def = *o.NativeTools
+	}
+	return def, o.ParallelToolCalls
+}
+
+// fallback is the JSON adapter a Chat or XML adapter holding o retries a
+// failed parse with, nil with NoFallback: asking for native tools as the
+// adapter does (native), with its parallel_tool_calls and the pieces of
+// its Prompt that JSON writes as the others do (DSPy's ChatAdapter passes
+// use_native_function_calling and parallel_tool_calls to its fallback).
+func (o Options) fallback(native bool) Adapter {
+	if o.NoFallback {
+		return nil
+	}
+	return JSON{Options: Options{NativeTools: &native, ParallelToolCalls: o.ParallelToolCalls, Prompt: o.Prompt.forFallback()}}
 }
 
 // defaultAdapter holds the process-wide default; nil means Chat{}.

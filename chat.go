@@ -34,50 +34,28 @@ import (
 //
 // The zero value is ready to use and safe for concurrent use.
 type Chat struct {
-	// NoFallback turns off the one retry with the JSON adapter after a
-	// parse failure the Chat parser cannot recover (DSPy's
-	// use_json_adapter_fallback=False).
-	NoFallback bool
-	// NativeTools asks for native function calling: a ToolCalls output is
-	// answered through the request's tools (from a Tool input) when the LM
-	// supports them. Off by default, as in DSPy's ChatAdapter; then tools,
-	// tool_choice and parallel_tool_calls are removed from the request.
-	NativeTools bool
-	// ParallelToolCalls, when set, is sent as parallel_tool_calls with
-	// native tool calls (see [ParallelToolCalls]); nil leaves it to the
-	// provider.
-	ParallelToolCalls *bool
-	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
-	// DSPy's.
-	Prompt *Prompt
+	// Options are the settings Chat shares with the other adapters: a JSON
+	// fallback unless NoFallback, native tool calling off unless
+	// NativeTools turns it on, as in DSPy's ChatAdapter.
+	Options Options
 }
-
-func (c Chat) parallelToolCalls() *bool { return c.ParallelToolCalls }
-
-func (c Chat) nativeTools() bool { return c.NativeTools }
 
 // Name returns "chat".
 func (Chat) Name() string { return "chat" }
 
-// Fallback returns the adapter a failed parse is retried with: nil while
-// NoFallback is set or no JSON adapter is available.
+// NativeTools reports whether Chat asks for native function calling (off
+// unless Options.NativeTools turns it on) and its parallel_tool_calls.
+func (c Chat) NativeTools() (bool, *bool) { return c.Options.nativeTools(false) }
+
+// WithNativeTools returns c with native function calling on.
+func (c Chat) WithNativeTools() Adapter { c.Options.NativeTools = new(true); return c }
+
+// Fallback returns the adapter a failed parse is retried with: the JSON
+// adapter with c's tool options and the pieces of its Prompt JSON writes
+// as Chat does; nil with NoFallback.
 func (c Chat) Fallback() Adapter {
-	if c.NoFallback {
-		return nil
-	}
-	return fallbackFor(c.Prompt)
-}
-
-// jsonFallback is the adapter Chat falls back to; the JSON adapter sets it.
-var jsonFallback Adapter
-
-// fallbackFor is the JSON fallback of an adapter with prompt p: the JSON
-// adapter keeping p's field and task descriptions.
-func fallbackFor(p *Prompt) Adapter {
-	if fp := p.forFallback(); fp != nil {
-		return JSON{Prompt: fp}
-	}
-	return jsonFallback
+	native, _ := c.NativeTools()
+	return c.Options.fallback(native)
 }
 
 // DSPy's texts for demos with missing fields.
@@ -91,7 +69,8 @@ const (
 // (incomplete demos first, then complete ones, as DSPy orders them) and the
 // user message with the output reminder.
 func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	return chatLayout.format(c.Prompt, sig, demos, inputs, c.NativeTools)
+	native, _ := c.NativeTools()
+	return chatLayout.format(c.Options.Prompt, sig, demos, inputs, native)
 }
 
 // chatLayout is how the Chat adapter writes a conversation.
@@ -410,22 +389,6 @@ func omitNone(f signature.Field, vals Values, missing string) bool {
 // missing field is an ErrMissingField error carrying the fields read.
 func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "chat", reply.Markers)
-}
-
-// ShapeRequest removes tools, tool_choice and parallel_tool_calls from the
-// request unless NativeTools is set: the Chat adapter then asks for tool
-// calls in the text (a ToolCalls output field), as DSPy's ChatAdapter does
-// without native function calling.
-func (c Chat) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
-	if !c.NativeTools {
-		stripTools(req)
-	}
-	return "", level == 0, nil
-}
-
-// stripTools removes the native tool-calling options from req.
-func stripTools(req *openai.ChatCompletionRequest) {
-	req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, nil, nil
 }
 
 // FormatFinetune returns the conversation of one training example for
