@@ -128,14 +128,16 @@ func (o Options) nativeTools(def bool) (bool, *bool) {
 
 // fallback is the JSON adapter a Chat or XML adapter holding o retries a
 // failed parse with, nil with NoFallback: asking for native tools as the
-// adapter does (native), with its parallel_tool_calls and the pieces of
-// its Prompt that JSON writes as the others do (DSPy's ChatAdapter passes
-// use_native_function_calling and parallel_tool_calls to its fallback).
-func (o Options) fallback(native bool) Adapter {
+// adapter does (off by default), with its parallel_tool_calls and the
+// pieces of its Prompt that JSON writes as the others do (DSPy's
+// ChatAdapter passes use_native_function_calling and parallel_tool_calls
+// to its fallback JSONAdapter).
+func (o Options) fallback() Adapter {
 	if o.NoFallback {
 		return nil
 	}
-	return JSON{Options: Options{NativeTools: &native, ParallelToolCalls: o.ParallelToolCalls, Prompt: o.Prompt.forFallback()}}
+	native, parallel := o.nativeTools(false)
+	return JSON{Options: Options{NativeTools: &native, ParallelToolCalls: parallel, Prompt: o.Prompt.forFallback()}}
 }
 
 // defaultAdapter holds the process-wide default; nil means Chat{}.

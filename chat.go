@@ -53,10 +53,7 @@ func (c Chat) WithNativeTools() Adapter { c.Options.NativeTools = new(true); ret
 // Fallback returns the adapter a failed parse is retried with: the JSON
 // adapter with c's tool options and the pieces of its Prompt JSON writes
 // as Chat does; nil with NoFallback.
-func (c Chat) Fallback() Adapter {
-	native, _ := c.NativeTools()
-	return c.Options.fallback(native)
-}
+func (c Chat) Fallback() Adapter { return c.Options.fallback() }
 
 // DSPy's texts for demos with missing fields.
 const (

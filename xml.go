@@ -66,10 +66,7 @@ func (x XML) NativeTools() (bool, *bool) { return x.Options.nativeTools(false) }
 func (x XML) WithNativeTools() Adapter { x.Options.NativeTools = new(true); return x }
 
 // Fallback returns the JSON adapter, as Chat's does; nil with NoFallback.
-func (x XML) Fallback() Adapter {
-	native, _ := x.NativeTools()
-	return x.Options.fallback(native)
-}
+func (x XML) Fallback() Adapter { return x.Options.fallback() }
 
 // Format renders the system message, the demos as user/assistant pairs
 // (incomplete ones first) and the user message with the XML reminder.
