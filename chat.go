@@ -86,34 +86,35 @@ type (
 	assistantFunc func(a *arena, sig *signature.Signature, vals Values, missing string) (string, error)
 )
 
+// demoKind is how DSPy's format_demos takes a demo.
+type demoKind uint8
+
+const (
+	demoDropped    demoKind = iota // neither complete nor kept
+	demoIncomplete                 // kept, written first, with the incomplete prefix
+	demoComplete                   // every field has a non-nil value
+)
+
 // formatDemos appends the demos as DSPy's format_demos does: a demo is
 // complete when every field has a non-nil value; an incomplete one is kept
 // if it has at least one input and one output key; incomplete demos come
 // first.
 func formatDemos(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
-	var kindBuf [16]uint8 // per demo: 0 dropped, 1 incomplete, 2 complete
+	var kindBuf [16]demoKind
 	kinds := kindBuf[:0]
 	if len(demos) > len(kindBuf) {
-		kinds = make([]uint8, 0, len(demos))
+		kinds = make([]demoKind, 0, len(demos))
 	}
 	for _, d := range demos {
-		switch complete, keep := demoKind(sig, d); {
-		case complete:
-			kinds = append(kinds, 2)
-		case keep:
-			kinds = append(kinds, 1)
-		default:
-			kinds = append(kinds, 0)
-		}
+		kinds = append(kinds, kindOf(sig, d))
 	}
-	for pass := range 2 {
+	for _, pass := range [...]demoKind{demoIncomplete, demoComplete} {
 		for i, d := range demos {
-			if kinds[i] != uint8(pass+1) {
+			if kinds[i] != pass {
 				continue
 			}
-			complete := pass == 1
 			prefix, missing := incompleteDemoPrefix, notSuppliedExample
-			if complete {
+			if pass == demoComplete {
 				prefix, missing = "", notSuppliedHistory
 			}
 			u, err := user(ar, sig, d, prefix, "")
@@ -145,8 +146,9 @@ func appendMessage(msgs []openai.ChatCompletionMessage, role, content string) []
 	return msgs
 }
 
-func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
-	complete = true
+// kindOf returns how format_demos takes demo d.
+func kindOf(sig *signature.Signature, d Values) demoKind {
+	complete := true
 	var hasIn, hasOut bool
 	for i := range sig.NumInputs() {
 		v, ok := d[sig.InputName(i)]
@@ -158,7 +160,13 @@ func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
 		hasOut = hasOut || ok
 		complete = complete && ok && !isNil(v)
 	}
-	return complete, complete || hasIn && hasOut
+	switch {
+	case complete:
+		return demoComplete
+	case hasIn && hasOut:
+		return demoIncomplete
+	}
+	return demoDropped
 }
 
 // isNil reports a nil value, including a typed nil pointer, slice or map
@@ -231,12 +239,12 @@ type formatted struct {
 	present bool
 }
 
-// formatFields renders the values of the inputs (or outputs) present in
+// formatFields renders the values of the fields of role r present in
 // vals into dst, and returns the total length.
-func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals Values) ([]formatted, int, error) {
+func formatFields(dst []formatted, sig *signature.Signature, r signature.Role, vals Values) ([]formatted, int, error) {
 	size := 0
-	for i := range numFields(sig, outputs) {
-		name := fieldName(sig, outputs, i)
+	for i := range numFields(sig, r) {
+		name := fieldName(sig, r, i)
 		v, ok := vals[name]
 		if !ok {
 			dst = append(dst, formatted{})
@@ -245,7 +253,7 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 		s, isStr := v.(string) // a string is its own text (value.Format's fast path)
 		if !isStr {
 			var err error
-			if s, err = formatValue(v, field(sig, outputs, i)); err != nil {
+			if s, err = formatValue(v, fieldAt(sig, r, i)); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -261,7 +269,7 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // request); joined by blank lines and stripped.
 func chatUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	var buf [8]formatted
-	fs, size, err := formatFields(buf[:0], sig, false, vals)
+	fs, size, err := formatFields(buf[:0], sig, signature.Input, vals)
 	if err != nil {
 		return "", err
 	}
@@ -324,7 +332,7 @@ func writeTypeInfo(b *strings.Builder, f signature.Field) {
 // the completed marker.
 func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
 	var buf [8]formatted
-	fs, size, err := formatFields(buf[:0], sig, true, vals)
+	fs, size, err := formatFields(buf[:0], sig, signature.Output, vals)
 	if err != nil {
 		return "", err
 	}

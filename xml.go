@@ -171,17 +171,14 @@ func xmlSchema(tag string, spec *signature.TypeSpec, seen []reflect.Type) string
 	return "<" + tag + ">...</" + tag + ">"
 }
 
-// xmlFields renders DSPy's format_field_with_value for the inputs (or
-// outputs): one element per field present in vals (every output, a
-// missing one as missing), blank-line separated.
-func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals Values, missing string) error {
-	n := sig.NumInputs()
-	if outputs {
-		n = sig.NumOutputs()
-	}
+// xmlFields renders DSPy's format_field_with_value for the fields of role
+// r: one element per field present in vals (every output, a missing one
+// as missing), blank-line separated.
+func xmlFields(b *strings.Builder, sig *signature.Signature, r signature.Role, vals Values, missing string) error {
+	outputs := r == signature.Output
 	first := true
-	for i := range n {
-		f := field(sig, outputs, i)
+	for i := range numFields(sig, r) {
+		f := fieldAt(sig, r, i)
 		v, ok := vals[f.Name]
 		if !ok && !outputs {
 			continue
@@ -497,7 +494,7 @@ func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder s
 	start := b.Len()
 	b.WriteString(prefix)
 	b.WriteString("\n\n")
-	if err := xmlFields(b, sig, false, vals, ""); err != nil {
+	if err := xmlFields(b, sig, signature.Input, vals, ""); err != nil {
 		return "", err
 	}
 	if reminder != "" {
@@ -535,7 +532,7 @@ func xmlReminder(sig *signature.Signature) (string, error) {
 // missing text.
 func xmlAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
 	start := a.b.Len()
-	if err := xmlFields(&a.b, sig, true, vals, missing); err != nil {
+	if err := xmlFields(&a.b, sig, signature.Output, vals, missing); err != nil {
 		return "", err
 	}
 	return a.since(start), nil
