@@ -130,26 +130,27 @@ func twoStepAssistant(a *arena, sig *signature.Signature, vals Values, _ string)
 	return a.b.String()[start:], nil
 }
 
-// extractionSignature is ExtractionSignature, built once per signature
-// (so the extractor's prompt parts are built once too).
+// extractionSignature returns the signature TwoStep's extractor answers
+// for sig, built once per signature (so the extractor's prompt parts are
+// built once too).
 func extractionSignature(sig *signature.Signature) (*signature.Signature, error) {
 	type built struct {
 		sig *signature.Signature
 		err error
 	}
 	b := sig.Memo(extractionKey, func() any {
-		x, err := ExtractionSignature(sig)
+		x, err := buildExtractionSignature(sig)
 		return built{x, err}
 	}).(built)
 	return b.sig, b.err
 }
 
-// ExtractionSignature is the signature TwoStep's extractor answers: the
-// main LM's text in, the original outputs out, with DSPy's instructions.
-// The input is named "text" as in DSPy, unless an output has that name:
-// then underscores are appended until the name is free (DSPy's dict
-// merge lets such an output silently replace the input).
-func ExtractionSignature(sig *signature.Signature) (*signature.Signature, error) {
+// buildExtractionSignature builds the signature TwoStep's extractor
+// answers: the main LM's text in, the original outputs out, with DSPy's
+// instructions. The input is named "text" as in DSPy, unless an output has
+// that name: then underscores are appended until the name is free (DSPy's
+// dict merge lets such an output silently replace the input).
+func buildExtractionSignature(sig *signature.Signature) (*signature.Signature, error) {
 	var names strings.Builder
 	for i := range sig.NumOutputs() {
 		if i > 0 {
