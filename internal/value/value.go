@@ -105,9 +105,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
-// A returns a type name with its indefinite article, for error messages:
-// "a float", "an int", "an Optional[str]".
-func A(name string) string {
+// WithArticle returns a type name with its indefinite article, for error
+// messages: "a float", "an int", "an Optional[str]".
+func WithArticle(name string) string {
 	if name != "" && strings.ContainsRune("aeiouAEIOU", rune(name[0])) {
 		return "an " + name
 	}
@@ -225,7 +225,7 @@ func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget)
 				return fromDecoded(m, spec, false, depth+1, b)
 			}
 		}
-		return reflect.Value{}, invalid("%s is not %s", clip(raw), A(spec.String()))
+		return reflect.Value{}, invalid("%s is not %s", clip(raw), WithArticle(spec.String()))
 	case signature.KindCustom:
 		return customFromText(raw, t)
 	}
@@ -586,7 +586,7 @@ func numberError(raw, s, kind string) error {
 	if strings.HasSuffix(s, "%") {
 		return invalid("%s is a percentage: write the %s itself, the scale is ambiguous", clip(raw), kind)
 	}
-	return invalid("%s is not %s", clip(raw), A(kind))
+	return invalid("%s is not %s", clip(raw), WithArticle(kind))
 }
 
 // readNumber reads a number: a Python literal, a decorated number, a
