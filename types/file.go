@@ -1,7 +1,6 @@
 package types
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -183,34 +182,15 @@ func (f File) String() string {
 // UnmarshalJSON accepts DSPy's {"file_data": …, "file_id": …, "filename":
 // …} (null fields are unset) or a data URI string, held to the
 // constructors' rules. A path is never read.
-func (f *File) UnmarshalJSON(b []byte) error {
-	if string(bytes.TrimSpace(b)) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		v, err := NewFile(s)
-		*f = v
-		return err
-	}
-	type plain File
-	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("types: File: %w", err)
-	}
-	*f = File(v)
-	return f.check()
-}
+func (f *File) UnmarshalJSON(b []byte) error { return unmarshalMedia(f, b, "File", NewFile) }
 
 // ParseField reads a file from a field's text: a data URI, or DSPy's
 // {"file_data": …, "file_id": …, "filename": …}. Unlike DSPy, which reads
 // a path the model wrote, it never touches the disk.
-func (f *File) ParseField(raw string) error {
-	s := strings.TrimSpace(raw)
-	if strings.HasPrefix(s, "{") {
-		return f.UnmarshalJSON([]byte(s))
-	}
-	v, err := NewFile(s)
-	*f = v
-	return err
+func (f *File) ParseField(raw string) error { return parseMedia(f, raw, "File", NewFile) }
+
+// fields decodes a JSON object into f's fields.
+func (f *File) fields(b []byte) error {
+	type plain File
+	return json.Unmarshal(b, (*plain)(f))
 }
