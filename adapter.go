@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -85,7 +86,7 @@ type Fallbacker interface {
 // as slog's handlers share HandlerOptions: each adapter holds them in its
 // Options field,
 //
-//	adapter.Chat{Options: adapter.Options{NativeTools: new(true)}}
+//	adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}
 //
 // and the zero Options are DSPy's defaults. An adapter written outside the
 // package can hold them too; the pipeline sees its native tool calling
@@ -101,29 +102,61 @@ type Options struct {
 	// use_native_function_calling). On, a ToolCalls output is answered
 	// through the request's tools (from a Tool input) when the LM supports
 	// them; off, tools, tool_choice and parallel_tool_calls are removed from
-	// the request and the calls are asked for in the text. nil keeps the
-	// adapter's default, DSPy's: on for JSON and BAML, off for Chat and
-	// XML. Set it with new(true) or new(false).
-	NativeTools *bool
-	// ParallelToolCalls, when set, is sent as parallel_tool_calls with
+	// the request and the calls are asked for in the text. Auto (the zero
+	// value) keeps the adapter's default, DSPy's: on for JSON and BAML,
+	// off for Chat and XML.
+	NativeTools Switch
+	// ParallelToolCalls, On or Off, is sent as parallel_tool_calls with
 	// native tool calls (DSPy's parallel_tool_calls), unless the request
 	// template says, together with tool_choice "auto" unless the template
-	// sets a tool_choice, as DSPy sends it; nil leaves both to the
-	// provider. Set it with new(true) or new(false).
-	ParallelToolCalls *bool
+	// sets a tool_choice, as DSPy sends it; Auto leaves both to the
+	// provider.
+	ParallelToolCalls Switch
 	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
 	// DSPy's.
 	Prompt *Prompt
 }
 
-// nativeTools is what an adapter holding o tells [NativeToolAdapter]:
-// native function calling as NativeTools says (def when nil), and its
-// parallel_tool_calls.
-func (o Options) nativeTools(def bool) (bool, *bool) {
-	if o.NativeTools != nil {
-		def = *o.NativeTools
+// Switch is an adapter setting that is On, Off, or left to a default:
+// Auto, its zero value.
+type Switch uint8
+
+// The positions of a Switch.
+const (
+	Auto Switch = iota // the default: the adapter's, or the provider's
+	On
+	Off
+)
+
+// String returns "auto", "on" or "off".
+func (s Switch) String() string {
+	switch s {
+	case Auto:
+		return "auto"
+	case On:
+		return "on"
+	case Off:
+		return "off"
 	}
-	return def, o.ParallelToolCalls
+	return fmt.Sprintf("Switch(%d)", uint8(s))
+}
+
+// or reports whether s is on, def standing for Auto.
+func (s Switch) or(def bool) bool {
+	switch s {
+	case On:
+		return true
+	case Off:
+		return false
+	}
+	return def
+}
+
+// nativeTools is what an adapter holding o tells [NativeToolAdapter]:
+// native function calling as NativeTools says (def for Auto), and its
+// parallel_tool_calls.
+func (o Options) nativeTools(def bool) (bool, Switch) {
+	return o.NativeTools.or(def), o.ParallelToolCalls
 }
 
 // fallback is the JSON adapter a Chat or XML adapter holding o retries a
@@ -136,9 +169,25 @@ func (o Options) fallback() Adapter {
 	if o.NoFallback {
 		return nil
 	}
-	native, parallel := o.nativeTools(false)
-	return JSON{Options: Options{NativeTools: &native, ParallelToolCalls: parallel, Prompt: o.Prompt.forFallback()}}
+	native := Off
+	if o.NativeTools == On {
+		native = On
+	}
+	switch fp := o.Prompt.forFallback(); {
+	case fp != nil || o.ParallelToolCalls != Auto:
+		return JSON{Options: Options{NativeTools: native, ParallelToolCalls: o.ParallelToolCalls, Prompt: fp}}
+	case native == On:
+		return nativeJSON
+	}
+	return textJSON
 }
+
+// The usual fallbacks (no Prompt pieces, no parallel_tool_calls), made
+// into Adapter values once.
+var (
+	nativeJSON Adapter = JSON{Options: Options{NativeTools: On}}
+	textJSON   Adapter = JSON{Options: Options{NativeTools: Off}}
+)
 
 // defaultAdapter holds the process-wide default; nil means Chat{}.
 var defaultAdapter atomic.Pointer[Adapter]

@@ -48,10 +48,10 @@ func (BAML) Name() string { return "baml" }
 
 // NativeTools reports whether BAML asks for native function calling (on
 // unless Options.NativeTools turns it off) and its parallel_tool_calls.
-func (m BAML) NativeTools() (bool, *bool) { return m.Options.nativeTools(true) }
+func (m BAML) NativeTools() (bool, Switch) { return m.Options.nativeTools(true) }
 
 // WithNativeTools returns m with native function calling on.
-func (m BAML) WithNativeTools() Adapter { m.Options.NativeTools = new(true); return m }
+func (m BAML) WithNativeTools() Adapter { m.Options.NativeTools = On; return m }
 
 // Format renders the system message with BAML type notation, the demos
 // (assistant turns as JSON) and the user message with the JSON reminder.

@@ -45,10 +45,10 @@ func (Chat) Name() string { return "chat" }
 
 // NativeTools reports whether Chat asks for native function calling (off
 // unless Options.NativeTools turns it on) and its parallel_tool_calls.
-func (c Chat) NativeTools() (bool, *bool) { return c.Options.nativeTools(false) }
+func (c Chat) NativeTools() (bool, Switch) { return c.Options.nativeTools(false) }
 
 // WithNativeTools returns c with native function calling on.
-func (c Chat) WithNativeTools() Adapter { c.Options.NativeTools = new(true); return c }
+func (c Chat) WithNativeTools() Adapter { c.Options.NativeTools = On; return c }
 
 // Fallback returns the adapter a failed parse is retried with: the JSON
 // adapter with c's tool options and the pieces of its Prompt JSON writes

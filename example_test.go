@@ -165,19 +165,19 @@ func ExampleOptions() {
 	// Chat, JSON, XML and BAML share their settings. Native tool calling
 	// is off for Chat and XML unless turned on, on for JSON and BAML
 	// unless turned off, as in DSPy.
-	chat := adapter.Chat{Options: adapter.Options{NativeTools: new(true), ParallelToolCalls: new(false)}}
+	chat := adapter.Chat{Options: adapter.Options{NativeTools: adapter.On, ParallelToolCalls: adapter.Off}}
 	on, parallel := chat.NativeTools()
-	fmt.Println("chat:", on, *parallel)
+	fmt.Println("chat: native tools", on, "parallel_tool_calls", parallel)
 
 	// Chat's JSON fallback asks for tool calls as Chat does.
 	fallback := chat.Fallback().(adapter.NativeToolAdapter)
 	on, parallel = fallback.NativeTools()
-	fmt.Println(fallback.Name()+":", on, *parallel)
+	fmt.Println(fallback.Name()+": native tools", on, "parallel_tool_calls", parallel)
 
-	on, _ = adapter.JSON{Options: adapter.Options{NativeTools: new(false)}}.NativeTools()
-	fmt.Println("json without native tools:", on)
+	on, _ = adapter.JSON{Options: adapter.Options{NativeTools: adapter.Off}}.NativeTools()
+	fmt.Println("json: native tools", on)
 	// Output:
-	// chat: true false
-	// json: true false
-	// json without native tools: false
+	// chat: native tools true parallel_tool_calls off
+	// json: native tools true parallel_tool_calls off
+	// json: native tools false
 }

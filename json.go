@@ -29,10 +29,10 @@ func (JSON) Name() string { return "json" }
 
 // NativeTools reports whether JSON asks for native function calling (on
 // unless Options.NativeTools turns it off) and its parallel_tool_calls.
-func (j JSON) NativeTools() (bool, *bool) { return j.Options.nativeTools(true) }
+func (j JSON) NativeTools() (bool, Switch) { return j.Options.nativeTools(true) }
 
 // WithNativeTools returns j with native function calling on.
-func (j JSON) WithNativeTools() Adapter { j.Options.NativeTools = new(true); return j }
+func (j JSON) WithNativeTools() Adapter { j.Options.NativeTools = On; return j }
 
 // Format renders the system message, the demos (assistant turns as JSON
 // objects) and the user message with the JSON reminder.

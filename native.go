@@ -76,8 +76,8 @@ type Plan struct {
 // written elsewhere that implements it.
 //
 // NativeTools reports whether the adapter asks for it, and the
-// parallel_tool_calls it sends with native tool calls (nil leaves it to the
-// provider; see [Options].ParallelToolCalls). The pipeline tells the
+// parallel_tool_calls it sends with native tool calls (Auto leaves it to
+// the provider; see [Options].ParallelToolCalls). The pipeline tells the
 // outputs' [NativeHook]s (a ToolCalls output then gets the request's
 // tools); when the adapter does not ask for it, tools, tool_choice and
 // parallel_tool_calls are removed from the request, as DSPy's adapters do.
@@ -90,7 +90,7 @@ type Plan struct {
 // adapter without it asks for the calls in the text.
 type NativeToolAdapter interface {
 	Adapter
-	NativeTools() (on bool, parallel *bool)
+	NativeTools() (on bool, parallel Switch)
 	WithNativeTools() Adapter
 }
 
@@ -119,7 +119,7 @@ type nativeField struct {
 func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField, error) {
 	nt, ok := a.(NativeToolAdapter)
 	var native bool
-	var parallel *bool
+	var parallel Switch
 	if ok {
 		native, parallel = nt.NativeTools()
 	}
@@ -133,7 +133,7 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 // applyHooks is planNative's work on the outputs' hooks, for an adapter
 // that asks for native function calling or not (native) with parallel,
 // its parallel_tool_calls.
-func applyHooks(sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest, native bool, parallel *bool) (*signature.Signature, Values, []nativeField, error) {
+func applyHooks(sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest, native bool, parallel Switch) (*signature.Signature, Values, []nativeField, error) {
 	if !traitsOfSig(sig).native {
 		return sig, inputs, nil, nil
 	}
@@ -160,8 +160,8 @@ func applyHooks(sig *signature.Signature, inputs Values, caps Capabilities, req 
 			*req = *shaped
 		}
 		if !hadTools && len(req.Tools) > 0 {
-			if parallel != nil && req.ParallelToolCalls == nil {
-				req.ParallelToolCalls = *parallel
+			if parallel != Auto && req.ParallelToolCalls == nil {
+				req.ParallelToolCalls = parallel == On
 			}
 			if req.ParallelToolCalls != nil && req.ToolChoice == nil {
 				req.ToolChoice = "auto"

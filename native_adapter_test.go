@@ -29,10 +29,10 @@ func TestCallAdapter(t *testing.T) {
 	assert.Equal(t, xml, adapter.CallAdapter(inCtx, adapter.UseAdapter(xml)), "a call's option beats the context")
 
 	for a, want := range map[adapter.NativeToolAdapter]adapter.Adapter{
-		adapter.Chat{Options: adapter.Options{NoFallback: true}}: adapter.Chat{Options: adapter.Options{NoFallback: true, NativeTools: new(true)}},
-		adapter.XML{}: adapter.XML{Options: adapter.Options{NativeTools: new(true)}},
-		adapter.JSON{Options: adapter.Options{NativeTools: new(false)}}: adapter.JSON{Options: adapter.Options{NativeTools: new(true)}},
-		adapter.BAML{}: adapter.BAML{Options: adapter.Options{NativeTools: new(true)}},
+		adapter.Chat{Options: adapter.Options{NoFallback: true}}: adapter.Chat{Options: adapter.Options{NoFallback: true, NativeTools: adapter.On}},
+		adapter.XML{}: adapter.XML{Options: adapter.Options{NativeTools: adapter.On}},
+		adapter.JSON{Options: adapter.Options{NativeTools: adapter.Off}}: adapter.JSON{Options: adapter.Options{NativeTools: adapter.On}},
+		adapter.BAML{}: adapter.BAML{Options: adapter.Options{NativeTools: adapter.On}},
 	} {
 		assert.Equal(t, want, a.WithNativeTools())
 	}
@@ -79,8 +79,8 @@ func TestFallbackKeepsToolOptions(t *testing.T) {
 		assert.False(t, tools, "%s without native tools: its fallback asks for the calls in the text", a.Name())
 	}
 	on := []adapter.Adapter{
-		adapter.Chat{Options: adapter.Options{NativeTools: new(true), ParallelToolCalls: new(false)}},
-		adapter.XML{Options: adapter.Options{NativeTools: new(true), ParallelToolCalls: new(false)}},
+		adapter.Chat{Options: adapter.Options{NativeTools: adapter.On, ParallelToolCalls: adapter.Off}},
+		adapter.XML{Options: adapter.Options{NativeTools: adapter.On, ParallelToolCalls: adapter.Off}},
 	}
 	for _, a := range on {
 		reqs := toolRequests(t, a, openai.ChatCompletionRequest{}, unreadable, jsonToolReply)
@@ -107,7 +107,7 @@ func TestBAMLNativeTools(t *testing.T) {
 // prompt and parse, with its own switch for native function calling.
 type outside struct {
 	native   bool
-	parallel *bool
+	parallel adapter.Switch
 }
 
 func (outside) Name() string { return "outside" }
@@ -120,7 +120,7 @@ func (outside) Parse(sig *signature.Signature, completion string) (adapter.Value
 	return adapter.JSON{}.Parse(sig, completion)
 }
 
-func (o outside) NativeTools() (bool, *bool) { return o.native, o.parallel }
+func (o outside) NativeTools() (bool, adapter.Switch) { return o.native, o.parallel }
 
 func (o outside) WithNativeTools() adapter.Adapter { o.native = true; return o }
 
@@ -131,7 +131,7 @@ func (o outside) WithNativeTools() adapter.Adapter { o.native = true; return o }
 // methods only the package's adapters could have.)
 func TestOutsideAdapterNativeTools(t *testing.T) {
 	var _ adapter.NativeToolAdapter = outside{}
-	reqs := toolRequests(t, outside{native: true, parallel: new(true)}, openai.ChatCompletionRequest{}, jsonToolReply)
+	reqs := toolRequests(t, outside{native: true, parallel: adapter.On}, openai.ChatCompletionRequest{}, jsonToolReply)
 	_, tools := reqs[0]["tools"]
 	assert.True(t, tools, "native tools on: the tools go in the request")
 	assert.JSONEq(t, `true`, string(reqs[0]["parallel_tool_calls"]))

@@ -60,10 +60,10 @@ func (XML) Name() string { return "xml" }
 
 // NativeTools reports whether XML asks for native function calling (off
 // unless Options.NativeTools turns it on) and its parallel_tool_calls.
-func (x XML) NativeTools() (bool, *bool) { return x.Options.nativeTools(false) }
+func (x XML) NativeTools() (bool, Switch) { return x.Options.nativeTools(false) }
 
 // WithNativeTools returns x with native function calling on.
-func (x XML) WithNativeTools() Adapter { x.Options.NativeTools = new(true); return x }
+func (x XML) WithNativeTools() Adapter { x.Options.NativeTools = On; return x }
 
 // Fallback returns the JSON adapter, as Chat's does; nil with NoFallback.
 func (x XML) Fallback() Adapter { return x.Options.fallback() }
