@@ -45,7 +45,6 @@ func convert(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.Valu
 	if depth > maxInputDepth {
 		return reflect.Value{}, fmt.Errorf("%w: nested over %d levels", ErrInputType, maxInputDepth)
 	}
-	t := spec.GoType()
 	for v.IsValid() && v.Kind() == reflect.Interface {
 		if v.IsNil() {
 			v = reflect.Value{}
@@ -54,29 +53,9 @@ func convert(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.Valu
 		v = v.Elem()
 	}
 	if !v.IsValid() || (v.Kind() == reflect.Pointer || v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
-		switch k := spec.Kind(); {
-		case (k == signature.KindList || k == signature.KindDict) && v.IsValid() && v.Kind() != reflect.Pointer:
-			// A nil slice or map is Go's empty one (len 0), as
-			// encoding/json/v2 writes it: [] or {}, not None.
-			if t.Kind() == reflect.Map {
-				return reflect.MakeMap(t), nil
-			}
-			if t.Kind() == reflect.Slice {
-				return reflect.MakeSlice(t, 0, 0), nil
-			}
-		case k == signature.KindList || k == signature.KindDict:
-			// None for a list or dict that is not Optional: refused below.
-		case v.IsValid() && v.Type() == t:
-			return v, nil
-		default:
-			// nil: None, for the types that can hold it.
-			switch t.Kind() {
-			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-				return reflect.Zero(t), nil
-			}
-		}
-		return reflect.Value{}, fmt.Errorf("%w: None for %s, which is not Optional", ErrInputType, spec)
+		return convertNil(v, spec)
 	}
+	t := spec.GoType()
 	if v.Type() == t && spec.Kind() != signature.KindEnum && spec.Kind() != signature.KindLiteral {
 		return v, checkShowable(v, depth)
 	}
@@ -107,54 +86,12 @@ func convert(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.Valu
 			}
 		}
 		return reflect.Value{}, notA(v, spec)
-	case signature.KindLiteral:
-		for _, l := range spec.Literals() {
-			if l != nil && isLiteral(v, l) {
-				return reflect.ValueOf(l).Convert(t), nil
-			}
-		}
-		return reflect.Value{}, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, Brief(pyjson.Repr(v.Interface())), pyjson.Repr(spec.Literals()))
-	case signature.KindEnum:
-		if v.Kind() != reflect.String {
-			return reflect.Value{}, notA(v, spec)
-		}
-		for _, e := range spec.EnumValues() {
-			if v.String() == e {
-				return v.Convert(t), nil
-			}
-		}
-		return reflect.Value{}, fmt.Errorf("%w: %q is not one of %s", ErrNoMatch, Brief(v.String()), pyjson.Repr(spec.EnumValues()))
+	case signature.KindLiteral, signature.KindEnum:
+		return convertMember(v, spec)
 	case signature.KindList:
-		if v.Kind() != reflect.Slice && v.Kind() != reflect.Array || t.Kind() != reflect.Slice {
-			return reflect.Value{}, notA(v, spec)
-		}
-		out := reflect.MakeSlice(t, v.Len(), v.Len())
-		for i := range v.Len() {
-			e, err := convert(v.Index(i), spec.Elem(), depth+1)
-			if err != nil {
-				return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
-			}
-			out.Index(i).Set(e)
-		}
-		return out, nil
+		return convertList(v, spec, depth)
 	case signature.KindDict:
-		if v.Kind() != reflect.Map || t.Kind() != reflect.Map {
-			return reflect.Value{}, notA(v, spec)
-		}
-		out := reflect.MakeMapWithSize(t, v.Len())
-		iter := v.MapRange()
-		for iter.Next() {
-			k, err := convert(iter.Key(), spec.Key(), depth+1)
-			if err != nil {
-				return reflect.Value{}, fmt.Errorf("key %s: %w", Brief(pyjson.Repr(iter.Key().Interface())), err)
-			}
-			e, err := convert(iter.Value(), spec.Elem(), depth+1)
-			if err != nil {
-				return reflect.Value{}, fmt.Errorf("key %s: %w", Brief(pyjson.Repr(iter.Key().Interface())), err)
-			}
-			out.SetMapIndex(k, e)
-		}
-		return out, nil
+		return convertDict(v, spec, depth)
 	}
 	if v.Kind() == reflect.Pointer && v.Type().Elem() == t { // *T for T: the value it points to
 		return v.Elem(), checkShowable(v.Elem(), depth)
@@ -177,6 +114,94 @@ func convert(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.Valu
 		return v, nil
 	}
 	return convertScalar(v, spec)
+}
+
+// convertNil converts v, nil or a nil pointer, slice or map: None for the
+// types that can hold it; a nil slice or map for a list or dict is Go's
+// empty one (len 0), as encoding/json/v2 writes it: [] or {}, not None.
+func convertNil(v reflect.Value, spec *signature.TypeSpec) (reflect.Value, error) {
+	t := spec.GoType()
+	switch k := spec.Kind(); {
+	case (k == signature.KindList || k == signature.KindDict) && v.IsValid() && v.Kind() != reflect.Pointer:
+		if t.Kind() == reflect.Map {
+			return reflect.MakeMap(t), nil
+		}
+		if t.Kind() == reflect.Slice {
+			return reflect.MakeSlice(t, 0, 0), nil
+		}
+	case k == signature.KindList || k == signature.KindDict:
+		// None for a list or dict that is not Optional: refused below.
+	case v.IsValid() && v.Type() == t:
+		return v, nil
+	default:
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			return reflect.Zero(t), nil
+		}
+	}
+	return reflect.Value{}, fmt.Errorf("%w: None for %s, which is not Optional", ErrInputType, spec)
+}
+
+// convertMember converts v to the Literal or enum member it is.
+func convertMember(v reflect.Value, spec *signature.TypeSpec) (reflect.Value, error) {
+	t := spec.GoType()
+	if spec.Kind() == signature.KindLiteral {
+		for _, l := range spec.Literals() {
+			if l != nil && isLiteral(v, l) {
+				return reflect.ValueOf(l).Convert(t), nil
+			}
+		}
+		return reflect.Value{}, fmt.Errorf("%w: %s is not one of %s", ErrNoMatch, Brief(pyjson.Repr(v.Interface())), pyjson.Repr(spec.Literals()))
+	}
+	if v.Kind() != reflect.String {
+		return reflect.Value{}, notA(v, spec)
+	}
+	for _, e := range spec.EnumValues() {
+		if v.String() == e {
+			return v.Convert(t), nil
+		}
+	}
+	return reflect.Value{}, fmt.Errorf("%w: %q is not one of %s", ErrNoMatch, Brief(v.String()), pyjson.Repr(spec.EnumValues()))
+}
+
+// convertList converts a slice or array to a list type, item by item.
+func convertList(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+	t := spec.GoType()
+	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array || t.Kind() != reflect.Slice {
+		return reflect.Value{}, notA(v, spec)
+	}
+	out := reflect.MakeSlice(t, v.Len(), v.Len())
+	for i := range v.Len() {
+		e, err := convert(v.Index(i), spec.Elem(), depth+1)
+		if err != nil {
+			return reflect.Value{}, fmt.Errorf("item %d: %w", i+1, err)
+		}
+		out.Index(i).Set(e)
+	}
+	return out, nil
+}
+
+// convertDict converts a map to a dict type, key and value by key and
+// value.
+func convertDict(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.Value, error) {
+	t := spec.GoType()
+	if v.Kind() != reflect.Map || t.Kind() != reflect.Map {
+		return reflect.Value{}, notA(v, spec)
+	}
+	out := reflect.MakeMapWithSize(t, v.Len())
+	iter := v.MapRange()
+	for iter.Next() {
+		k, err := convert(iter.Key(), spec.Key(), depth+1)
+		if err != nil {
+			return reflect.Value{}, fmt.Errorf("key %s: %w", Brief(pyjson.Repr(iter.Key().Interface())), err)
+		}
+		e, err := convert(iter.Value(), spec.Elem(), depth+1)
+		if err != nil {
+			return reflect.Value{}, fmt.Errorf("key %s: %w", Brief(pyjson.Repr(iter.Key().Interface())), err)
+		}
+		out.SetMapIndex(k, e)
+	}
+	return out, nil
 }
 
 // convertScalar converts between values of the same kind family: strings
