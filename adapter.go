@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -30,8 +31,17 @@ type StreamingLM interface {
 // Adapter turns a signature, demos and inputs into chat messages. Format is
 // pure: no context, no I/O; it never mutates its arguments.
 //
-// An adapter usually also implements [Parser]; other capabilities are
-// detected by type assertion: [Fallbacker].
+// An adapter also implements [Parser] or [CallingParser]; one that
+// implements neither fails every call before any LM request, with an error
+// naming it. Parse is not a method of Adapter because an adapter such as
+// [TwoStep] cannot read a reply without LM calls of its own: its Parse
+// could only fail. An adapter written outside the package states which it
+// implements at compile time:
+//
+//	var _ adapter.Parser = Mine{}
+//
+// Other capabilities are detected by type assertion: [RequestShaper],
+// [Fallbacker], [NativeToolAdapter], [StreamParser].
 type Adapter interface {
 	// Name is the adapter's short name: chat, json, xml, twostep.
 	Name() string
@@ -71,6 +81,113 @@ type RequestShaper interface {
 type Fallbacker interface {
 	Fallback() Adapter
 }
+
+// Options are the settings the Chat, JSON, XML and BAML adapters share,
+// as slog's handlers share HandlerOptions: each adapter holds them in its
+// Options field,
+//
+//	adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}
+//
+// and the zero Options are DSPy's defaults. An adapter written outside the
+// package can hold them too; the pipeline sees its native tool calling
+// through [NativeToolAdapter].
+type Options struct {
+	// NoFallback turns off the one retry with the JSON adapter after a
+	// parse failure Chat or XML cannot recover (DSPy's
+	// use_json_adapter_fallback=False). JSON and BAML never fall back to
+	// another adapter, as in DSPy. The call option [NoFallback] turns it
+	// off for one call.
+	NoFallback bool
+	// NativeTools turns native function calling on or off (DSPy's
+	// use_native_function_calling). On, a ToolCalls output is answered
+	// through the request's tools (from a Tool input) when the LM supports
+	// them; off, tools, tool_choice and parallel_tool_calls are removed from
+	// the request and the calls are asked for in the text. Auto (the zero
+	// value) keeps the adapter's default, DSPy's: on for JSON and BAML,
+	// off for Chat and XML.
+	NativeTools Switch
+	// ParallelToolCalls, On or Off, is sent as parallel_tool_calls with
+	// native tool calls (DSPy's parallel_tool_calls), unless the request
+	// template says, together with tool_choice "auto" unless the template
+	// sets a tool_choice, as DSPy sends it; Auto leaves both to the
+	// provider.
+	ParallelToolCalls Switch
+	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
+	// DSPy's.
+	Prompt *Prompt
+}
+
+// Switch is an adapter setting that is On, Off, or left to a default:
+// Auto, its zero value.
+type Switch uint8
+
+// The positions of a Switch.
+const (
+	Auto Switch = iota // the default: the adapter's, or the provider's
+	On
+	Off
+)
+
+// String returns "auto", "on" or "off".
+func (s Switch) String() string {
+	switch s {
+	case Auto:
+		return "auto"
+	case On:
+		return "on"
+	case Off:
+		return "off"
+	}
+	return fmt.Sprintf("Switch(%d)", uint8(s))
+}
+
+// or reports whether s is on, def standing for Auto.
+func (s Switch) or(def bool) bool {
+	switch s {
+	case On:
+		return true
+	case Off:
+		return false
+	}
+	return def
+}
+
+// nativeTools is what an adapter holding o tells [NativeToolAdapter]:
+// native function calling as NativeTools says (def for Auto), and its
+// parallel_tool_calls.
+func (o Options) nativeTools(def bool) (bool, Switch) {
+	return o.NativeTools.or(def), o.ParallelToolCalls
+}
+
+// fallback is the JSON adapter a Chat or XML adapter holding o retries a
+// failed parse with, nil with NoFallback: asking for native tools as the
+// adapter does (off by default), with its parallel_tool_calls and the
+// pieces of its Prompt that JSON writes as the others do (DSPy's
+// ChatAdapter passes use_native_function_calling and parallel_tool_calls
+// to its fallback JSONAdapter).
+func (o Options) fallback() Adapter {
+	if o.NoFallback {
+		return nil
+	}
+	native := Off
+	if o.NativeTools == On {
+		native = On
+	}
+	switch fp := o.Prompt.forFallback(); {
+	case fp != nil || o.ParallelToolCalls != Auto:
+		return JSON{Options: Options{NativeTools: native, ParallelToolCalls: o.ParallelToolCalls, Prompt: fp}}
+	case native == On:
+		return nativeJSON
+	}
+	return textJSON
+}
+
+// The usual fallbacks (no Prompt pieces, no parallel_tool_calls), made
+// into Adapter values once.
+var (
+	nativeJSON Adapter = JSON{Options: Options{NativeTools: On}}
+	textJSON   Adapter = JSON{Options: Options{NativeTools: Off}}
+)
 
 // defaultAdapter holds the process-wide default; nil means Chat{}.
 var defaultAdapter atomic.Pointer[Adapter]

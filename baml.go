@@ -29,12 +29,14 @@ import (
 //	}
 //
 // Struct inputs are shown as indented JSON. Parsing, structured-output
-// tiers and fallbacks are the JSON adapter's. The zero value is ready to
-// use and safe for concurrent use.
+// tiers and native tool calling are the JSON adapter's. The zero value is
+// ready to use and safe for concurrent use.
 type BAML struct {
-	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
-	// DSPy's.
-	Prompt *Prompt
+	// Options are the settings BAML shares with the other adapters: native
+	// tool calling on unless NativeTools turns it off, as JSON's (DSPy's
+	// BAMLAdapter is a JSONAdapter); no fallback (NoFallback does
+	// nothing).
+	Options Options
 }
 
 // ErrRecursiveBAML is returned for a recursive struct, which the notation
@@ -44,10 +46,18 @@ var ErrRecursiveBAML = errors.New("adapter: baml: recursive struct types cannot 
 // Name returns "baml".
 func (BAML) Name() string { return "baml" }
 
+// NativeTools reports whether BAML asks for native function calling (on
+// unless Options.NativeTools turns it off) and its parallel_tool_calls.
+func (m BAML) NativeTools() (bool, Switch) { return m.Options.nativeTools(true) }
+
+// WithNativeTools returns m with native function calling on.
+func (m BAML) WithNativeTools() Adapter { m.Options.NativeTools = On; return m }
+
 // Format renders the system message with BAML type notation, the demos
 // (assistant turns as JSON) and the user message with the JSON reminder.
 func (m BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	return bamlLayout.format(m.Prompt, sig, demos, inputs, true)
+	native, _ := m.NativeTools()
+	return bamlLayout.format(m.Options.Prompt, sig, demos, inputs, native)
 }
 
 // bamlLayout is how the BAML adapter writes a conversation.
@@ -136,7 +146,7 @@ func (BAML) Parse(sig *signature.Signature, completion string) (Values, error) {
 
 // ShapeRequest chooses the response format as the JSON adapter does.
 func (BAML) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
-	return JSON{}.ShapeRequest(sig, req, caps, level)
+	return shapeJSON(sig, req, caps, level)
 }
 
 const bamlIndent = "  "

@@ -143,7 +143,7 @@ func TestCallParseError(t *testing.T) {
 	srv := lmtest.NewServer(lmtest.Text(reply))
 	defer srv.Close()
 	_, err := adapter.Call(context.Background(), srv.Client(), mustParse(t, "q -> reasoning, answer: int"), nil,
-		adapter.Values{"q": "x"}, adapter.UseAdapter(adapter.Chat{NoFallback: true}))
+		adapter.Values{"q": "x"}, adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NoFallback: true}}))
 	var pe *adapter.ParseError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "answer", pe.Field)

@@ -34,51 +34,26 @@ import (
 //
 // The zero value is ready to use and safe for concurrent use.
 type Chat struct {
-	// NoFallback turns off the one retry with the JSON adapter after a
-	// parse failure the Chat parser cannot recover (DSPy's
-	// use_json_adapter_fallback=False).
-	NoFallback bool
-	// NativeTools asks for native function calling: a ToolCalls output is
-	// answered through the request's tools (from a Tool input) when the LM
-	// supports them. Off by default, as in DSPy's ChatAdapter; then tools,
-	// tool_choice and parallel_tool_calls are removed from the request.
-	NativeTools bool
-	// ParallelToolCalls, when set, is sent as parallel_tool_calls with
-	// native tool calls (see [ParallelToolCalls]); nil leaves it to the
-	// provider.
-	ParallelToolCalls *bool
-	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
-	// DSPy's.
-	Prompt *Prompt
+	// Options are the settings Chat shares with the other adapters: a JSON
+	// fallback unless NoFallback, native tool calling off unless
+	// NativeTools turns it on, as in DSPy's ChatAdapter.
+	Options Options
 }
-
-func (c Chat) parallelToolCalls() *bool { return c.ParallelToolCalls }
-
-func (c Chat) nativeTools() bool { return c.NativeTools }
 
 // Name returns "chat".
 func (Chat) Name() string { return "chat" }
 
-// Fallback returns the adapter a failed parse is retried with: nil while
-// NoFallback is set or no JSON adapter is available.
-func (c Chat) Fallback() Adapter {
-	if c.NoFallback {
-		return nil
-	}
-	return fallbackFor(c.Prompt)
-}
+// NativeTools reports whether Chat asks for native function calling (off
+// unless Options.NativeTools turns it on) and its parallel_tool_calls.
+func (c Chat) NativeTools() (bool, Switch) { return c.Options.nativeTools(false) }
 
-// jsonFallback is the adapter Chat falls back to; the JSON adapter sets it.
-var jsonFallback Adapter
+// WithNativeTools returns c with native function calling on.
+func (c Chat) WithNativeTools() Adapter { c.Options.NativeTools = On; return c }
 
-// fallbackFor is the JSON fallback of an adapter with prompt p: the JSON
-// adapter keeping p's field and task descriptions.
-func fallbackFor(p *Prompt) Adapter {
-	if fp := p.forFallback(); fp != nil {
-		return JSON{Prompt: fp}
-	}
-	return jsonFallback
-}
+// Fallback returns the adapter a failed parse is retried with: the JSON
+// adapter with c's tool options and the pieces of its Prompt JSON writes
+// as Chat does; nil with NoFallback.
+func (c Chat) Fallback() Adapter { return c.Options.fallback() }
 
 // DSPy's texts for demos with missing fields.
 const (
@@ -91,7 +66,8 @@ const (
 // (incomplete demos first, then complete ones, as DSPy orders them) and the
 // user message with the output reminder.
 func (c Chat) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	return chatLayout.format(c.Prompt, sig, demos, inputs, c.NativeTools)
+	native, _ := c.NativeTools()
+	return chatLayout.format(c.Options.Prompt, sig, demos, inputs, native)
 }
 
 // chatLayout is how the Chat adapter writes a conversation.
@@ -110,34 +86,35 @@ type (
 	assistantFunc func(a *arena, sig *signature.Signature, vals Values, missing string) (string, error)
 )
 
+// demoKind is how DSPy's format_demos takes a demo.
+type demoKind uint8
+
+const (
+	demoDropped    demoKind = iota // neither complete nor kept
+	demoIncomplete                 // kept, written first, with the incomplete prefix
+	demoComplete                   // every field has a non-nil value
+)
+
 // formatDemos appends the demos as DSPy's format_demos does: a demo is
 // complete when every field has a non-nil value; an incomplete one is kept
 // if it has at least one input and one output key; incomplete demos come
 // first.
 func formatDemos(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, demos []Values, user userFunc, assistant assistantFunc) ([]openai.ChatCompletionMessage, error) {
-	var kindBuf [16]uint8 // per demo: 0 dropped, 1 incomplete, 2 complete
+	var kindBuf [16]demoKind
 	kinds := kindBuf[:0]
 	if len(demos) > len(kindBuf) {
-		kinds = make([]uint8, 0, len(demos))
+		kinds = make([]demoKind, 0, len(demos))
 	}
 	for _, d := range demos {
-		switch complete, keep := demoKind(sig, d); {
-		case complete:
-			kinds = append(kinds, 2)
-		case keep:
-			kinds = append(kinds, 1)
-		default:
-			kinds = append(kinds, 0)
-		}
+		kinds = append(kinds, kindOf(sig, d))
 	}
-	for pass := range 2 {
+	for _, pass := range [...]demoKind{demoIncomplete, demoComplete} {
 		for i, d := range demos {
-			if kinds[i] != uint8(pass+1) {
+			if kinds[i] != pass {
 				continue
 			}
-			complete := pass == 1
 			prefix, missing := incompleteDemoPrefix, notSuppliedExample
-			if complete {
+			if pass == demoComplete {
 				prefix, missing = "", notSuppliedHistory
 			}
 			u, err := user(ar, sig, d, prefix, "")
@@ -169,8 +146,9 @@ func appendMessage(msgs []openai.ChatCompletionMessage, role, content string) []
 	return msgs
 }
 
-func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
-	complete = true
+// kindOf returns how format_demos takes demo d.
+func kindOf(sig *signature.Signature, d Values) demoKind {
+	complete := true
 	var hasIn, hasOut bool
 	for i := range sig.NumInputs() {
 		v, ok := d[sig.InputName(i)]
@@ -182,7 +160,13 @@ func demoKind(sig *signature.Signature, d Values) (complete, keep bool) {
 		hasOut = hasOut || ok
 		complete = complete && ok && !isNil(v)
 	}
-	return complete, complete || hasIn && hasOut
+	switch {
+	case complete:
+		return demoComplete
+	case hasIn && hasOut:
+		return demoIncomplete
+	}
+	return demoDropped
 }
 
 // isNil reports a nil value, including a typed nil pointer, slice or map
@@ -255,12 +239,12 @@ type formatted struct {
 	present bool
 }
 
-// formatFields renders the values of the inputs (or outputs) present in
+// formatFields renders the values of the fields of role r present in
 // vals into dst, and returns the total length.
-func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals Values) ([]formatted, int, error) {
+func formatFields(dst []formatted, sig *signature.Signature, r signature.Role, vals Values) ([]formatted, int, error) {
 	size := 0
-	for i := range numFields(sig, outputs) {
-		name := fieldName(sig, outputs, i)
+	for i := range numFields(sig, r) {
+		name := fieldName(sig, r, i)
 		v, ok := vals[name]
 		if !ok {
 			dst = append(dst, formatted{})
@@ -269,7 +253,7 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 		s, isStr := v.(string) // a string is its own text (value.Format's fast path)
 		if !isStr {
 			var err error
-			if s, err = formatValue(v, field(sig, outputs, i)); err != nil {
+			if s, err = formatValue(v, fieldAt(sig, r, i)); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -285,7 +269,7 @@ func formatFields(dst []formatted, sig *signature.Signature, outputs bool, vals 
 // request); joined by blank lines and stripped.
 func chatUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder string) (string, error) {
 	var buf [8]formatted
-	fs, size, err := formatFields(buf[:0], sig, false, vals)
+	fs, size, err := formatFields(buf[:0], sig, signature.Input, vals)
 	if err != nil {
 		return "", err
 	}
@@ -348,7 +332,7 @@ func writeTypeInfo(b *strings.Builder, f signature.Field) {
 // the completed marker.
 func chatAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
 	var buf [8]formatted
-	fs, size, err := formatFields(buf[:0], sig, true, vals)
+	fs, size, err := formatFields(buf[:0], sig, signature.Output, vals)
 	if err != nil {
 		return "", err
 	}
@@ -410,22 +394,6 @@ func omitNone(f signature.Field, vals Values, missing string) bool {
 // missing field is an ErrMissingField error carrying the fields read.
 func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "chat", reply.Markers)
-}
-
-// ShapeRequest removes tools, tool_choice and parallel_tool_calls from the
-// request unless NativeTools is set: the Chat adapter then asks for tool
-// calls in the text (a ToolCalls output field), as DSPy's ChatAdapter does
-// without native function calling.
-func (c Chat) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
-	if !c.NativeTools {
-		stripTools(req)
-	}
-	return "", level == 0, nil
-}
-
-// stripTools removes the native tool-calling options from req.
-func stripTools(req *openai.ChatCompletionRequest) {
-	req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, nil, nil
 }
 
 // FormatFinetune returns the conversation of one training example for

@@ -28,11 +28,14 @@
 // database/sql does: [Parser] (reads a reply from its text),
 // [RequestShaper] (sets request options such as response_format, with a
 // lower tier when the provider rejects them), [Fallbacker] (retries once
-// with another adapter after a parse failure) and [StreamParser] (routes
-// streamed text to fields, for [Stream]). A [Prompt] on Chat, JSON, XML or
-// BAML changes a piece of the prompt (the field description, the field
-// structure, the task description, the output requirements) and keeps the
-// rest as DSPy writes it.
+// with another adapter after a parse failure), [NativeToolAdapter] (asks
+// for tool calls through the provider's function calling) and
+// [StreamParser] (routes streamed text to fields, for [Stream]). Chat,
+// JSON, XML and BAML share their settings, [Options]: the fallback, native
+// tool calling, parallel_tool_calls, and a [Prompt] that changes a piece of
+// the prompt (the field description, the field structure, the task
+// description, the output requirements) and keeps the rest as DSPy writes
+// it.
 //
 // # Streaming and observing
 //

@@ -37,7 +37,7 @@ var (
 	// cannot be converted to it without loss (a string for list[str], 42
 	// for str, 2.5 for int), or holds what no prompt can show (a channel,
 	// a function). The *InputError names the field.
-	ErrInputType = errors.New("input value does not fit the field's type")
+	ErrInputType = value.ErrInputType
 	// ErrContextWindow: the prompt does not fit the model's context window.
 	// It is matched by errors.Is on an *LMError and never triggers a
 	// fallback.

@@ -144,11 +144,11 @@ func ExamplePrompt() {
 
 	// Change one piece of the prompt, keep the rest as DSPy writes it:
 	// here the task description gets a house rule appended.
-	chat := adapter.Chat{Prompt: &adapter.Prompt{
+	chat := adapter.Chat{Options: adapter.Options{Prompt: &adapter.Prompt{
 		TaskDescription: func(_ *signature.Signature, text string) string {
 			return text + "\n        Answer in one sentence."
 		},
-	}}
+	}}}
 	msgs, _ := chat.Format(sig, nil, adapter.Values{"question": "Why is the sky blue?"})
 	system := strings.Split(msgs[0].Content, "\n")
 	for _, line := range system[len(system)-4:] {
@@ -159,4 +159,25 @@ func ExamplePrompt() {
 	// In adhering to this structure, your objective is:
 	// Given the fields `question`, produce the fields `answer`.
 	// Answer in one sentence.
+}
+
+func ExampleOptions() {
+	// Chat, JSON, XML and BAML share their settings. Native tool calling
+	// is off for Chat and XML unless turned on, on for JSON and BAML
+	// unless turned off, as in DSPy.
+	chat := adapter.Chat{Options: adapter.Options{NativeTools: adapter.On, ParallelToolCalls: adapter.Off}}
+	on, parallel := chat.NativeTools()
+	fmt.Println("chat: native tools", on, "parallel_tool_calls", parallel)
+
+	// Chat's JSON fallback asks for tool calls as Chat does.
+	fallback := chat.Fallback().(adapter.NativeToolAdapter)
+	on, parallel = fallback.NativeTools()
+	fmt.Println(fallback.Name()+": native tools", on, "parallel_tool_calls", parallel)
+
+	on, _ = adapter.JSON{Options: adapter.Options{NativeTools: adapter.Off}}.NativeTools()
+	fmt.Println("json: native tools", on)
+	// Output:
+	// chat: native tools true parallel_tool_calls off
+	// json: native tools true parallel_tool_calls off
+	// json: native tools false
 }

@@ -7,3 +7,6 @@ func OnJoin(f func()) (stop func()) {
 	joinHook.Store(&f)
 	return func() { joinHook.Store(nil) }
 }
+
+// ExtractionSignature is the signature TwoStep's extractor answers.
+var ExtractionSignature = buildExtractionSignature

@@ -51,12 +51,12 @@ func writesNoneAsEmpty(spec *signature.TypeSpec) bool {
 }
 
 // writeFieldDescriptions writes DSPy's get_field_description_string for
-// the inputs (or outputs): one numbered line per field, with its
-// description and constraints, the block stripped at the end.
-func writeFieldDescriptions(b *strings.Builder, sig *signature.Signature, outputs bool) {
-	n := numFields(sig, outputs)
+// the fields of role r: one numbered line per field, with its description
+// and constraints, the block stripped at the end.
+func writeFieldDescriptions(b *strings.Builder, sig *signature.Signature, r signature.Role) {
+	n := numFields(sig, r)
 	for i := range n {
-		f := field(sig, outputs, i)
+		f := fieldAt(sig, r, i)
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -90,25 +90,28 @@ func writeFieldDescriptions(b *strings.Builder, sig *signature.Signature, output
 	}
 }
 
-// field returns the i-th input or output field.
-func field(sig *signature.Signature, output bool, i int) signature.Field {
-	if output {
+// roles are the two roles of a signature's fields, inputs first.
+var roles = [...]signature.Role{signature.Input, signature.Output}
+
+// fieldAt returns the i-th field of role r.
+func fieldAt(sig *signature.Signature, r signature.Role, i int) signature.Field {
+	if r == signature.Output {
 		return sig.Output(i)
 	}
 	return sig.Input(i)
 }
 
-// fieldName returns the name of the i-th input or output.
-func fieldName(sig *signature.Signature, output bool, i int) string {
-	if output {
+// fieldName returns the name of the i-th field of role r.
+func fieldName(sig *signature.Signature, r signature.Role, i int) string {
+	if r == signature.Output {
 		return sig.OutputName(i)
 	}
 	return sig.InputName(i)
 }
 
-// numFields returns the number of inputs or outputs.
-func numFields(sig *signature.Signature, outputs bool) int {
-	if outputs {
+// numFields returns the number of fields of role r.
+func numFields(sig *signature.Signature, r signature.Role) int {
+	if r == signature.Output {
 		return sig.NumOutputs()
 	}
 	return sig.NumInputs()
@@ -366,9 +369,9 @@ type demoVal struct {
 func demoTexts(sig *signature.Signature, demos []Values) (vals []demoVal, ok bool) {
 	vals = make([]demoVal, 0, len(demos)*(sig.NumInputs()+sig.NumOutputs()))
 	for _, d := range demos {
-		for out := range 2 {
-			for i := range numFields(sig, out == 1) {
-				v, present := d[fieldName(sig, out == 1, i)]
+		for _, r := range roles {
+			for i := range numFields(sig, r) {
+				v, present := d[fieldName(sig, r, i)]
 				s, isStr := v.(string)
 				if present && !isStr {
 					return nil, false
@@ -387,9 +390,9 @@ func (c *demoCache) matches(sig *signature.Signature, demos []Values) bool {
 	}
 	k := 0
 	for _, d := range demos {
-		for out := range 2 {
-			for i := range numFields(sig, out == 1) {
-				v, present := d[fieldName(sig, out == 1, i)]
+		for _, r := range roles {
+			for i := range numFields(sig, r) {
+				v, present := d[fieldName(sig, r, i)]
 				s, isStr := v.(string)
 				if present != c.vals[k].ok || present && (!isStr || s != c.vals[k].s) {
 					return false
@@ -500,7 +503,7 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	if kept {
 		scan = len(msgs)
 	}
-	if msgs, err = formatTurns(ar, msgs, sig, inputs, l.user, l.assistant, reminder, nativeTools); err != nil {
+	if msgs, err = l.formatTurns(ar, msgs, sig, inputs, reminder, nativeTools); err != nil {
 		return nil, err
 	}
 	expandAll(msgs[scan:])

@@ -18,32 +18,27 @@ import (
 //
 // The zero value is ready to use and safe for concurrent use.
 type JSON struct {
-	// NoNativeTools turns off native function calling, which the JSON
-	// adapter uses by default (as DSPy's JSONAdapter does): a ToolCalls
-	// output is answered through the request's tools when the LM supports
-	// them. With it set, tools, tool_choice and parallel_tool_calls are
-	// removed from the request, as DSPy does.
-	NoNativeTools bool
-	// ParallelToolCalls is sent with native tool calls, as Chat's.
-	ParallelToolCalls *bool
-	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
-	// DSPy's.
-	Prompt *Prompt
+	// Options are the settings JSON shares with the other adapters:
+	// native tool calling on unless NativeTools turns it off, as in DSPy's
+	// JSONAdapter; no fallback (NoFallback does nothing).
+	Options Options
 }
-
-func (j JSON) parallelToolCalls() *bool { return j.ParallelToolCalls }
-
-func (j JSON) nativeTools() bool { return !j.NoNativeTools }
-
-func init() { jsonFallback = JSON{} }
 
 // Name returns "json".
 func (JSON) Name() string { return "json" }
 
+// NativeTools reports whether JSON asks for native function calling (on
+// unless Options.NativeTools turns it off) and its parallel_tool_calls.
+func (j JSON) NativeTools() (bool, Switch) { return j.Options.nativeTools(true) }
+
+// WithNativeTools returns j with native function calling on.
+func (j JSON) WithNativeTools() Adapter { j.Options.NativeTools = On; return j }
+
 // Format renders the system message, the demos (assistant turns as JSON
 // objects) and the user message with the JSON reminder.
 func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	return jsonLayout.format(j.Prompt, sig, demos, inputs, !j.NoNativeTools)
+	native, _ := j.NativeTools()
+	return jsonLayout.format(j.Options.Prompt, sig, demos, inputs, native)
 }
 
 // jsonLayout is how the JSON adapter writes a conversation.
@@ -191,12 +186,13 @@ const (
 // supports (see [Capabilities]): a strict json_schema built from the output
 // fields, else json_object, else the prompt alone. A signature that strict
 // mode cannot express (maps, Any) starts at json_object. A response format
-// in the caller's request template is kept as it is. With NoNativeTools,
-// tools, tool_choice and parallel_tool_calls are removed.
-func (j JSON) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
-	if j.NoNativeTools {
-		stripTools(req)
-	}
+// in the caller's request template is kept as it is.
+func (JSON) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
+	return shapeJSON(sig, req, caps, level)
+}
+
+// shapeJSON is the JSON and BAML adapters' ShapeRequest.
+func shapeJSON(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
 	if req.ResponseFormat != nil {
 		return string(req.ResponseFormat.Type), level == 0, nil
 	}

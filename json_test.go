@@ -152,7 +152,7 @@ func TestChatFallsBackToJSON(t *testing.T) {
 	assert.Equal(t, "json", res.Adapter)
 	assert.Equal(t, 2, res.Calls)
 	assert.Equal(t, 42, res.Outputs[0]["answer"])
-	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseAdapter(adapter.Chat{NoFallback: true}), adapter.NoRetry())
+	_, err = adapter.Call(context.Background(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NoFallback: true}}), adapter.NoRetry())
 	assert.Error(t, err)
 }
 

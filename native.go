@@ -49,17 +49,11 @@ type NativeRequest struct {
 	Inputs    Values                       // the call's inputs
 	Caps      Capabilities                 // what the LM declares
 	Request   openai.ChatCompletionRequest // the request template (a copy)
-	// NativeTools: the adapter asks for native function calling (JSON by
-	// default; Chat and XML when their NativeTools is set).
+	// NativeTools: the adapter asks for native function calling (see
+	// [NativeToolAdapter]; JSON and BAML by default, Chat and XML when
+	// their Options.NativeTools turns it on).
 	NativeTools bool
 }
-
-// ParallelToolCalls is the adapters' option for parallel_tool_calls: sent
-// with native tool calls when set, unless the request template already
-// says (DSPy's Adapter(parallel_tool_calls=...)), together with
-// tool_choice "auto" unless the template sets a tool_choice, as DSPy
-// sends it.
-func ParallelToolCalls(allow bool) *bool { return &allow }
 
 // Plan is what a NativeHook decides for one call.
 type Plan struct {
@@ -76,12 +70,28 @@ type Plan struct {
 	Err error
 }
 
-// nativeTooler is implemented by adapters that say whether they use native
-// function calling, and whether the model may call tools in parallel (nil:
-// the provider's default).
-type nativeTooler interface {
-	nativeTools() bool
-	parallelToolCalls() *bool
+// NativeToolAdapter is implemented by adapters that can ask for tool
+// calls through the provider's function calling (DSPy's
+// use_native_function_calling): Chat, JSON, XML and BAML, and any adapter
+// written elsewhere that implements it.
+//
+// NativeTools reports whether the adapter asks for it, and the
+// parallel_tool_calls it sends with native tool calls (Auto leaves it to
+// the provider; see [Options].ParallelToolCalls). The pipeline tells the
+// outputs' [NativeHook]s (a ToolCalls output then gets the request's
+// tools); when the adapter does not ask for it, tools, tool_choice and
+// parallel_tool_calls are removed from the request, as DSPy's adapters do.
+// An adapter that does not implement the interface asks for no native
+// tools and leaves the request's tool options as the template sets them.
+//
+// WithNativeTools returns a copy of the adapter with native function
+// calling on. A module that calls tools natively (predict.ReAct with
+// predict.WithNativeTools) switches the adapter of its calls with it; an
+// adapter without it asks for the calls in the text.
+type NativeToolAdapter interface {
+	Adapter
+	NativeTools() (on bool, parallel Switch)
+	WithNativeTools() Adapter
 }
 
 var (
@@ -104,14 +114,31 @@ type nativeField struct {
 // has parallel_tool_calls gets tool_choice "auto" unless the template sets
 // one: DSPy's LM layer adds it only then, so a request without
 // parallel_tool_calls leaves tool_choice to the provider. A hook's Err
-// stops the call (an *InputError naming the field).
+// stops the call (an *InputError naming the field). A [NativeToolAdapter]
+// that asks for no native tools gets a request without tool options.
 func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField, error) {
+	nt, ok := a.(NativeToolAdapter)
+	var native bool
+	var parallel Switch
+	if ok {
+		native, parallel = nt.NativeTools()
+	}
+	fsig, fin, dropped, err := applyHooks(sig, inputs, caps, req, native, parallel)
+	if err == nil && ok && !native {
+		stripTools(req)
+	}
+	return fsig, fin, dropped, err
+}
+
+// applyHooks is planNative's work on the outputs' hooks, for an adapter
+// that asks for native function calling or not (native) with parallel,
+// its parallel_tool_calls.
+func applyHooks(sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest, native bool, parallel Switch) (*signature.Signature, Values, []nativeField, error) {
 	if !traitsOfSig(sig).native {
 		return sig, inputs, nil, nil
 	}
 	var dropped []nativeField
 	fsig, fin, copied := sig, inputs, false
-	nt, _ := a.(nativeTooler)
 	for i := range sig.NumOutputs() {
 		f := sig.Output(i)
 		if !traitsOf(f.Type).native {
@@ -119,7 +146,7 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 		}
 		hook := reflect.Zero(f.Type).Interface().(NativeHook)
 		plan := hook.PlanNative(NativeRequest{Field: f.Name, Signature: sig, Inputs: inputs, Caps: caps, Request: *req,
-			NativeTools: nt != nil && nt.nativeTools()})
+			NativeTools: native})
 		if plan.Err != nil {
 			return nil, nil, nil, &InputError{Field: f.Name, Err: plan.Err}
 		}
@@ -133,8 +160,8 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 			*req = *shaped
 		}
 		if !hadTools && len(req.Tools) > 0 {
-			if p := parallelOf(nt); p != nil && req.ParallelToolCalls == nil {
-				req.ParallelToolCalls = *p
+			if parallel != Auto && req.ParallelToolCalls == nil {
+				req.ParallelToolCalls = parallel == On
 			}
 			if req.ParallelToolCalls != nil && req.ToolChoice == nil {
 				req.ToolChoice = "auto"
@@ -157,11 +184,9 @@ func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabil
 	return fsig, fin, dropped, nil
 }
 
-func parallelOf(nt nativeTooler) *bool {
-	if nt == nil {
-		return nil
-	}
-	return nt.parallelToolCalls()
+// stripTools removes the native tool-calling options from req.
+func stripTools(req *openai.ChatCompletionRequest) {
+	req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, nil, nil
 }
 
 // wireField is an output whose type is a WireReader.
@@ -290,27 +315,6 @@ func traitsOf(t reflect.Type) typeTraits {
 	traitsCache.Store(t, tr)
 	return tr
 }
-
-// NativeToolAdapter is implemented by adapters that can ask for tool calls
-// through the provider's function calling: WithNativeTools returns a copy
-// of the adapter with it on (Chat and XML with NativeTools set, JSON
-// without NoNativeTools). A module that calls tools natively
-// (predict.ReAct with predict.WithNativeTools) switches the adapter of its
-// calls with it; an adapter without it asks for the calls in the text, as
-// DSPy's adapters do without native function calling.
-type NativeToolAdapter interface {
-	Adapter
-	WithNativeTools() Adapter
-}
-
-// WithNativeTools returns c with NativeTools set.
-func (c Chat) WithNativeTools() Adapter { c.NativeTools = true; return c }
-
-// WithNativeTools returns x with NativeTools set.
-func (x XML) WithNativeTools() Adapter { x.NativeTools = true; return x }
-
-// WithNativeTools returns j without NoNativeTools.
-func (j JSON) WithNativeTools() Adapter { j.NoNativeTools = false; return j }
 
 // CallAdapter returns the adapter a [Call] with ctx and opts uses:
 // [UseAdapter], else [WithAdapter] on ctx, else an adapter named under

@@ -43,9 +43,12 @@ func historyField(sig *signature.Signature) int { return traitsOfSig(sig).histor
 // formatTurns appends what follows the system message and the demos, as
 // DSPy's Adapter.format does: the conversation history, then the request
 // (its inputs already converted to their fields' types, see
-// convertInputs).
-func formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, inputs Values, user userFunc, assistant assistantFunc, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+// convertInputs) ending in the output requirements, reminder. A turn
+// holding tool calls is replayed as the provider's tool calls when the
+// adapter asks for native tools.
+func (l *layout) formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, inputs Values, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
 	var err error
+	user, assistant := l.user, l.assistant
 	reqSig, reqInputs := sig, inputs
 	if h := historyField(sig); h >= 0 {
 		name := sig.Input(h).Name

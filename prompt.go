@@ -54,9 +54,9 @@ type structureFunc func(b *strings.Builder, sig *signature.Signature) error
 // writeFieldDescription writes DSPy's format_field_description.
 func writeFieldDescription(b *strings.Builder, sig *signature.Signature) {
 	b.WriteString("Your input fields are:\n")
-	writeFieldDescriptions(b, sig, false)
+	writeFieldDescriptions(b, sig, signature.Input)
 	b.WriteString("\nYour output fields are:\n")
-	writeFieldDescriptions(b, sig, true)
+	writeFieldDescriptions(b, sig, signature.Output)
 }
 
 // systemText writes DSPy's format_system_message with an adapter's field
@@ -88,15 +88,15 @@ func (p *Prompt) systemMessage(sig *signature.Signature, own memoText, structure
 	if err := structure(&b, sig); err != nil {
 		return "", err
 	}
-	layout := b.String()
+	fields := b.String()
 	b.Reset()
 	writeObjective(&b, sig.Instructions())
 	task := b.String()
 	b.Reset()
 	for _, piece := range [...]string{
-		apply(p.FieldDescription, sig, desc),
-		apply(p.FieldStructure, sig, layout),
-		apply(p.TaskDescription, sig, task),
+		rewrite(p.FieldDescription, sig, desc),
+		rewrite(p.FieldStructure, sig, fields),
+		rewrite(p.TaskDescription, sig, task),
 	} {
 		if piece == "" {
 			continue
@@ -115,7 +115,7 @@ func (p *Prompt) requirements(sig *signature.Signature, own memoText) (string, e
 	if own.err != nil || p == nil {
 		return own.text, own.err
 	}
-	return apply(p.OutputRequirements, sig, own.text), nil
+	return rewrite(p.OutputRequirements, sig, own.text), nil
 }
 
 // forFallback is the Prompt the JSON fallback uses: the pieces JSON writes
@@ -127,8 +127,8 @@ func (p *Prompt) forFallback() *Prompt {
 	return &Prompt{FieldDescription: p.FieldDescription, TaskDescription: p.TaskDescription}
 }
 
-// apply runs a piece's function on the adapter's text, or keeps the text.
-func apply(f func(*signature.Signature, string) string, sig *signature.Signature, text string) string {
+// rewrite runs a piece's function on the adapter's text, or keeps the text.
+func rewrite(f func(*signature.Signature, string) string, sig *signature.Signature, text string) string {
 	if f == nil {
 		return text
 	}

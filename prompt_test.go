@@ -17,16 +17,16 @@ import (
 func withPrompt(a adapter.Adapter, p *adapter.Prompt) adapter.Adapter {
 	switch a := a.(type) {
 	case adapter.Chat:
-		a.Prompt = p
+		a.Options.Prompt = p
 		return a
 	case adapter.JSON:
-		a.Prompt = p
+		a.Options.Prompt = p
 		return a
 	case adapter.XML:
-		a.Prompt = p
+		a.Options.Prompt = p
 		return a
 	case adapter.BAML:
-		a.Prompt = p
+		a.Options.Prompt = p
 		return a
 	}
 	return nil
@@ -149,7 +149,7 @@ func TestPromptFallback(t *testing.T) {
 			return "Start with [[ ## answer ## ]]."
 		},
 	}
-	res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "2+2?"}, adapter.UseAdapter(adapter.Chat{Prompt: p}))
+	res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "2+2?"}, adapter.UseAdapter(adapter.Chat{Options: adapter.Options{Prompt: p}}))
 	require.NoError(t, err)
 	assert.Equal(t, "json", res.Adapter)
 	assert.Equal(t, 4, res.Outputs[0]["answer"])

@@ -118,17 +118,17 @@ func (l *layout) requirements(p *Prompt, sig *signature.Signature) (string, erro
 }
 
 func (c Chat) outputRequirements(sig *signature.Signature) (string, error) {
-	return chatLayout.requirements(c.Prompt, sig)
+	return chatLayout.requirements(c.Options.Prompt, sig)
 }
 
 func (j JSON) outputRequirements(sig *signature.Signature) (string, error) {
-	return jsonLayout.requirements(j.Prompt, sig)
+	return jsonLayout.requirements(j.Options.Prompt, sig)
 }
 
 func (x XML) outputRequirements(sig *signature.Signature) (string, error) {
-	return xmlLayout.requirements(x.Prompt, sig)
+	return xmlLayout.requirements(x.Options.Prompt, sig)
 }
 
 func (m BAML) outputRequirements(sig *signature.Signature) (string, error) {
-	return bamlLayout.requirements(m.Prompt, sig)
+	return bamlLayout.requirements(m.Options.Prompt, sig)
 }

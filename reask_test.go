@@ -39,13 +39,13 @@ func requirementsOf(t *testing.T, a adapter.Adapter, sig *signature.Signature) s
 	var err error
 	switch a.(type) {
 	case adapter.Chat:
-		_, err = adapter.Chat{Prompt: p}.Format(sig, nil, adapter.Values{"question": "q"})
+		_, err = adapter.Chat{Options: adapter.Options{Prompt: p}}.Format(sig, nil, adapter.Values{"question": "q"})
 	case adapter.JSON:
-		_, err = adapter.JSON{Prompt: p}.Format(sig, nil, adapter.Values{"question": "q"})
+		_, err = adapter.JSON{Options: adapter.Options{Prompt: p}}.Format(sig, nil, adapter.Values{"question": "q"})
 	case adapter.XML:
-		_, err = adapter.XML{Prompt: p}.Format(sig, nil, adapter.Values{"question": "q"})
+		_, err = adapter.XML{Options: adapter.Options{Prompt: p}}.Format(sig, nil, adapter.Values{"question": "q"})
 	case adapter.BAML:
-		_, err = adapter.BAML{Prompt: p}.Format(sig, nil, adapter.Values{"question": "q"})
+		_, err = adapter.BAML{Options: adapter.Options{Prompt: p}}.Format(sig, nil, adapter.Values{"question": "q"})
 	default:
 		t.Fatalf("no requirements for %T", a)
 	}
@@ -147,7 +147,7 @@ func TestReaskCustomRequirements(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := lmtest.NewServer(lmtest.Text(reaskBad), lmtest.Text(reaskGood))
 			defer srv.Close()
-			a := adapter.Chat{Prompt: &adapter.Prompt{OutputRequirements: func(*signature.Signature, string) string { return c.req }}}
+			a := adapter.Chat{Options: adapter.Options{Prompt: &adapter.Prompt{OutputRequirements: func(*signature.Signature, string) string { return c.req }}}}
 			_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, reaskModel, adapter.UseAdapter(a), adapter.WithReask(1))
 			require.NoError(t, err)
 			reqs := srv.Requests()
@@ -633,7 +633,7 @@ func TestReaskTwoStep(t *testing.T) {
 	ext := lmtest.NewServer(lmtest.Text(reaskBad), lmtest.Text(reaskGood))
 	defer ext.Close()
 	two := adapter.TwoStep{Extractor: ext.Client(), ExtractorRequest: openai.ChatCompletionRequest{Model: "small"},
-		ExtractorAdapter: adapter.Chat{NoFallback: true}}
+		ExtractorAdapter: adapter.Chat{Options: adapter.Options{NoFallback: true}}}
 	res, err := adapter.Call(t.Context(), main.Client(), sig, nil, adapter.Values{"question": "q"}, reaskModel, adapter.UseAdapter(two), adapter.WithReask(1))
 	require.NoError(t, err)
 	assert.Equal(t, 42, res.Outputs[0]["answer"])

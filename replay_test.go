@@ -398,7 +398,7 @@ type replaySetup struct {
 	reply   func(choice int) string
 }
 
-var replayAdapters = []adapter.Adapter{adapter.Chat{NativeTools: true}, adapter.JSON{}, adapter.XML{NativeTools: true}}
+var replayAdapters = []adapter.Adapter{adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}, adapter.JSON{}, adapter.XML{Options: adapter.Options{NativeTools: adapter.On}}}
 
 func setupFor(t *testing.T, r recording, f facts, a adapter.Adapter) replaySetup {
 	s := replaySetup{inputs: adapter.Values{"question": "What is 2 + 2?"}}

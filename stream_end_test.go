@@ -224,7 +224,7 @@ func TestStreamToolCallAtIndexOne(t *testing.T) {
 	lm := client(srv, false, adapter.Capabilities{Tools: true})
 	var last []openai.ToolCall
 	var res *adapter.Result
-	for ch, err := range adapter.Stream(t.Context(), lm, sig, nil, adapter.Values{"question": "q", "tools": []types.Tool{replayTool(t)}}, adapter.NoRetry(), adapter.UseAdapter(adapter.Chat{NativeTools: true})) {
+	for ch, err := range adapter.Stream(t.Context(), lm, sig, nil, adapter.Values{"question": "q", "tools": []types.Tool{replayTool(t)}}, adapter.NoRetry(), adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}})) {
 		require.NoError(t, err)
 		if ch.ToolCalls != nil {
 			for _, c := range ch.ToolCalls {

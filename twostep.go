@@ -54,9 +54,9 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	var b strings.Builder
 	b.WriteString("You are a helpful assistant that can solve tasks based on user input.\nAs input, you will be provided with:\n")
-	writeFieldDescriptions(&b, sig, false)
+	writeFieldDescriptions(&b, sig, signature.Input)
 	b.WriteString("\nYour outputs must contain:\n")
-	writeFieldDescriptions(&b, sig, true)
+	writeFieldDescriptions(&b, sig, signature.Output)
 	b.WriteString("\nYou should lay out your outputs in detail so that your answer can be understood by another agent")
 	if in := sig.Instructions(); in != "" {
 		b.WriteString("\nSpecific instructions: ")
@@ -82,14 +82,13 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 	return msgs, nil
 }
 
-// twoStepLines writes "name: value" for the fields present in vals,
-// blank-line separated, values as Python's str() prints them; a value that
+// twoStepLines writes "name: value" for the fields of role r present in
+// vals, blank-line separated, values as Python's str() prints them; a value that
 // formats as content parts (an image, audio) as its marker, which str()
 // gives in DSPy and which becomes parts in a user message.
-func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outputs bool, vals Values) error {
-	n := numFields(sig, outputs)
-	for i := range n {
-		f := field(sig, outputs, i)
+func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, r signature.Role, vals Values) error {
+	for i := range numFields(sig, r) {
+		f := fieldAt(sig, r, i)
 		v, ok := vals[f.Name]
 		if !ok {
 			continue
@@ -115,7 +114,7 @@ func twoStepLines(b *strings.Builder, start int, sig *signature.Signature, outpu
 func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix, _ string) (string, error) {
 	start := a.b.Len()
 	a.b.WriteString(prefix)
-	if err := twoStepLines(&a.b, start, sig, false, vals); err != nil {
+	if err := twoStepLines(&a.b, start, sig, signature.Input, vals); err != nil {
 		return "", err
 	}
 	return a.since(start), nil
@@ -125,32 +124,33 @@ func twoStepUser(a *arena, sig *signature.Signature, vals Values, prefix, _ stri
 // (the missing text is unused).
 func twoStepAssistant(a *arena, sig *signature.Signature, vals Values, _ string) (string, error) {
 	start := a.b.Len()
-	if err := twoStepLines(&a.b, start, sig, true, vals); err != nil {
+	if err := twoStepLines(&a.b, start, sig, signature.Output, vals); err != nil {
 		return "", err
 	}
 	return a.b.String()[start:], nil
 }
 
-// extractionSignature is ExtractionSignature, built once per signature
-// (so the extractor's prompt parts are built once too).
+// extractionSignature returns the signature TwoStep's extractor answers
+// for sig, built once per signature (so the extractor's prompt parts are
+// built once too).
 func extractionSignature(sig *signature.Signature) (*signature.Signature, error) {
 	type built struct {
 		sig *signature.Signature
 		err error
 	}
 	b := sig.Memo(extractionKey, func() any {
-		x, err := ExtractionSignature(sig)
+		x, err := buildExtractionSignature(sig)
 		return built{x, err}
 	}).(built)
 	return b.sig, b.err
 }
 
-// ExtractionSignature is the signature TwoStep's extractor answers: the
-// main LM's text in, the original outputs out, with DSPy's instructions.
-// The input is named "text" as in DSPy, unless an output has that name:
-// then underscores are appended until the name is free (DSPy's dict
-// merge lets such an output silently replace the input).
-func ExtractionSignature(sig *signature.Signature) (*signature.Signature, error) {
+// buildExtractionSignature builds the signature TwoStep's extractor
+// answers: the main LM's text in, the original outputs out, with DSPy's
+// instructions. The input is named "text" as in DSPy, unless an output has
+// that name: then underscores are appended until the name is free (DSPy's
+// dict merge lets such an output silently replace the input).
+func buildExtractionSignature(sig *signature.Signature) (*signature.Signature, error) {
 	var names strings.Builder
 	for i := range sig.NumOutputs() {
 		if i > 0 {

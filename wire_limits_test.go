@@ -55,7 +55,7 @@ func TestStreamedToolArgumentsLinear(t *testing.T) {
 		var last []openai.ToolCall
 		var res *adapter.Result
 		_, b := allocated(func() {
-			for ch, err := range adapter.Stream(t.Context(), lm, sig, nil, in, adapter.NoRetry(), adapter.UseAdapter(adapter.Chat{NativeTools: true})) {
+			for ch, err := range adapter.Stream(t.Context(), lm, sig, nil, in, adapter.NoRetry(), adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}})) {
 				require.NoError(t, err)
 				if ch.ToolCalls != nil {
 					last = ch.ToolCalls

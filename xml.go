@@ -49,37 +49,30 @@ import (
 //
 // The zero value is ready to use and safe for concurrent use.
 type XML struct {
-	// NoFallback turns off the one retry with the JSON adapter after a
-	// parse failure the XML parser cannot recover.
-	NoFallback bool
-	// NativeTools asks for native function calling, as Chat's does.
-	NativeTools bool
-	// ParallelToolCalls is sent with native tool calls, as Chat's.
-	ParallelToolCalls *bool
-	// Prompt changes pieces of the prompt (see [Prompt]); nil keeps
-	// DSPy's.
-	Prompt *Prompt
+	// Options are the settings XML shares with the other adapters: a JSON
+	// fallback unless NoFallback, native tool calling off unless
+	// NativeTools turns it on, as Chat's.
+	Options Options
 }
-
-func (x XML) parallelToolCalls() *bool { return x.ParallelToolCalls }
-
-func (x XML) nativeTools() bool { return x.NativeTools }
 
 // Name returns "xml".
 func (XML) Name() string { return "xml" }
 
-// Fallback returns the JSON adapter, or nil while NoFallback is set.
-func (x XML) Fallback() Adapter {
-	if x.NoFallback {
-		return nil
-	}
-	return fallbackFor(x.Prompt)
-}
+// NativeTools reports whether XML asks for native function calling (off
+// unless Options.NativeTools turns it on) and its parallel_tool_calls.
+func (x XML) NativeTools() (bool, Switch) { return x.Options.nativeTools(false) }
+
+// WithNativeTools returns x with native function calling on.
+func (x XML) WithNativeTools() Adapter { x.Options.NativeTools = On; return x }
+
+// Fallback returns the JSON adapter, as Chat's does; nil with NoFallback.
+func (x XML) Fallback() Adapter { return x.Options.fallback() }
 
 // Format renders the system message, the demos as user/assistant pairs
 // (incomplete ones first) and the user message with the XML reminder.
 func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]openai.ChatCompletionMessage, error) {
-	return xmlLayout.format(x.Prompt, sig, demos, inputs, x.NativeTools)
+	native, _ := x.NativeTools()
+	return xmlLayout.format(x.Options.Prompt, sig, demos, inputs, native)
 }
 
 // xmlLayout is how the XML adapter writes a conversation.
@@ -178,17 +171,14 @@ func xmlSchema(tag string, spec *signature.TypeSpec, seen []reflect.Type) string
 	return "<" + tag + ">...</" + tag + ">"
 }
 
-// xmlFields renders DSPy's format_field_with_value for the inputs (or
-// outputs): one element per field present in vals (every output, a
-// missing one as missing), blank-line separated.
-func xmlFields(b *strings.Builder, sig *signature.Signature, outputs bool, vals Values, missing string) error {
-	n := sig.NumInputs()
-	if outputs {
-		n = sig.NumOutputs()
-	}
+// xmlFields renders DSPy's format_field_with_value for the fields of role
+// r: one element per field present in vals (every output, a missing one
+// as missing), blank-line separated.
+func xmlFields(b *strings.Builder, sig *signature.Signature, r signature.Role, vals Values, missing string) error {
+	outputs := r == signature.Output
 	first := true
-	for i := range n {
-		f := field(sig, outputs, i)
+	for i := range numFields(sig, r) {
+		f := fieldAt(sig, r, i)
 		v, ok := vals[f.Name]
 		if !ok && !outputs {
 			continue
@@ -504,7 +494,7 @@ func xmlUser(a *arena, sig *signature.Signature, vals Values, prefix, reminder s
 	start := b.Len()
 	b.WriteString(prefix)
 	b.WriteString("\n\n")
-	if err := xmlFields(b, sig, false, vals, ""); err != nil {
+	if err := xmlFields(b, sig, signature.Input, vals, ""); err != nil {
 		return "", err
 	}
 	if reminder != "" {
@@ -542,7 +532,7 @@ func xmlReminder(sig *signature.Signature) (string, error) {
 // missing text.
 func xmlAssistant(a *arena, sig *signature.Signature, vals Values, missing string) (string, error) {
 	start := a.b.Len()
-	if err := xmlFields(&a.b, sig, true, vals, missing); err != nil {
+	if err := xmlFields(&a.b, sig, signature.Output, vals, missing); err != nil {
 		return "", err
 	}
 	return a.since(start), nil
@@ -554,12 +544,4 @@ func xmlAssistant(a *arena, sig *signature.Signature, vals Values, missing strin
 // element), structs and dicts from child elements (or JSON).
 func (XML) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "xml", reply.XML)
-}
-
-// ShapeRequest removes the native tool-calling options, as Chat's does.
-func (x XML) ShapeRequest(_ *signature.Signature, req *openai.ChatCompletionRequest, _ Capabilities, level int) (string, bool, error) {
-	if !x.NativeTools {
-		stripTools(req)
-	}
-	return "", level == 0, nil
 }

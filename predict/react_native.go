@@ -36,7 +36,7 @@ import (
 // types.ToolCalls), with ReActV2's instructions, `finish` in place of
 // `submit`. Its adapter is the one the call resolves to, with native
 // function calling switched on (adapter.NativeToolAdapter: Chat, JSON,
-// XML); as everywhere, an LM that does not declare Capabilities.Tools
+// XML, BAML); as everywhere, an LM that does not declare Capabilities.Tools
 // (adapter.WithCapabilities), or an adapter that cannot call tools
 // natively, is asked for the calls in the text instead, with the same
 // loop.

@@ -439,7 +439,7 @@ func TestNativeReActAdapters(t *testing.T) {
 		content string
 		want    string
 	}{
-		"JSON with NoNativeTools, the module's": {opt: adapter.UseAdapter(adapter.JSON{NoNativeTools: true}), content: `{"next_thought": "Look."}`, want: "json"},
+		"JSON with NoNativeTools, the module's": {opt: adapter.UseAdapter(adapter.JSON{Options: adapter.Options{NativeTools: adapter.Off}}), content: `{"next_thought": "Look."}`, want: "json"},
 		"XML, the context's":                    {ctx: func(ctx context.Context) context.Context { return adapter.WithAdapter(ctx, adapter.XML{}) }, content: "<next_thought>Look.</next_thought>", want: "xml"},
 	} {
 		t.Run(name, func(t *testing.T) {

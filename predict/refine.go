@@ -814,10 +814,10 @@ func describeSignature(sig *signature.Signature) (in, out string, instructions [
 		objective = "In adhering to this structure, your objective is: "
 	)
 	var desc, task string
-	chat := adapter.Chat{Prompt: &adapter.Prompt{
+	chat := adapter.Chat{Options: adapter.Options{Prompt: &adapter.Prompt{
 		FieldDescription: func(_ *signature.Signature, text string) string { desc = text; return text },
 		TaskDescription:  func(_ *signature.Signature, text string) string { task = text; return text },
-	}}
+	}}}
 	onlyInputs, onlyOutputs := sig, sig
 	for _, f := range sig.Outputs() {
 		onlyInputs = onlyInputs.Delete(f.Name)

@@ -1,7 +1,6 @@
 package types
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -210,33 +209,14 @@ func (a Audio) String() string {
 
 // UnmarshalJSON accepts {"data": …, "audio_format": …} (DSPy's fields) or
 // a data URI string, held to the constructors' rules.
-func (a *Audio) UnmarshalJSON(b []byte) error {
-	if string(bytes.TrimSpace(b)) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		v, err := NewAudio(s)
-		*a = v
-		return err
-	}
-	type plain Audio
-	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("types: Audio: %w", err)
-	}
-	*a = Audio(v)
-	return a.check()
-}
+func (a *Audio) UnmarshalJSON(b []byte) error { return unmarshalMedia(a, b, "Audio", NewAudio) }
 
 // ParseField reads audio from a field's text: a data URI, or DSPy's
 // {"data": …, "audio_format": …}.
-func (a *Audio) ParseField(raw string) error {
-	s := strings.TrimSpace(raw)
-	if strings.HasPrefix(s, "{") {
-		return a.UnmarshalJSON([]byte(s))
-	}
-	v, err := NewAudio(s)
-	*a = v
-	return err
+func (a *Audio) ParseField(raw string) error { return parseMedia(a, raw, "Audio", NewAudio) }
+
+// fields decodes a JSON object into a's fields.
+func (a *Audio) fields(b []byte) error {
+	type plain Audio
+	return json.Unmarshal(b, (*plain)(a))
 }

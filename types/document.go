@@ -155,21 +155,19 @@ func (d Document) String() string {
 // "context": …} (null fields are unset) or a string, the document's text,
 // held to the constructors' rules.
 func (d *Document) UnmarshalJSON(b []byte) error {
-	if string(bytes.TrimSpace(b)) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*d = Document{Data: s}
-		return d.check()
-	}
+	return unmarshalMedia(d, b, "Document", documentOf)
+}
+
+// documentOf is the document whose text is s.
+func documentOf(s string) (Document, error) {
+	d := Document{Data: s}
+	return d, d.check()
+}
+
+// fields decodes a JSON object into d's fields.
+func (d *Document) fields(b []byte) error {
 	type plain Document
-	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("types: Document: %w", err)
-	}
-	*d = Document(v)
-	return d.check()
+	return json.Unmarshal(b, (*plain)(d))
 }
 
 // ParseField reads a document from a field's text: DSPy's {"data": …,
@@ -183,6 +181,7 @@ func (d *Document) ParseField(raw string) error {
 			return nil
 		}
 	}
-	*d = Document{Data: s}
-	return d.check()
+	v, err := documentOf(s)
+	*d = v
+	return err
 }

@@ -1,7 +1,6 @@
 package types
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -191,27 +190,7 @@ func (f File) String() string {
 // constructors' rules. A path is never read. JSON is untrusted data (a
 // saved program, a model's reply): a filename that is not a safe base
 // name (see DownloadFile) is an ErrUnsafeFilename error.
-func (f *File) UnmarshalJSON(b []byte) error {
-	if string(bytes.TrimSpace(b)) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		v, err := NewFile(s)
-		*f = v
-		return err
-	}
-	type plain File
-	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("types: File: %w", err)
-	}
-	if err := statedName(v.Filename); err != nil {
-		return err
-	}
-	*f = File(v)
-	return f.check()
-}
+func (f *File) UnmarshalJSON(b []byte) error { return unmarshalMedia(f, b, "File", NewFile) }
 
 // statedName holds a File's name read from untrusted data (JSON, a
 // model's text) to DownloadFile's safe base-name rule. Where DownloadFile
@@ -230,12 +209,14 @@ func statedName(name string) error {
 // {"file_data": …, "file_id": …, "filename": …}, whose filename must be a
 // safe base name (see UnmarshalJSON). Unlike DSPy, which reads a path the
 // model wrote, it never touches the disk.
-func (f *File) ParseField(raw string) error {
-	s := strings.TrimSpace(raw)
-	if strings.HasPrefix(s, "{") {
-		return f.UnmarshalJSON([]byte(s))
+func (f *File) ParseField(raw string) error { return parseMedia(f, raw, "File", NewFile) }
+
+// fields decodes a JSON object into f's fields; its filename is stated by
+// untrusted data (see statedName).
+func (f *File) fields(b []byte) error {
+	type plain File
+	if err := json.Unmarshal(b, (*plain)(f)); err != nil {
+		return err
 	}
-	v, err := NewFile(s)
-	*f = v
-	return err
+	return statedName(f.Filename)
 }

@@ -1,8 +1,10 @@
 package types
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +24,9 @@ import (
 )
 
 // This file holds what the media types (Image, Audio, File, Document)
-// share: the size limits, the data-URI reader, reading a local file, and
-// downloads with their address check.
+// share: the size limits, the data-URI reader, reading them from JSON and
+// from a field's text, reading a local file, and downloads with their
+// address check.
 
 // MaxMediaBytes is the largest audio clip, file or document the
 // constructors accept inline, and DownloadAudio's and DownloadFile's
@@ -40,6 +43,50 @@ var ErrUnsupportedPart = adapter.ErrUnsupportedPart
 // ErrTooLarge is returned for inline data (bytes, a file, a data URI) over
 // its type's limit.
 var ErrTooLarge = errors.New("types: too large")
+
+// media is what unmarshalMedia needs of Audio, File and Document (PT is
+// the pointer to T): fields decodes a JSON object into the type's own
+// fields (a type without methods, so that decoding does not recurse into
+// UnmarshalJSON), check holds a value to the constructors' rules.
+type media[T any] interface {
+	*T
+	fields(b []byte) error
+	check() error
+}
+
+// unmarshalMedia is the UnmarshalJSON of Audio, File and Document: null
+// leaves *dst as it is; a string is the value fromString makes of it; an
+// object is decoded into a new value's fields, which is held to the
+// constructors' rules. On a decoding error *dst is left as it is.
+func unmarshalMedia[T any, PT media[T]](dst PT, b []byte, name string, fromString func(string) (T, error)) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := fromString(s)
+		*dst = v
+		return err
+	}
+	var v T
+	if err := PT(&v).fields(b); err != nil {
+		return fmt.Errorf("types: %s: %w", name, err)
+	}
+	*dst = v
+	return dst.check()
+}
+
+// parseMedia is the ParseField of Audio and File: a JSON object as
+// UnmarshalJSON reads it, any other text (a data URI) as fromString does.
+func parseMedia[T any, PT media[T]](dst PT, raw, name string, fromString func(string) (T, error)) error {
+	s := strings.TrimSpace(raw)
+	if strings.HasPrefix(s, "{") {
+		return unmarshalMedia(dst, []byte(s), name, fromString)
+	}
+	v, err := fromString(s)
+	*dst = v
+	return err
+}
 
 // dataURI is a data: URI split into its parts.
 type dataURI struct {

@@ -34,7 +34,7 @@ func TestToolCallsReminder(t *testing.T) {
 		"Respond with the corresponding output fields, starting with the field `[[ ## next_thought ## ]]`, then `[[ ## tool_calls ## ]]` "+hint+
 			", and then ending with the marker for `[[ ## completed ## ]]`."), msgs[len(msgs)-1].Content)
 
-	msgs, err = adapter.JSON{NoNativeTools: true}.Format(sig, nil, in)
+	msgs, err = adapter.JSON{Options: adapter.Options{NativeTools: adapter.Off}}.Format(sig, nil, in)
 	require.NoError(t, err)
 	assert.Equal(t, "[[ ## question ## ]]\nQ2\n\n[[ ## tools ## ]]\n[\"search. It takes arguments {'query': {'type': 'string'}}.\"]\n\n"+
 		"Respond with a JSON object in the following order of fields: `next_thought`, then `tool_calls` "+hint+".", msgs[len(msgs)-1].Content)
@@ -75,25 +75,25 @@ func TestNativeToolRequestOptions(t *testing.T) {
 	assert.False(t, choice, "so is tool_choice, as in DSPy")
 	assert.True(t, tools)
 
-	m = body(t, adapter.JSON{ParallelToolCalls: adapter.ParallelToolCalls(false)}, openai.ChatCompletionRequest{})
+	m = body(t, adapter.JSON{Options: adapter.Options{ParallelToolCalls: adapter.Off}}, openai.ChatCompletionRequest{})
 	assert.JSONEq(t, `false`, string(m["parallel_tool_calls"]))
 	assert.JSONEq(t, `"auto"`, string(m["tool_choice"]), "parallel_tool_calls brings tool_choice auto, as DSPy's LM layer adds it")
 
-	m = body(t, adapter.Chat{NativeTools: true}, openai.ChatCompletionRequest{ParallelToolCalls: true})
+	m = body(t, adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}, openai.ChatCompletionRequest{ParallelToolCalls: true})
 	assert.JSONEq(t, `true`, string(m["parallel_tool_calls"]))
 	assert.JSONEq(t, `"auto"`, string(m["tool_choice"]), "the template's parallel_tool_calls too")
 
-	m = body(t, adapter.Chat{NativeTools: true}, openai.ChatCompletionRequest{ToolChoice: "required"})
+	m = body(t, adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}, openai.ChatCompletionRequest{ToolChoice: "required"})
 	assert.JSONEq(t, `"required"`, string(m["tool_choice"]), "the template's tool_choice is sent as it is")
 	_, parallel = m["parallel_tool_calls"]
 	assert.False(t, parallel)
 
-	m = body(t, adapter.Chat{NativeTools: true, ParallelToolCalls: adapter.ParallelToolCalls(true)},
+	m = body(t, adapter.Chat{Options: adapter.Options{NativeTools: adapter.On, ParallelToolCalls: adapter.On}},
 		openai.ChatCompletionRequest{ToolChoice: "required", ParallelToolCalls: false})
 	assert.JSONEq(t, `"required"`, string(m["tool_choice"]), "the template's tool_choice is kept")
 	assert.JSONEq(t, `false`, string(m["parallel_tool_calls"]), "the template's parallel_tool_calls is kept")
 
-	m = body(t, adapter.JSON{NoNativeTools: true}, openai.ChatCompletionRequest{
+	m = body(t, adapter.JSON{Options: adapter.Options{NativeTools: adapter.Off}}, openai.ChatCompletionRequest{
 		Tools: []openai.Tool{{Type: "function", Function: &openai.FunctionDefinition{Name: "submit"}}}, ToolChoice: "auto", ParallelToolCalls: true})
 	for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
 		_, sent := m[k]

@@ -22,9 +22,8 @@ func CloseOne(span string) (string, bool) {
 		comma int // the last ',' directly inside, or -1
 	}
 	var stack []open
-	var quote byte
+	var lx lexer
 	insert, at := byte(0), -1
-	last := byte(0) // the last significant byte outside strings ('s' for a string)
 	fix := func(k int) bool {
 		// The innermost bracket closes at k.
 		if at >= 0 || k < 0 || len(stack) < 2 {
@@ -35,28 +34,12 @@ func CloseOne(span string) (string, bool) {
 		return true
 	}
 	for j := 0; j < len(span); j++ {
-		c := span[j]
-		if quote != 0 {
-			switch c {
-			case '\\':
-				j++
-			case quote:
-				quote = 0
-				last = 's'
-			}
+		var skip bool
+		if j, skip = lx.skip(span, j); skip {
 			continue
 		}
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '"':
-			quote = c
-			continue
-		case '\'':
-			if last == 0 || last == '{' || last == '[' || last == ',' || last == ':' {
-				quote = c
-				continue
-			}
+		last := lx.last
+		switch c := span[j]; c {
 		case ',':
 			if len(stack) > 0 {
 				stack[len(stack)-1].comma = j
@@ -98,11 +81,12 @@ func CloseOne(span string) (string, bool) {
 				return "", false
 			}
 		}
-		last = c
+		lx.saw(span[j])
 	}
-	if quote != 0 {
+	if lx.quote != 0 {
 		return "", false
 	}
+	last := lx.last
 	switch {
 	case len(stack) == 0 && at >= 0:
 		return span[:at] + string(insert) + span[at:], true

@@ -152,27 +152,13 @@ func fenced(text string) (string, int, bool) {
 // text ends first.
 func matchEnd(text string, i int) (int, bool) {
 	depth := 0
-	var quote byte
+	var lx lexer
 	for j := i; j < len(text); j++ {
-		c := text[j]
-		if quote != 0 {
-			switch c {
-			case '\\':
-				j++
-			case quote:
-				quote = 0
-			}
+		var skip bool
+		if j, skip = lx.skip(text, j); skip {
 			continue
 		}
-		switch c {
-		case '"':
-			quote = c
-		case '\'':
-			// A single quote starts a string only where a value or key can
-			// start, so apostrophes in prose-like strings do not derail.
-			if k := prevSignificant(text, i, j); k == '{' || k == '[' || k == ',' || k == ':' {
-				quote = c
-			}
+		switch c := text[j]; c {
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -181,6 +167,7 @@ func matchEnd(text string, i int) (int, bool) {
 				return j + 1, true
 			}
 		}
+		lx.saw(text[j])
 	}
 	return len(text), false
 }
@@ -340,31 +327,14 @@ func repair(span string) (out string, err error) {
 // left open.
 func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNumber bool) {
 	var stack []byte
-	var quote byte
-	last := byte(0) // last significant byte outside strings
+	var lx lexer
 	for j := 0; j < len(span); j++ {
-		c := span[j]
-		if quote != 0 {
-			switch c {
-			case '\\':
-				j++
-			case quote:
-				quote = 0
-				last = 's'
-			}
+		var skip bool
+		if j, skip = lx.skip(span, j); skip {
 			continue
 		}
+		c := span[j]
 		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '"':
-			quote = c
-			continue
-		case '\'':
-			if last == 0 || last == '{' || last == '[' || last == ',' || last == ':' {
-				quote = c
-				continue
-			}
 		case '{', '[':
 			stack = append(stack, c)
 			maxDepth = max(maxDepth, len(stack))
@@ -392,7 +362,7 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNu
 				c = '0'
 			}
 		default:
-			if isLetter(c) && (last == 0 || last == '{' || last == '[' || last == ',' || last == ':') {
+			if isLetter(c) && lx.valueMayStart() {
 				end := j + 1
 				for end < len(span) && (isLetter(span[end]) || span[end] >= '0' && span[end] <= '9') {
 					end++
@@ -404,11 +374,12 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNu
 				c = 'w'
 			}
 		}
-		last = c
+		lx.saw(c)
 	}
-	if quote != 0 || len(stack) == 0 {
-		return quote != 0, maxDepth, badNumber, false
+	if lx.quote != 0 || len(stack) == 0 {
+		return lx.quote != 0, maxDepth, badNumber, false
 	}
+	last := lx.last
 	for _, open := range stack {
 		if open == '[' {
 			return true, maxDepth, badNumber, false

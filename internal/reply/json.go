@@ -117,7 +117,7 @@ func notAnObject(sig *signature.Signature, v any) error {
 	}
 	err := wrapf(value.ErrInvalid, "the reply is a JSON array, not an object holding the output fields")
 	if sig.NumOutputs() == 1 {
-		err = replyErr(0, fmt.Errorf("the reply is a JSON array, not an object holding the output field, and %s does not take an array: %w", value.A(sig.Output(0).Spec.String()), value.ErrInvalid))
+		err = replyErr(0, fmt.Errorf("the reply is a JSON array, not an object holding the output field, and %s does not take an array: %w", value.WithArticle(sig.Output(0).Spec.String()), value.ErrInvalid))
 	}
 	return err
 }

@@ -9,15 +9,16 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// Shape is the reply format an adapter asks for: it decides which shape
-// the reader tries first.
+// Shape is a reply format: the one an adapter asks for decides which
+// shape the reader tries first.
 type Shape uint8
 
 // Reply shapes.
 const (
-	Markers Shape = iota // Chat: [[ ## name ## ]] sections
-	JSON                 // a JSON object
-	XML                  // <name> elements
+	Markers  Shape = iota // Chat: [[ ## name ## ]] sections
+	JSON                  // a JSON object
+	XML                   // <name> elements
+	labelled              // "Answer: …" labels, which no adapter asks for
 )
 
 // Source says where a field's content was found.
@@ -68,30 +69,32 @@ func Read(sig *signature.Signature, completion string, prefer Shape, fields []Fi
 	}
 	text := unfence(StripReasoning(sig, completion))
 	jsonFirst := looksJSON(text)
-	var order [4]shape
+	// Each reader reports found when the reply has its shape: its fields
+	// are then the answer, whatever is missing.
+	var order [4]Shape
 	switch {
 	case prefer == JSON && jsonFirst:
-		order = [4]shape{shJSON, shMarkers, shXML, shLabels}
+		order = [4]Shape{JSON, Markers, XML, labelled}
 	case prefer == JSON:
-		order = [4]shape{shMarkers, shXML, shJSON, shLabels}
+		order = [4]Shape{Markers, XML, JSON, labelled}
 	case prefer == XML:
-		order = [4]shape{shXML, shMarkers, shJSON, shLabels}
+		order = [4]Shape{XML, Markers, JSON, labelled}
 	case jsonFirst:
-		order = [4]shape{shMarkers, shJSON, shXML, shLabels}
+		order = [4]Shape{Markers, JSON, XML, labelled}
 	default:
-		order = [4]shape{shMarkers, shXML, shJSON, shLabels}
+		order = [4]Shape{Markers, XML, JSON, labelled}
 	}
 	for _, sh := range order {
 		var found bool
 		var err error
 		switch sh {
-		case shMarkers:
+		case Markers:
 			found, err = readMarkers(sig, text, fields)
-		case shXML:
+		case XML:
 			found, err = readXML(sig, text, fields)
-		case shJSON:
+		case JSON:
 			found, err = readJSONShape(sig, text, fields, b)
-		case shLabels:
+		case labelled:
 			found, err = labels(sig, text, fields)
 		}
 		if err != nil {
@@ -104,18 +107,6 @@ func Read(sig *signature.Signature, completion string, prefer Shape, fields []Fi
 	readBare(sig, text, fields)
 	return nil
 }
-
-// shape is one of the shapes Read tries. Each reader reports found when
-// the reply has that shape: its fields are then the answer, whatever is
-// missing.
-type shape uint8
-
-const (
-	shMarkers shape = iota
-	shXML
-	shJSON
-	shLabels
-)
 
 func readMarkers(sig *signature.Signature, text string, fields []Field) (bool, error) {
 	if strings.IndexByte(text, '#') < 0 {

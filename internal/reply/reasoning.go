@@ -47,7 +47,7 @@ func StripReasoning(sig *signature.Signature, s string) string {
 				continue // a field named "reasoning": the element is the field
 			}
 			closing := "</" + tag + ">"
-			if i := indexFoldASCII(t, closing); i >= 0 {
+			if i := indexFold(t, closing); i >= 0 {
 				return t[i+len(closing):]
 			}
 			return ""
@@ -73,35 +73,16 @@ func afterOrphanClose(sig *signature.Signature, s string) string {
 			continue
 		}
 		closing := "</" + tag + ">"
-		if i := lastIndexFoldASCII(s, closing); i >= 0 && indexFoldASCII(s[:i], "<"+tag+">") < 0 {
+		if i := lastIndexFold(s, closing); i >= 0 && indexFold(s[:i], "<"+tag+">") < 0 {
 			return s[i+len(closing):]
 		}
 	}
 	return s
 }
 
-// indexFoldASCII is strings.Index, ASCII case-insensitively; sub starts
-// with a byte that has no case.
-func indexFoldASCII(s, sub string) int {
-	if sub == "" {
-		return 0
-	}
-	first := sub[0]
-	for i := 0; i+len(sub) <= len(s); {
-		j := strings.IndexByte(s[i:len(s)-len(sub)+1], first)
-		if j < 0 {
-			return -1
-		}
-		i += j
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
-			return i
-		}
-		i++
-	}
-	return -1
-}
-
-func lastIndexFoldASCII(s, sub string) int {
+// lastIndexFold is strings.LastIndex, ASCII case-insensitively, for a
+// sub that starts with a byte that has no case ('<'), as indexFold.
+func lastIndexFold(s, sub string) int {
 	for j := len(s); ; {
 		i := strings.LastIndexByte(s[:j], sub[0])
 		if i < 0 {

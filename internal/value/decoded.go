@@ -148,7 +148,7 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 			// A lone scalar given for a list is its one item.
 			ev, err := fromDecoded(x, spec.Elem(), false, depth+1, b)
 			if err != nil {
-				return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), A(spec.String()))
+				return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), WithArticle(spec.String()))
 			}
 			out := reflect.MakeSlice(t, 1, 1)
 			out.Index(0).Set(ev)
@@ -195,36 +195,15 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 		}
 		return reflect.Value{}, invalid("type %s cannot decode %s: give it an UnmarshalJSON method", t, clip(pyjson.Repr(v)))
 	}
-	return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), A(spec.String()))
+	return reflect.Value{}, invalid("%s is not %s", clip(pyjson.Repr(v)), WithArticle(spec.String()))
 }
 
 // sameLiteral compares a decoded value with a Literal member by kind.
 func sameLiteral(v, lit any) bool {
-	switch l := lit.(type) {
-	case nil:
-		return v == nil
-	case string:
-		s, ok := v.(string)
-		return ok && s == l
-	case bool:
-		b, ok := v.(bool)
-		return ok && b == l
-	case int:
-		n, ok := v.(json.Number)
-		if !ok {
-			return false
-		}
-		i, err := strconv.ParseInt(string(n), 10, 64)
-		return err == nil && int(i) == l
-	case float64:
-		n, ok := v.(json.Number)
-		if !ok {
-			return false
-		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		return err == nil && f == l
+	if v == nil || lit == nil {
+		return v == lit
 	}
-	return false
+	return isLiteral(reflect.ValueOf(v), lit)
 }
 
 // unionFromDecoded picks the member for v as pydantic's smart mode does:

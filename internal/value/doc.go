@@ -6,8 +6,9 @@
 // and refuses what it cannot read unambiguously (a fractional int, a
 // percentage, "yes and no", two enum members) and what states no value
 // ("No answer", "7 or None", "[1, 2] and [3]": see stated.go). FromJSON applies the same
-// rules to values that arrive already decoded (JSON, XML). Format is DSPy's
-// format_field_value.
+// rules to values that arrive already decoded (JSON, XML). Convert turns a
+// Go value given for a field (an input) into the field's type where nothing
+// is lost. Format is DSPy's format_field_value.
 //
 // Precedence for a field type: a type that parses itself (a ParseField
 // method on the pointer) beats encoding.TextUnmarshaler (and, for decoded

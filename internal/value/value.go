@@ -106,9 +106,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
-// A returns a type name with its indefinite article, for error messages:
-// "a float", "an int", "an Optional[str]".
-func A(name string) string {
+// WithArticle returns a type name with its indefinite article, for error
+// messages: "a float", "an int", "an Optional[str]".
+func WithArticle(name string) string {
 	if name != "" && strings.ContainsRune("aeiouAEIOU", rune(name[0])) {
 		return "an " + name
 	}
@@ -226,7 +226,7 @@ func parseText(raw string, spec *signature.TypeSpec, depth int, b *jsonx.Budget)
 				return fromDecoded(m, spec, false, depth+1, b)
 			}
 		}
-		return reflect.Value{}, invalid("%s is not %s", clip(raw), A(spec.String()))
+		return reflect.Value{}, invalid("%s is not %s", clip(raw), WithArticle(spec.String()))
 	case signature.KindCustom:
 		return customFromText(raw, t)
 	}
@@ -634,7 +634,7 @@ func numberError(raw, s, kind string) error {
 	if strings.HasSuffix(s, "%") {
 		return invalid("%s is a percentage: write the %s itself, the scale is ambiguous", clip(raw), kind)
 	}
-	return invalid("%s is not %s", clip(raw), A(kind))
+	return invalid("%s is not %s", clip(raw), WithArticle(kind))
 }
 
 // readNumber reads a number: a Python literal, a decorated number, a
@@ -1259,5 +1259,5 @@ func loneItem(v any, elem *signature.TypeSpec) error {
 	default:
 		return nil
 	}
-	return invalid("%s is not %s: a list's item must be a list here", clip(pyjson.Repr(v)), A(list.String()))
+	return invalid("%s is not %s: a list's item must be a list here", clip(pyjson.Repr(v)), WithArticle(list.String()))
 }
