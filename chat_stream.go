@@ -25,7 +25,7 @@ import (
 // yet, so from such a marker on it holds everything back and, on Close,
 // sends what Parse reads from the whole reply.
 func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
-	return withThink(sig, &chatFieldStream{sig: sig, cur: reply.Other, hold: -1, bound: reply.MarkerBound(sig)})
+	return reply.WithThink(sig, &chatFieldStream{sig: sig, cur: reply.Other, hold: -1, bound: reply.MarkerBound(sig)})
 }
 
 type chatFieldStream struct {

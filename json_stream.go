@@ -27,7 +27,7 @@ import (
 // streams too, each field's first delta in it replacing what the field
 // received from an earlier one (FieldDelta.Replace).
 func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
-	return withThink(sig, &jsonFieldStream{sig: sig, field: reply.Other})
+	return reply.WithThink(sig, &jsonFieldStream{sig: sig, field: reply.Other})
 }
 
 // NewFieldStream streams as the JSON adapter does.

@@ -24,7 +24,7 @@ import (
 // opening tag, until the field's closing tag shows it is part of the value
 // or the end of the reply shows the field's closing tag was forgotten.
 func (XML) NewFieldStream(sig *signature.Signature) FieldStream {
-	return withThink(sig, &xmlFieldStream{sig: sig, field: reply.Other, cdAt: -1, opAt: -1})
+	return reply.WithThink(sig, &xmlFieldStream{sig: sig, field: reply.Other, cdAt: -1, opAt: -1})
 }
 
 type xmlMode uint8
