@@ -20,3 +20,46 @@ type Stream interface {
 	Write(dst []Delta, text string) []Delta
 	Close(dst []Delta) []Delta
 }
+
+// streamed is a set of output indexes (the outputs a stream has sent,
+// say). The first 64 outputs cost no allocation.
+type streamed struct {
+	low  uint64
+	high map[int]bool
+}
+
+// again reports whether output i is in the set.
+func (s *streamed) again(i int) bool {
+	switch {
+	case i < 0:
+		return false
+	case i < 64:
+		return s.low&(1<<i) != 0
+	}
+	return s.high[i]
+}
+
+// unmark takes output i out of the set.
+func (s *streamed) unmark(i int) {
+	switch {
+	case i < 0:
+	case i < 64:
+		s.low &^= 1 << i
+	default:
+		delete(s.high, i)
+	}
+}
+
+// mark puts output i in the set.
+func (s *streamed) mark(i int) {
+	switch {
+	case i < 0:
+	case i < 64:
+		s.low |= 1 << i
+	default:
+		if s.high == nil {
+			s.high = map[int]bool{}
+		}
+		s.high[i] = true
+	}
+}
