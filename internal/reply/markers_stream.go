@@ -29,22 +29,22 @@ func NewMarkerStream(sig *signature.Signature, parse func(*signature.Signature, 
 type chatFieldStream struct {
 	sig      *signature.Signature
 	parse    func(*signature.Signature, string) (map[string]any, error) // the adapter's Parse: see settle
-	bound    int             // the longest marker (MarkerBound)
-	buf      strings.Builder // the whole reply so far
-	pos      int             // text before pos is decided
-	cur      int             // the section being read: output index or Other
-	fresh    bool            // at the start of a section: leading blanks are dropped
-	onLine   bool            // still on the marker's line: its trailing blanks are dropped
-	hold     int             // full[hold:pos] is held trailing whitespace of the section; -1 none
-	done     bool            // the completed marker was seen
-	sent     streamed        // outputs whose text was sent
-	line     streamed        // outputs marked at the start of a line so far
-	deferred bool            // a mid-line marker may count: decide on Close
-	fence    int             // 0 undecided, 1 the answer is inside a code fence, 2 it is not
-	fenceTag string          // the fence's opening run ("```", "````", "~~~")
-	depth    int             // code blocks open inside the fence
-	quoted   bool            // holding a str value that starts with a quote
-	qbuf     strings.Builder // the held quoted value
+	bound    int                                                        // the longest marker (MarkerBound)
+	buf      strings.Builder                                            // the whole reply so far
+	pos      int                                                        // text before pos is decided
+	cur      int                                                        // the section being read: output index or Other
+	fresh    bool                                                       // at the start of a section: leading blanks are dropped
+	onLine   bool                                                       // still on the marker's line: its trailing blanks are dropped
+	hold     int                                                        // full[hold:pos] is held trailing whitespace of the section; -1 none
+	done     bool                                                       // the completed marker was seen
+	sent     streamed                                                   // outputs whose text was sent
+	line     streamed                                                   // outputs marked at the start of a line so far
+	deferred bool                                                       // a mid-line marker may count: decide on Close
+	fence    int                                                        // 0 undecided, 1 the answer is inside a code fence, 2 it is not
+	fenceTag string                                                     // the fence's opening run ("```", "````", "~~~")
+	depth    int                                                        // code blocks open inside the fence
+	quoted   bool                                                       // holding a str value that starts with a quote
+	qbuf     strings.Builder                                            // the held quoted value
 	sentBuf  [8]int
 	sentLen  []int // bytes sent per output
 }
