@@ -115,7 +115,7 @@ func (s *jsonFieldStream) Write(dst []Delta, text string) []Delta {
 				return dst
 			}
 			i += j + 1
-			s.member(OutputIndex(s.sig, s.key.String()))
+			s.member(outputIndex(s.sig, s.key.String()))
 			s.state = jsColon
 		case jsColon:
 			if text[i] == ':' {

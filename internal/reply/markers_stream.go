@@ -23,13 +23,13 @@ import (
 // holds everything back and, on Close, sends each str output's value as
 // parse (the adapter's Parse) reads it from the whole reply.
 func NewMarkerStream(sig *signature.Signature, parse func(*signature.Signature, string) (map[string]any, error)) Stream {
-	return WithThink(sig, &chatFieldStream{sig: sig, parse: parse, cur: Other, hold: -1, bound: MarkerBound(sig)})
+	return WithThink(sig, &chatFieldStream{sig: sig, parse: parse, cur: Other, hold: -1, bound: markerBound(sig)})
 }
 
 type chatFieldStream struct {
 	sig      *signature.Signature
 	parse    func(*signature.Signature, string) (map[string]any, error) // the adapter's Parse: see settle
-	bound    int                                                        // the longest marker (MarkerBound)
+	bound    int                                                        // the longest marker (markerBound)
 	buf      strings.Builder                                            // the whole reply so far
 	pos      int                                                        // text before pos is decided
 	cur      int                                                        // the section being read: output index or Other
@@ -75,7 +75,7 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 		m, ok := FindMarker(s.sig, full, s.pos)
 		// A marker at the very end may still grow ("]]" then ":" or "**", or
 		// blanks and then a decoration).
-		if ok && !final && (len(full)-m.End < 2 || MayGrow(full[m.End:])) {
+		if ok && !final && (len(full)-m.End < 2 || mayGrow(full[m.End:])) {
 			return s.emit(dst, full, m.Start, false)
 		}
 		if !ok {
@@ -124,7 +124,7 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 // it) that is still open.
 func (s *chatFieldStream) openingFence(pre string) {
 	s.fence = 2
-	if tag, ok := OpenFence(pre); ok {
+	if tag, ok := openFence(pre); ok {
 		s.fence, s.fenceTag = 1, tag
 	}
 }
@@ -144,13 +144,13 @@ func holdStart(full string, pos, bound int) int {
 	for i := lo; i < len(full); i++ {
 		switch full[i] {
 		case '[', '#', '*', '_', '>', '`', '-', '+':
-			if atLine && i > lo && LineDecoration(full[lo:i]) {
+			if atLine && i > lo && lineDecoration(full[lo:i]) {
 				return lo // "2. [[ ## …": the number is the marker's decoration
 			}
 			return i
 		}
 	}
-	if atLine && LineDecoration(full[lo:]) {
+	if atLine && lineDecoration(full[lo:]) {
 		return lo // "2. " may still become a numbered marker
 	}
 	return len(full)

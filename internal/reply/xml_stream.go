@@ -104,7 +104,7 @@ func (s *xmlFieldStream) advance(dst []Delta, final bool) []Delta {
 			if el.selfClosing {
 				continue
 			}
-			if i := OutputIndex(s.sig, el.key()); i >= 0 {
+			if i := outputIndex(s.sig, el.key()); i >= 0 {
 				if len(s.close) < 2 || s.close[2:] != el.name {
 					s.close = "</" + el.name
 					s.closeKey = strings.ToLower(s.close)
@@ -232,7 +232,7 @@ func (s *xmlFieldStream) closed(dst []Delta, full string, final bool) ([]Delta, 
 			s.content, s.pos, s.mode = p, s.mark, xmField // the value runs on
 			return dst, true
 		}
-		if el, ok := openTag(full, p, len(full)); ok && OutputIndex(s.sig, el.key()) >= 0 {
+		if el, ok := openTag(full, p, len(full)); ok && outputIndex(s.sig, el.key()) >= 0 {
 			dst = s.emitText(dst, "", true)
 			s.pos, s.mode, s.field = p, xmOutside, Other
 			return dst, true
@@ -315,7 +315,7 @@ func (s *xmlFieldStream) firstOpen(full string, i int) int {
 			break
 		}
 		i += j
-		if el, ok := openTag(full, i, len(full)); ok && OutputIndex(s.sig, el.key()) >= 0 {
+		if el, ok := openTag(full, i, len(full)); ok && outputIndex(s.sig, el.key()) >= 0 {
 			return i
 		}
 		i++
@@ -341,7 +341,7 @@ func findClose(rest, close string, final bool) int {
 			}
 			return -1
 		}
-		if !isNameByte(rest[after], false) {
+		if !IsNameByte(rest[after], false) {
 			return k
 		}
 		from = k + 1
@@ -373,11 +373,11 @@ func (s *xmlFieldStream) mayBeTag(t string) bool {
 		return true
 	}
 	n := 1
-	for n < len(t) && isNameByte(t[n], n == 1) {
+	for n < len(t) && IsNameByte(t[n], n == 1) {
 		n++
 	}
 	if n < len(t) {
-		return OutputIndex(s.sig, t[1:n]) >= 0 // its attributes still arriving
+		return outputIndex(s.sig, t[1:n]) >= 0 // its attributes still arriving
 	}
 	for i := range s.sig.NumOutputs() {
 		if name := s.sig.OutputName(i); len(name) >= n-1 && strings.EqualFold(name[:n-1], t[1:n]) {
