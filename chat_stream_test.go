@@ -117,7 +117,7 @@ func TestChatStreamHardCases(t *testing.T) {
 	}
 }
 
-// TestMarkerBound: a marker is at most reply.MaxMarker bytes (found by
+// TestMarkerBound: a marker is at most 96 bytes (the reply reader's bound) (found by
 // FuzzChatStream: a bracketed marker with a 97-byte name ended a field in
 // Parse after the stream, which holds back that much, had sent its start).
 // Longer is text; line decoration that would make it longer leaves the

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/reply"
@@ -44,26 +43,6 @@ func ParseValue(raw string, f signature.Field) (any, error) {
 		return nil, fmt.Errorf("adapter: field %q: %w", f.Name, err)
 	}
 	return v, nil
-}
-
-// unquoteText drops one pair of double quotes (straight or curly) that
-// wraps a whole str value in a text protocol (Chat, XML): models quote
-// titles and names ("\"Dune\""). A value with another double quote inside
-// is kept as written: the quotes may be the value's own.
-func unquoteText(s string, f signature.Field) string {
-	if f.Spec == nil || f.Spec.Kind() != signature.KindString {
-		return s
-	}
-	t := strings.TrimSpace(s)
-	for _, q := range [...][2]string{{`"`, `"`}, {"“", "”"}} {
-		if len(t) > len(q[0])+len(q[1]) && strings.HasPrefix(t, q[0]) && strings.HasSuffix(t, q[1]) {
-			inner := t[len(q[0]) : len(t)-len(q[1])]
-			if !strings.ContainsAny(inner, "\"“”\n") && strings.TrimSpace(inner) == inner && inner != "" {
-				return inner
-			}
-		}
-	}
-	return s
 }
 
 // parseReply is the parser of every text adapter: the reply reader finds
@@ -131,11 +110,11 @@ func fieldValue(fld *reply.Field, f signature.Field, b *jsonx.Budget) (any, erro
 	case reply.Element:
 		tree := fld.Value
 		if s, ok := tree.(string); ok {
-			tree = unquoteText(s, f)
+			tree = reply.Unquote(s, f)
 		}
 		return value.FromJSONIn(tree, f.Spec, b)
 	}
-	return value.ParseIn(unquoteText(fld.Text, f), f.Spec, b)
+	return value.ParseIn(reply.Unquote(fld.Text, f), f.Spec, b)
 }
 
 // errNoOutputs is the cause when a reply holds none of the output fields,

@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/wire"
 	"github.com/sigwire/adapter/signature"
 )
@@ -376,7 +377,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	if s := r.sink; s != nil {
 		s.adapter, s.fsig, s.newFS = a.Name(), fsig, nil
 		if sp, ok := a.(StreamParser); ok {
-			s.newFS = func() FieldStream { return withThink(fsig, sp.NewFieldStream(fsig)) }
+			s.newFS = func() FieldStream { return reply.WithThink(fsig, sp.NewFieldStream(fsig)) }
 		}
 		bottom = s.sender(r.stream, r.cfg.limits)
 		r.state.out = s

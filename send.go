@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/internal/wire"
 	"github.com/sigwire/adapter/signature"
 )
@@ -41,94 +39,6 @@ func blockingSender(lm LM, limits Limits) Invoker {
 		}
 		return resp, nil
 	}
-}
-
-// thinkStream routes a leading reasoning block (<think>…</think>, also
-// <thinking> and <reasoning>, unless an output has that name) to reasoning
-// deltas and the rest of the reply to the adapter's FieldStream, so that
-// every adapter streams reasoning as Parse strips it. It is the one place
-// a stream reads that block: the built-in adapters' NewFieldStream return
-// their streams inside one, and Stream puts any other adapter's in one.
-type thinkStream struct {
-	sig     *signature.Signature
-	inner   FieldStream
-	state   int    // 0 undecided, 1 inside the block, 2 past it or none
-	held    string // text not yet decided
-	closing string
-}
-
-// withThink puts fs inside a thinkStream, unless it is one already.
-func withThink(sig *signature.Signature, fs FieldStream) FieldStream {
-	if _, ok := fs.(*thinkStream); ok {
-		return fs
-	}
-	return &thinkStream{sig: sig, inner: fs}
-}
-
-func (s *thinkStream) Write(dst []FieldDelta, text string) []FieldDelta {
-	switch s.state {
-	case 2:
-		return s.inner.Write(dst, text)
-	case 1:
-		return s.inside(dst, text, false)
-	}
-	s.held += text
-	t := strings.TrimLeft(s.held, " \t\r\n")
-	for _, tag := range reply.ThinkTags {
-		if reply.OutputIndex(s.sig, tag) >= 0 {
-			continue
-		}
-		open := "<" + tag + ">"
-		switch {
-		case len(t) >= len(open) && strings.EqualFold(t[:len(open)], open):
-			s.state, s.closing, s.held = 1, "</"+tag+">", ""
-			return s.inside(dst, t[len(open):], false)
-		case len(t) < len(open) && strings.HasPrefix(open, strings.ToLower(t)):
-			return dst // could still become a think block
-		}
-	}
-	s.state, text, s.held = 2, s.held, ""
-	return s.inner.Write(dst, text)
-}
-
-// inside takes text of the reasoning block, holding back what could be
-// the start of its closing tag.
-func (s *thinkStream) inside(dst []FieldDelta, text string, final bool) []FieldDelta {
-	s.held += text
-	if i := reply.IndexFold(s.held, s.closing); i >= 0 {
-		if i > 0 {
-			dst = append(dst, FieldDelta{Text: s.held[:i], Reasoning: true})
-		}
-		rest := s.held[i+len(s.closing):]
-		s.state, s.held = 2, ""
-		if rest == "" {
-			return dst
-		}
-		return s.inner.Write(dst, rest)
-	}
-	end := len(s.held)
-	if !final {
-		end = max(0, len(s.held)-len(s.closing)+1)
-	}
-	if end > 0 {
-		dst = append(dst, FieldDelta{Text: s.held[:end], Reasoning: true})
-		s.held = s.held[end:]
-	}
-	return dst
-}
-
-func (s *thinkStream) Close(dst []FieldDelta) []FieldDelta {
-	switch s.state {
-	case 0:
-		t := s.held
-		s.state, s.held = 2, ""
-		if t != "" {
-			dst = s.inner.Write(dst, t)
-		}
-	case 1:
-		dst = s.inside(dst, "", true)
-	}
-	return s.inner.Close(dst)
 }
 
 // modelOf names the model that answered: the reply's, else the request's.

@@ -9,6 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -121,17 +122,20 @@ type FieldStream interface {
 	Close(dst []FieldDelta) []FieldDelta
 }
 
-// FieldDelta is a piece of a field's text ("" Field: outside any field).
-// Replace says that Text starts Field's value anew: what the field
-// received before is discarded (a later part of the reply, such as a
-// second, corrected JSON object, gives it again); Stream sends it as a
-// Chunk with Replace set.
-type FieldDelta struct {
-	Field     string
-	Text      string
-	Reasoning bool
-	Replace   bool
-}
+// FieldDelta is a piece of a field's text, as a [FieldStream] reads it
+// from a streaming reply. It is a struct of four fields (an alias of the
+// delta type of the internal reply reader, beside which the built-in
+// adapters' field streams live):
+//
+//	Field     string // the output field Text belongs to; "" outside any field
+//	Text      string // new text of Field, or of the reasoning
+//	Reasoning bool   // Text is reasoning (a leading <think> block), no field's
+//	Replace   bool   // Text starts Field's value anew
+//
+// Replace says that what the field received before is discarded (a later
+// part of the reply, such as a second, corrected JSON object, gives it
+// again); Stream sends it as a Chunk with Replace set.
+type FieldDelta = reply.Delta
 
 // Stream runs the pipeline like [Call] with a streaming request, yielding
 // field deltas as they arrive and, last, a Done chunk carrying the Result

@@ -262,34 +262,68 @@ func Unquote(lit string) string {
 	out := make([]byte, 0, len(b))
 	for i >= 0 {
 		out = append(out, b[:i]...)
-		c := b[i+1]
-		b = b[i+2:]
-		switch c {
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'u':
-			r := rune(hex4(b))
-			b = b[4:]
-			if utf16.IsSurrogate(r) && len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
-				if r2 := utf16.DecodeRune(r, rune(hex4(b[2:]))); r2 != utf8.RuneError {
-					r, b = r2, b[6:]
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default: // " \\ /
-			out = append(out, c)
-		}
+		n, text, _ := Escape(b[i:], true)
+		out = append(out, text...)
+		b = b[i+n:]
 		i = strings.IndexByte(b, '\\')
 	}
 	return string(append(out, b...))
+}
+
+// Escape decodes the escape sequence at the start of s (s[0] is the
+// backslash), reporting its length in s, its text, and false when s ends
+// before the escape does and final is false (a stream waits for more).
+// It decodes as encoding/json does: a high surrogate followed by a low
+// one is the pair; a lone surrogate, or \u with bad hex digits, is
+// U+FFFD. The one-shot Unquote and the JSON field stream both decode
+// through it.
+func Escape(s string, final bool) (int, string, bool) {
+	if len(s) < 2 {
+		if final {
+			return len(s), "", true
+		}
+		return 0, "", false
+	}
+	switch s[1] {
+	case 'n':
+		return 2, "\n", true
+	case 't':
+		return 2, "\t", true
+	case 'r':
+		return 2, "\r", true
+	case 'b':
+		return 2, "\b", true
+	case 'f':
+		return 2, "\f", true
+	case 'u':
+	default:
+		return 2, s[1:2], true
+	}
+	if len(s) < 6 {
+		if final {
+			return len(s), string(utf8.RuneError), true
+		}
+		return 0, "", false
+	}
+	if !isHex4(s[2:6]) {
+		return 6, string(utf8.RuneError), true
+	}
+	r := rune(hex4(s[2:6]))
+	if !utf16.IsSurrogate(r) {
+		return 6, string(r), true
+	}
+	if r >= 0xDC00 {
+		return 6, string(utf8.RuneError), true // a lone low half
+	}
+	if !final && len(s) < 12 && (len(s) < 7 || s[6] == '\\' && (len(s) < 8 || s[7] == 'u')) {
+		return 0, "", false // the low half may still come
+	}
+	if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' && isHex4(s[8:12]) {
+		if p := utf16.DecodeRune(r, rune(hex4(s[8:12]))); p != utf8.RuneError {
+			return 12, string(p), true
+		}
+	}
+	return 6, string(utf8.RuneError), true
 }
 
 // hex4 reads four hex digits.

@@ -10,8 +10,8 @@ import (
 // The sentinels a reply error wraps (the root package exports the same
 // values).
 var (
-	ErrAmbiguous = value.ErrAmbiguous
-	ErrTruncated = value.ErrTruncated
+	errAmbiguous = value.ErrAmbiguous
+	errTruncated = value.ErrTruncated
 )
 
 // Error is a failure to read the reply; the root package wraps it into a

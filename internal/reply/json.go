@@ -159,10 +159,10 @@ func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidat
 			v, err = decodeSpan(sig, t[sp.Start:sp.End], whole, b)
 		}
 		if err != nil {
-			if errors.Is(err, ErrTruncated) && (whole || sp.Start == 0 || namesOutput(sig, t[sp.Start:sp.End])) {
+			if errors.Is(err, errTruncated) && (whole || sp.Start == 0 || namesOutput(sig, t[sp.Start:sp.End])) {
 				return []candidate{{whole: whole}}, err
 			}
-			if errors.Is(err, ErrAmbiguous) && namesOutput(sig, t[sp.Start:sp.End]) {
+			if errors.Is(err, errAmbiguous) && namesOutput(sig, t[sp.Start:sp.End]) {
 				return nil, err
 			}
 			if whole || namesOutput(sig, t[sp.Start:sp.End]) {
@@ -244,7 +244,7 @@ func choose(sig *signature.Signature, t string, cands []candidate) (candidate, e
 	if correctionRE.MatchString(t[prev.end:last.start]) {
 		return last, nil
 	}
-	return candidate{}, wrapf(ErrAmbiguous, "the reply holds two different JSON objects")
+	return candidate{}, wrapf(errAmbiguous, "the reply holds two different JSON objects")
 }
 
 // correctionRE matches text that replaces an earlier answer with the next
@@ -256,7 +256,7 @@ var correctionRE = regexp.MustCompile(`(?i)\b(correct(ion|ed|ing)?|revis(ed|ion)
 func holdsAll(sig *signature.Signature, big map[string]any, cands []candidate) bool {
 	for _, c := range cands {
 		for k, v := range c.obj {
-			if OutputIndex(sig, k) < 0 {
+			if outputIndex(sig, k) < 0 {
 				continue
 			}
 			w, ok := big[k]
@@ -347,7 +347,7 @@ func isListKind(spec *signature.TypeSpec) bool {
 
 func matchesAnyOutput(sig *signature.Signature, obj map[string]any) bool {
 	for k := range obj {
-		if OutputIndex(sig, k) >= 0 {
+		if outputIndex(sig, k) >= 0 {
 			return true
 		}
 	}
@@ -359,7 +359,7 @@ func matchesAnyOutput(sig *signature.Signature, obj map[string]any) bool {
 // key that is a rename of the one missing output.
 func members(sig *signature.Signature, obj map[string]any, fields []Field) {
 	for k, v := range obj {
-		i := OutputIndex(sig, k)
+		i := outputIndex(sig, k)
 		if i < 0 {
 			continue
 		}
@@ -378,14 +378,14 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) {
 	}
 	var left []string
 	for k := range obj {
-		if OutputIndex(sig, k) < 0 {
+		if outputIndex(sig, k) < 0 {
 			left = append(left, k)
 		}
 	}
 	if len(left) != 1 {
 		return // which left-over key is the field, the reply does not say
 	}
-	if k, ok := RenameTarget(sig, missing, left); ok {
+	if k, ok := renameTarget(sig, missing, left); ok {
 		fields[missing] = Field{Source: Member, Text: k, Value: obj[k]}
 	}
 }
@@ -462,7 +462,7 @@ func isDuplicate(err error) bool {
 // ambiguousKey makes a repeated key with two values an ErrAmbiguous error.
 func ambiguousKey(err error) error {
 	if isDuplicate(err) {
-		return wrapf(ErrAmbiguous, err.Error())
+		return wrapf(errAmbiguous, err.Error())
 	}
 	return err
 }
@@ -495,7 +495,7 @@ func decodeSpan(sig *signature.Signature, span string, whole bool, b *jsonx.Budg
 		if v, ok := completeBeforeComma(sig, span, b); ok {
 			return v, nil
 		}
-		return nil, ErrTruncated
+		return nil, errTruncated
 	}
 	if err != nil {
 		return nil, err
@@ -563,7 +563,7 @@ func bareWordMembers(sig *signature.Signature, span string) (map[string]any, boo
 	}
 	var ms []member
 	for _, l := range locs {
-		i := OutputIndex(sig, t[l[2]:l[3]])
+		i := outputIndex(sig, t[l[2]:l[3]])
 		if i < 0 {
 			continue
 		}

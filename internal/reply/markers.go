@@ -90,18 +90,18 @@ func skipBlankBack(s string, k, lo int) int {
 	return k
 }
 
-// MaxMarker bounds a marker in bytes, from its first bracket or hash (or,
+// maxMarker bounds a marker in bytes, from its first bracket or hash (or,
 // at a line start, the decoration before it) to its last closing bracket
 // or hash, not counting the name when it is a field's: a longer one is
 // text, and decoration that would make it longer leaves the marker
 // mid-line. It also bounds the blanks between a marker and a decoration
 // after it (" :"). A field stream therefore never holds back more than
-// MarkerBound as a possible marker.
-const MaxMarker = 96
+// markerBound as a possible marker.
+const maxMarker = 96
 
-// MarkerBound is the longest a marker of sig can be: MaxMarker and the
+// markerBound is the longest a marker of sig can be: maxMarker and the
 // longest field name.
-func MarkerBound(sig *signature.Signature) int {
+func markerBound(sig *signature.Signature) int {
 	n := len("completed")
 	for i := range sig.NumInputs() {
 		n = max(n, len(sig.InputName(i)))
@@ -109,7 +109,7 @@ func MarkerBound(sig *signature.Signature) int {
 	for i := range sig.NumOutputs() {
 		n = max(n, len(sig.OutputName(i)))
 	}
-	return MaxMarker + n
+	return maxMarker + n
 }
 
 // maxHashes bounds a marker's run of hashes ("###" is common, more is a
@@ -182,9 +182,9 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		}
 	}
 	name := s[nameStart:nameEnd]
-	field := OutputIndex(sig, name)
-	known := field != Other || IsInput(sig, name)
-	limit := MaxMarker // a known name does not count: see MarkerBound
+	field := outputIndex(sig, name)
+	known := field != Other || isInput(sig, name)
+	limit := maxMarker // a known name does not count: see markerBound
 	if known {
 		limit += len(name)
 	}
@@ -236,11 +236,11 @@ func decorationStart(s string, b int) int {
 	return b
 }
 
-// LineDecoration reports whether line, the start of a line so far, may
+// lineDecoration reports whether line, the start of a line so far, may
 // still become the decoration before a marker at the line start (the rule
 // markers are read by): only what decorationStart walks over, the last
 // list number possibly still being written ("12").
-func LineDecoration(line string) bool {
+func lineDecoration(line string) bool {
 	d := digitsBack(line, len(line))
 	return d <= 3 && decorationStart(line, len(line)-d) == 0
 }
@@ -271,7 +271,7 @@ func markerDecorationEnd(s string, end int) int {
 			end++
 		case c == ' ' || c == '\t':
 			k := skipBlank(s, end)
-			if k-end <= MaxMarker && k < len(s) && strings.IndexByte(":*_`-", s[k]) >= 0 && (k+1 >= len(s) || isBlankOrEOL(s[k+1]) || s[k] == ':') {
+			if k-end <= maxMarker && k < len(s) && strings.IndexByte(":*_`-", s[k]) >= 0 && (k+1 >= len(s) || isBlankOrEOL(s[k+1]) || s[k] == ':') {
 				end = k
 				continue
 			}
@@ -283,12 +283,12 @@ func markerDecorationEnd(s string, end int) int {
 	return end
 }
 
-// MayGrow reports whether the text after a marker's end, tail, may still
+// mayGrow reports whether the text after a marker's end, tail, may still
 // become part of the marker (more closing brackets or hashes, or the
 // decoration markerDecorationEnd reads) as more text arrives: it is short
 // and holds only such characters.
-func MayGrow(tail string) bool {
-	if len(tail) > MaxMarker {
+func mayGrow(tail string) bool {
+	if len(tail) > maxMarker {
 		return false
 	}
 	for i := 0; i < len(tail); i++ {
@@ -301,10 +301,10 @@ func MayGrow(tail string) bool {
 
 func isBlankOrEOL(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// SectionText is a section's value: the text after its marker, trimmed.
+// sectionText is a section's value: the text after its marker, trimmed.
 // Text on the marker's own line is trimmed on its own as well, as DSPy
 // strips the header line's remainder ("[[ ## a ## ]] x  \n y" is "x\n y").
-func SectionText(seg string) string {
+func sectionText(seg string) string {
 	nl := strings.IndexByte(seg, '\n')
 	if nl > 0 {
 		if head := strings.TrimSpace(seg[:nl]); head != "" && len(strings.TrimRightFunc(seg[:nl], unicode.IsSpace)) < nl {
@@ -426,7 +426,7 @@ func (it *markIter) next() (Mark, bool) {
 // sections files the text after each counting marker under its output,
 // up to the next counting marker or the end. It reports whether any output
 // marker counted; a field given twice with different values is
-// ErrAmbiguous. unknown reports a line-start marker with a name that is
+// errAmbiguous. unknown reports a line-start marker with a name that is
 // neither an output nor an input (a rename candidate).
 func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) {
 	cur, curStart := Other, 0
@@ -440,7 +440,7 @@ func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) 
 			continue
 		}
 		if cur >= 0 {
-			if err := setText(fields, cur, Marker, SectionText(ms.text[curStart:m.Start])); err != nil {
+			if err := setText(fields, cur, Marker, sectionText(ms.text[curStart:m.Start])); err != nil {
 				return found, unknown, err
 			}
 		}
@@ -449,10 +449,10 @@ func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) 
 		}
 		cur, curStart = m.Field, m.End
 		found = found || m.Field >= 0
-		unknown = unknown || m.Field == Other && !IsInput(ms.sig, m.Name(ms.text))
+		unknown = unknown || m.Field == Other && !isInput(ms.sig, m.Name(ms.text))
 	}
 	if cur >= 0 {
-		err = setText(fields, cur, Marker, SectionText(ms.text[curStart:ms.end]))
+		err = setText(fields, cur, Marker, sectionText(ms.text[curStart:ms.end]))
 	}
 	return found, unknown, err
 }
@@ -467,7 +467,7 @@ func (ms *markerScan) renamedSection(missing int) (string, bool) {
 		m, ok := it.next()
 		if !ok {
 			if cur >= 0 {
-				texts[cur] = SectionText(ms.text[curStart:ms.end])
+				texts[cur] = sectionText(ms.text[curStart:ms.end])
 			}
 			break
 		}
@@ -475,19 +475,19 @@ func (ms *markerScan) renamedSection(missing int) (string, bool) {
 			continue
 		}
 		if cur >= 0 {
-			texts[cur] = SectionText(ms.text[curStart:m.Start])
+			texts[cur] = sectionText(ms.text[curStart:m.Start])
 			cur = -1
 		}
 		if m.Field == Completed {
 			break
 		}
-		if m.Field == Other && !IsInput(ms.sig, m.Name(ms.text)) {
+		if m.Field == Other && !isInput(ms.sig, m.Name(ms.text)) {
 			names = append(names, m.Name(ms.text))
 			texts = append(texts, "")
 			cur, curStart = len(names)-1, m.End
 		}
 	}
-	name, ok := RenameTarget(ms.sig, missing, names)
+	name, ok := renameTarget(ms.sig, missing, names)
 	if !ok {
 		return "", false
 	}
@@ -505,14 +505,14 @@ func (ms *markerScan) renamedSection(missing int) (string, bool) {
 }
 
 // setText files a section's text under output i: the first non-empty text
-// wins; a second, different non-empty text is ErrAmbiguous.
+// wins; a second, different non-empty text is errAmbiguous.
 func setText(fields []Field, i int, src Source, v string) error {
 	f := &fields[i]
 	switch {
 	case f.Source == Missing || f.Text == "":
 		f.Source, f.Text = src, v
 	case v != "" && v != f.Text:
-		return &Error{Field: i, Err: wrapf(ErrAmbiguous, "the field appears twice with different values")}
+		return &Error{Field: i, Err: wrapf(errAmbiguous, "the field appears twice with different values")}
 	}
 	return nil
 }
@@ -582,13 +582,13 @@ func labelField(sig *signature.Signature, name string) (int, bool) {
 	words := strings.Fields(name)
 	for i := range words {
 		cand := strings.Join(words[i:], "_")
-		field := OutputIndex(sig, cand)
+		field := outputIndex(sig, cand)
 		switch {
 		case field == Completed:
 			return 0, false
 		case field >= 0:
 			return field, true
-		case i == 0 && IsInput(sig, cand):
+		case i == 0 && isInput(sig, cand):
 			return Other, true
 		}
 	}
@@ -607,7 +607,7 @@ func labels(sig *signature.Signature, text string, fields []Field) (bool, error)
 			end = m.Start
 		}
 		if cur >= 0 {
-			if err := setText(fields, cur, Label, SectionText(text[curStart:end])); err != nil {
+			if err := setText(fields, cur, Label, sectionText(text[curStart:end])); err != nil {
 				return any, err
 			}
 		}
@@ -619,8 +619,8 @@ func labels(sig *signature.Signature, text string, fields []Field) (bool, error)
 	}
 }
 
-// HasOutputMarker reports whether text holds a marker of an output field.
-func HasOutputMarker(sig *signature.Signature, text string) bool {
+// hasOutputMarker reports whether text holds a marker of an output field.
+func hasOutputMarker(sig *signature.Signature, text string) bool {
 	for pos := 0; ; {
 		m, ok := FindMarker(sig, text, pos)
 		if !ok {

@@ -13,10 +13,10 @@ const (
 	Completed = -2 // the "completed" marker: the end of the reply
 )
 
-// OutputIndex maps a marker name, tag or key to an output index: the exact
+// outputIndex maps a marker name, tag or key to an output index: the exact
 // name first, then "completed", then a unique case-insensitive match; else
 // Other.
-func OutputIndex(sig *signature.Signature, name string) int {
+func outputIndex(sig *signature.Signature, name string) int {
 	n := sig.NumOutputs()
 	for i := range n {
 		if sig.OutputName(i) == name {
@@ -38,8 +38,8 @@ func OutputIndex(sig *signature.Signature, name string) int {
 	return found
 }
 
-// IsInput reports whether name names an input field (case-insensitively).
-func IsInput(sig *signature.Signature, name string) bool {
+// isInput reports whether name names an input field (case-insensitively).
+func isInput(sig *signature.Signature, name string) bool {
 	for i := range sig.NumInputs() {
 		if strings.EqualFold(sig.Input(i).Name, name) {
 			return true
@@ -95,11 +95,11 @@ func renamed(written, field string) bool {
 	return len(x) >= minRename && 2*len(x) >= len(y) && strings.HasPrefix(y, x)
 }
 
-// RenameTarget returns the output a left-over name stands for: when
+// renameTarget returns the output a left-over name stands for: when
 // exactly one required output is missing and exactly one of the left-over
 // names is a rename of it (see renamed). missing is the index of the
 // missing output, or -1 when none or several are missing.
-func RenameTarget(sig *signature.Signature, missing int, leftover []string) (string, bool) {
+func renameTarget(sig *signature.Signature, missing int, leftover []string) (string, bool) {
 	if missing < 0 {
 		return "", false
 	}

@@ -67,7 +67,7 @@ func Read(sig *signature.Signature, completion string, prefer Shape, fields []Fi
 	for i := range fields {
 		fields[i] = Field{}
 	}
-	text := unfence(StripReasoning(sig, completion))
+	text := unfence(stripReasoning(sig, completion))
 	jsonFirst := looksJSON(text)
 	// Each reader reports found when the reply has its shape: its fields
 	// are then the answer, whatever is missing.
@@ -156,7 +156,7 @@ func readXML(sig *signature.Signature, text string, fields []Field) (bool, error
 		}
 		f := sig.Output(i)
 		if !els[len(els)-1].closed {
-			fields[i] = Field{Source: Element, Err: wrapf(ErrTruncated, "<"+f.Name+"> is not closed")}
+			fields[i] = Field{Source: Element, Err: wrapf(errTruncated, "<"+f.Name+"> is not closed")}
 			continue
 		}
 		tree, err := xmlFieldTree(text, els, f.Spec)
@@ -177,11 +177,11 @@ func renamedElement(sig *signature.Signature, text string, missing int, fields [
 	}
 	var names []string
 	for _, el := range els {
-		if OutputIndex(sig, el.key()) == Other && !IsInput(sig, el.key()) && !IsThinkTag(el.key()) {
+		if outputIndex(sig, el.key()) == Other && !isInput(sig, el.key()) && !isThinkTag(el.key()) {
 			names = append(names, el.key())
 		}
 	}
-	name, ok := RenameTarget(sig, missing, names)
+	name, ok := renameTarget(sig, missing, names)
 	if !ok {
 		return
 	}
@@ -317,15 +317,15 @@ func looksJSON(text string) bool {
 // ("```python" … "```") claims; text after it is chatter. A fence that
 // never closes runs to the end.
 func unfence(text string) string {
-	body, ok := FenceBody(text)
+	body, ok := fenceBody(text)
 	if !ok {
 		return text
 	}
 	return body
 }
 
-// FenceBody finds the code fence around a reply's answer (see unfence).
-func FenceBody(text string) (string, bool) {
+// fenceBody finds the code fence around a reply's answer (see unfence).
+func fenceBody(text string) (string, bool) {
 	open, prose := -1, 0
 	for i := 0; i < len(text); {
 		line, next := lineAt(text, i)
@@ -373,11 +373,11 @@ func FenceBody(text string) (string, bool) {
 	return text[open:], true
 }
 
-// OpenFence reports whether text (the start of a reply, before its first
-// marker) opens a code fence that is still open at its end, as FenceBody
+// openFence reports whether text (the start of a reply, before its first
+// marker) opens a code fence that is still open at its end, as fenceBody
 // reads it, and returns the fence's opening run.
-func OpenFence(text string) (string, bool) {
-	body, ok := FenceBody(text)
+func openFence(text string) (string, bool) {
+	body, ok := fenceBody(text)
 	if !ok || !strings.HasSuffix(text, body) {
 		return "", false
 	}

@@ -11,22 +11,22 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// MaxXMLDepth bounds the nesting of elements read.
-const MaxXMLDepth = 64
+// maxXMLDepth bounds the nesting of elements read.
+const maxXMLDepth = 64
 
 // collectXML files the elements directly inside text[from:to] under the
 // outputs they name; when none names an output it looks inside wrapper
 // elements (two levels at most). It reports whether any output element was
 // found.
 func collectXML(sig *signature.Signature, text string, from, to int, found [][]xmlElem, depth int) (bool, error) {
-	isField := func(name string) bool { return OutputIndex(sig, name) >= 0 }
+	isField := func(name string) bool { return outputIndex(sig, name) >= 0 }
 	els, err := scanXML(text, from, to, isField)
 	if err != nil {
 		return false, err
 	}
 	hit := false
 	for _, el := range els {
-		if i := OutputIndex(sig, el.key()); i >= 0 {
+		if i := outputIndex(sig, el.key()); i >= 0 {
 			found[i] = append(found[i], el)
 			hit = true
 		}
@@ -35,7 +35,7 @@ func collectXML(sig *signature.Signature, text string, from, to int, found [][]x
 		return hit, nil
 	}
 	for _, el := range els {
-		if el.selfClosing || IsInput(sig, el.key()) {
+		if el.selfClosing || isInput(sig, el.key()) {
 			continue
 		}
 		inner, err := collectXML(sig, text, el.start, el.end, found, depth+1)
@@ -66,7 +66,7 @@ func xmlFieldTree(text string, els []xmlElem, spec *signature.TypeSpec) (any, er
 		first := strings.TrimSpace(text[els[0].start:els[0].end])
 		for _, el := range els[1:] {
 			if strings.TrimSpace(text[el.start:el.end]) != first {
-				return nil, wrapf(ErrAmbiguous, "the field appears twice with different values")
+				return nil, wrapf(errAmbiguous, "the field appears twice with different values")
 			}
 		}
 	}
@@ -85,8 +85,8 @@ func listSpec(spec *signature.TypeSpec) *signature.TypeSpec {
 
 // xmlTree reads one element by the field type.
 func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any, error) {
-	if depth > MaxXMLDepth {
-		return nil, wrapf(value.ErrInvalid, "elements nested deeper than "+strconv.Itoa(MaxXMLDepth)+" levels")
+	if depth > maxXMLDepth {
+		return nil, wrapf(value.ErrInvalid, "elements nested deeper than "+strconv.Itoa(maxXMLDepth)+" levels")
 	}
 	content := text[el.start:el.end]
 	trimmed := strings.TrimSpace(content)
@@ -110,7 +110,7 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		}
 		for _, c := range children {
 			if !c.closed {
-				return nil, wrapf(ErrTruncated, "element <"+c.name+"> is not closed")
+				return nil, wrapf(errTruncated, "element <"+c.name+"> is not closed")
 			}
 		}
 		if len(children) == 0 && trimmed != "" {
@@ -152,12 +152,12 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 			switch {
 			case !again:
 				m[c.key()] = v
-			case IsList(sub):
+			case listSpec(sub) != nil:
 				// Repeated children of a list member are its items:
 				// <tags><a>3</a><a>4</a></tags> is {"a": [3, 4]}.
 				m[c.key()] = append(asItems(prev), asItems(v)...)
 			case !reflect.DeepEqual(prev, v):
-				return nil, wrapf(ErrAmbiguous, "<"+c.name+"> appears twice with different values")
+				return nil, wrapf(errAmbiguous, "<"+c.name+"> appears twice with different values")
 			}
 		}
 		return m, nil
@@ -472,7 +472,7 @@ func skipMarkup(text string, i, to int) int {
 // openTag reads a start tag at text[i] ("<name attr='v'>" or "<name/>").
 func openTag(text string, i, to int) (xmlElem, bool) {
 	j := i + 1
-	for j < to && isNameByte(text[j], j == i+1) {
+	for j < to && IsNameByte(text[j], j == i+1) {
 		j++
 	}
 	if j == i+1 {
@@ -508,7 +508,7 @@ func openTag(text string, i, to int) (xmlElem, bool) {
 	return xmlElem{}, false
 }
 
-func isNameByte(c byte, first bool) bool {
+func IsNameByte(c byte, first bool) bool {
 	switch {
 	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
 		return true
@@ -563,7 +563,7 @@ func closeTag(text, name string, start, to int, lastClose int) (end, next int, c
 			continue
 		case strings.HasPrefix(s, "</"):
 			k := i + 2
-			for k < to && isNameByte(text[k], k == i+2) {
+			for k < to && IsNameByte(text[k], k == i+2) {
 				k++
 			}
 			if strings.EqualFold(text[i+2:k], name) {
@@ -580,7 +580,7 @@ func closeTag(text, name string, start, to int, lastClose int) (end, next int, c
 			continue
 		}
 		if el, ok := openTag(text, i, to); ok && strings.EqualFold(el.name, name) && !el.selfClosing {
-			if depth++; depth > MaxXMLDepth {
+			if depth++; depth > maxXMLDepth {
 				return to, to, false // nested deeper than any answer: give up
 			}
 			i = el.start
@@ -614,34 +614,3 @@ func decodeEntities(s string) string {
 	}
 	return b.String()
 }
-
-// Tag is a start tag found by OpenTag.
-type Tag struct {
-	Name        string // the tag name as written
-	Key         string // the name a field is looked up by: an <entry>'s key attribute, else Name
-	Start       int    // where the element's content starts (after the tag)
-	SelfClosing bool
-}
-
-// OpenTag reads a start tag at text[i] ("<name attr='v'>" or "<name/>").
-func OpenTag(text string, i int) (Tag, bool) {
-	el, ok := openTag(text, i, len(text))
-	if !ok {
-		return Tag{}, false
-	}
-	return Tag{Name: el.name, Key: el.key(), Start: el.start, SelfClosing: el.selfClosing}, true
-}
-
-// IndexFold is strings.Index, ASCII case-insensitively, for a sub that
-// starts with '<'.
-func IndexFold(s, sub string) int { return indexFold(s, sub) }
-
-// IsNameByte reports a byte of an XML name (first: at its start).
-func IsNameByte(c byte, first bool) bool { return isNameByte(c, first) }
-
-// DecodeEntities decodes XML entities; an '&' that starts none stays.
-func DecodeEntities(s string) string { return decodeEntities(s) }
-
-// IsList reports a list type, possibly optional (its repeated elements are
-// its items).
-func IsList(spec *signature.TypeSpec) bool { return listSpec(spec) != nil }

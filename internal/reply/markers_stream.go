@@ -1,56 +1,55 @@
-package adapter
+package reply
 
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
-	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
-// NewFieldStream returns a FieldStream for Chat replies: it finds markers
-// as the text arrives, with the same leniency as Parse, holding back only
-// text that could still turn out to be part of a marker, trailing
-// whitespace (which Parse trims), a str value that may turn out to be
-// wrapped in quotes (Parse drops them), and a last line that may close a
-// code fence around the whole reply. A field's marker given again after
-// its text was sent streams as text outside any field: Parse keeps the
-// first value. A leading <think> block streams as reasoning, as for every
-// adapter.
+// NewMarkerStream returns the Stream of a reply in field markers (the Chat
+// adapter's), inside WithThink. It finds markers as the text arrives,
+// with the same leniency as Read, holding back only text that could still
+// turn out to be part of a marker, trailing whitespace (which
+// sectionText trims), a str value that may turn out to be wrapped in
+// quotes (Unquote drops them), and a last line that may close a code
+// fence around the whole reply. A field's marker given again after its
+// text was sent streams as text outside any field: Read keeps the first
+// value.
 //
-// A marker in the middle of a line is recovery only for Parse: it counts
-// unless the reply also marks that field (or, for completed, another
-// output) at the start of a line later on. The stream cannot know that
-// yet, so from such a marker on it holds everything back and, on Close,
-// sends what Parse reads from the whole reply.
-func (Chat) NewFieldStream(sig *signature.Signature) FieldStream {
-	return withThink(sig, &chatFieldStream{sig: sig, cur: reply.Other, hold: -1, bound: reply.MarkerBound(sig)})
+// A marker in the middle of a line counts unless the reply also marks
+// that field (or, for completed, another output) at the start of a line
+// later on. The stream cannot know that yet, so from such a marker on it
+// holds everything back and, on Close, sends each str output's value as
+// parse (the adapter's Parse) reads it from the whole reply.
+func NewMarkerStream(sig *signature.Signature, parse func(*signature.Signature, string) (map[string]any, error)) Stream {
+	return WithThink(sig, &chatFieldStream{sig: sig, parse: parse, cur: Other, hold: -1, bound: markerBound(sig)})
 }
 
 type chatFieldStream struct {
 	sig      *signature.Signature
-	bound    int             // the longest marker (reply.MarkerBound)
-	buf      strings.Builder // the whole reply so far
-	pos      int             // text before pos is decided
-	cur      int             // the section being read: output index or reply.Other
-	fresh    bool            // at the start of a section: leading blanks are dropped
-	onLine   bool            // still on the marker's line: its trailing blanks are dropped
-	hold     int             // full[hold:pos] is held trailing whitespace of the section; -1 none
-	done     bool            // the completed marker was seen
-	sent     streamed        // outputs whose text was sent
-	line     streamed        // outputs marked at the start of a line so far
-	deferred bool            // a mid-line marker may count: decide on Close
-	fence    int             // 0 undecided, 1 the answer is inside a code fence, 2 it is not
-	fenceTag string          // the fence's opening run ("```", "````", "~~~")
-	depth    int             // code blocks open inside the fence
-	quoted   bool            // holding a str value that starts with a quote
-	qbuf     strings.Builder // the held quoted value
+	parse    func(*signature.Signature, string) (map[string]any, error) // the adapter's Parse: see settle
+	bound    int                                                        // the longest marker (markerBound)
+	buf      strings.Builder                                            // the whole reply so far
+	pos      int                                                        // text before pos is decided
+	cur      int                                                        // the section being read: output index or Other
+	fresh    bool                                                       // at the start of a section: leading blanks are dropped
+	onLine   bool                                                       // still on the marker's line: its trailing blanks are dropped
+	hold     int                                                        // full[hold:pos] is held trailing whitespace of the section; -1 none
+	done     bool                                                       // the completed marker was seen
+	sent     streamed                                                   // outputs whose text was sent
+	line     streamed                                                   // outputs marked at the start of a line so far
+	deferred bool                                                       // a mid-line marker may count: decide on Close
+	fence    int                                                        // 0 undecided, 1 the answer is inside a code fence, 2 it is not
+	fenceTag string                                                     // the fence's opening run ("```", "````", "~~~")
+	depth    int                                                        // code blocks open inside the fence
+	quoted   bool                                                       // holding a str value that starts with a quote
+	qbuf     strings.Builder                                            // the held quoted value
 	sentBuf  [8]int
 	sentLen  []int // bytes sent per output
 }
 
-func (s *chatFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
+func (s *chatFieldStream) Write(dst []Delta, text string) []Delta {
 	if s.buf.Cap() == 0 {
 		s.buf.Grow(max(512, 2*len(text)))
 	}
@@ -58,7 +57,7 @@ func (s *chatFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 	return s.advance(dst, false)
 }
 
-func (s *chatFieldStream) Close(dst []FieldDelta) []FieldDelta {
+func (s *chatFieldStream) Close(dst []Delta) []Delta {
 	dst = s.advance(dst, true)
 	if s.deferred {
 		return s.settle(dst)
@@ -67,16 +66,16 @@ func (s *chatFieldStream) Close(dst []FieldDelta) []FieldDelta {
 	return dst
 }
 
-func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
+func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 	if s.done || s.deferred {
 		return dst
 	}
 	full := s.buf.String()
 	for {
-		m, ok := reply.FindMarker(s.sig, full, s.pos)
+		m, ok := FindMarker(s.sig, full, s.pos)
 		// A marker at the very end may still grow ("]]" then ":" or "**", or
 		// blanks and then a decoration).
-		if ok && !final && (len(full)-m.End < 2 || reply.MayGrow(full[m.End:])) {
+		if ok && !final && (len(full)-m.End < 2 || mayGrow(full[m.End:])) {
 			return s.emit(dst, full, m.Start, false)
 		}
 		if !ok {
@@ -91,7 +90,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		}
 		if !m.LineStart {
 			switch {
-			case m.Field >= 0 && !s.line.again(m.Field), m.Field == reply.Completed:
+			case m.Field >= 0 && !s.line.again(m.Field), m.Field == Completed:
 				// It counts unless a line-start marker follows: undecided.
 				s.deferred = true
 				return s.emit(dst, full, m.Start, false)
@@ -104,7 +103,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		s.endField(&dst)
 		s.hold = -1
 		s.pos = m.End
-		if m.Field == reply.Completed {
+		if m.Field == Completed {
 			s.done = true
 			return dst
 		}
@@ -115,7 +114,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 		if s.sent.again(m.Field) {
 			// A field given again: Parse keeps the first value (or reports
 			// two different ones), so the repeat is outside any field.
-			s.cur = reply.Other
+			s.cur = Other
 		}
 	}
 }
@@ -125,7 +124,7 @@ func (s *chatFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 // it) that is still open.
 func (s *chatFieldStream) openingFence(pre string) {
 	s.fence = 2
-	if tag, ok := reply.OpenFence(pre); ok {
+	if tag, ok := openFence(pre); ok {
 		s.fence, s.fenceTag = 1, tag
 	}
 }
@@ -145,13 +144,13 @@ func holdStart(full string, pos, bound int) int {
 	for i := lo; i < len(full); i++ {
 		switch full[i] {
 		case '[', '#', '*', '_', '>', '`', '-', '+':
-			if atLine && i > lo && reply.LineDecoration(full[lo:i]) {
+			if atLine && i > lo && lineDecoration(full[lo:i]) {
 				return lo // "2. [[ ## …": the number is the marker's decoration
 			}
 			return i
 		}
 	}
-	if atLine && reply.LineDecoration(full[lo:]) {
+	if atLine && lineDecoration(full[lo:]) {
 		return lo // "2. " may still become a numbered marker
 	}
 	return len(full)
@@ -162,7 +161,7 @@ func holdStart(full string, pos, bound int) int {
 // and holding trailing whitespace until more text comes (or, when last,
 // dropping it). Held whitespace stays in full and is sent as part of the
 // next delta's substring, so the common path does not allocate.
-func (s *chatFieldStream) emit(dst []FieldDelta, full string, end int, last bool) []FieldDelta {
+func (s *chatFieldStream) emit(dst []Delta, full string, end int, last bool) []Delta {
 	if s.fence == 1 && s.cur >= 0 {
 		var closed bool
 		if end, closed = s.fenceLines(full, end, last); closed {
@@ -278,9 +277,9 @@ func (s *chatFieldStream) fenceLines(full string, end int, last bool) (int, bool
 
 // send delivers text of the current section, or holds it while a quoted
 // str value may still lose its quotes.
-func (s *chatFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
+func (s *chatFieldStream) send(dst []Delta, text string) []Delta {
 	if s.cur < 0 {
-		return append(dst, FieldDelta{Text: text})
+		return append(dst, Delta{Text: text})
 	}
 	if s.quoted {
 		s.qbuf.WriteString(text)
@@ -293,31 +292,12 @@ func (s *chatFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
 	}
 	s.sent.mark(s.cur)
 	s.addSent(s.cur, len(text))
-	return append(dst, FieldDelta{Field: s.sig.Output(s.cur).Name, Text: text})
-}
-
-// mayBeQuoted reports whether q, the start of a str value that opens
-// with a quote, may still be one quoted value: no line break, and no quote
-// but the opening one and possibly one at the very end.
-func mayBeQuoted(q string) bool {
-	body := q[1:]
-	if strings.HasPrefix(q, "“") {
-		body = q[len("“"):]
-	}
-	if strings.Contains(body, "\n") {
-		return false
-	}
-	j := strings.IndexAny(body, "\"“”")
-	if j < 0 {
-		return true
-	}
-	_, size := utf8.DecodeRuneInString(body[j:])
-	return j+size == len(body)
+	return append(dst, Delta{Field: s.sig.Output(s.cur).Name, Text: text})
 }
 
 // endField flushes a held quoted value when its section ends: without its
 // quotes when Parse drops them.
-func (s *chatFieldStream) endField(dst *[]FieldDelta) {
+func (s *chatFieldStream) endField(dst *[]Delta) {
 	if !s.quoted || s.cur < 0 {
 		s.quoted = false
 		return
@@ -328,10 +308,10 @@ func (s *chatFieldStream) endField(dst *[]FieldDelta) {
 		return
 	}
 	f := s.sig.Output(s.cur)
-	q = unquoteText(q, f)
+	q = Unquote(q, f)
 	s.sent.mark(s.cur)
 	s.addSent(s.cur, len(q))
-	*dst = append(*dst, FieldDelta{Field: f.Name, Text: q})
+	*dst = append(*dst, Delta{Field: f.Name, Text: q})
 }
 
 func (s *chatFieldStream) addSent(i, n int) {
@@ -348,8 +328,8 @@ func (s *chatFieldStream) addSent(i, n int) {
 // settle ends a deferred stream: it reads the whole reply as Parse does
 // and sends each str field's value, replacing what was sent of it (Stream
 // turns a replacement that only extends the text into its suffix).
-func (s *chatFieldStream) settle(dst []FieldDelta) []FieldDelta {
-	vals, err := Chat{}.Parse(s.sig, s.buf.String())
+func (s *chatFieldStream) settle(dst []Delta) []Delta {
+	vals, err := s.parse(s.sig, s.buf.String())
 	if err != nil {
 		return dst
 	}
@@ -364,7 +344,7 @@ func (s *chatFieldStream) settle(dst []FieldDelta) []FieldDelta {
 			n = s.sentLen[i]
 		}
 		if n > 0 || v != "" {
-			dst = append(dst, FieldDelta{Field: f.Name, Text: v, Replace: n > 0})
+			dst = append(dst, Delta{Field: f.Name, Text: v, Replace: n > 0})
 		}
 	}
 	return dst

@@ -1,38 +1,32 @@
-package adapter
+package reply
 
 import (
-	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/sigwire/adapter/internal/reply"
+	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/signature"
 )
 
-// NewFieldStream returns a FieldStream for JSON replies: the members of the
-// reply's top-level object are routed to the output fields they name (as
-// Parse names them: exact, then case-insensitive). A string value streams
-// as it grows, its escapes decoded; any other value (a number, a bool,
-// null, an array, an object) is reported once complete, as its JSON text.
-// Text around the object (prose, a code fence) belongs to no field. A
-// leading <think> block streams as reasoning, as for every adapter.
+// NewJSONStream returns the Stream of a JSON reply (the JSON and BAML
+// adapters'), inside WithThink: the members of the reply's top-level
+// object are routed to the output fields they name (as Read names them:
+// exact, then case-insensitive). A string value streams as it grows, its
+// escapes decoded as jsonx.Unquote decodes them; any other value (a
+// number, a bool, null, an array, an object) is reported once complete,
+// as its JSON text. Text around the object (prose, a code fence) belongs
+// to no field.
 //
 // A string's closing quote is held until the next significant byte
 // confirms it ends the value (',', ':', '}', ']' or the end of the reply,
-// as Parse reads an unescaped quote): in {"answer": "He said "hi" twice"}
+// as Read reads an unescaped quote): in {"answer": "He said "hi" twice"}
 // the inner quotes stream as part of the value. A key given again in the
-// same object is not streamed again (Parse keeps one value, or reports
-// two different ones); a later object (a correction after a draft)
-// streams too, each field's first delta in it replacing what the field
-// received from an earlier one (FieldDelta.Replace).
-func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
-	return withThink(sig, &jsonFieldStream{sig: sig, field: reply.Other})
-}
-
-// NewFieldStream streams as the JSON adapter does.
-func (BAML) NewFieldStream(sig *signature.Signature) FieldStream {
-	return JSON{}.NewFieldStream(sig)
+// same object is not streamed again (Read keeps one value, or reports two
+// different ones); a later object (a correction after a draft) streams
+// too, each field's first delta in it replacing what the field received
+// from an earlier one (Delta.Replace).
+func NewJSONStream(sig *signature.Signature) Stream {
+	return WithThink(sig, &jsonFieldStream{sig: sig, field: Other})
 }
 
 // jsonState is where the scanner is in the top-level object.
@@ -52,7 +46,7 @@ const (
 type jsonFieldStream struct {
 	sig     *signature.Signature
 	state   jsonState
-	field   int             // output index of the current member, or reply.Other
+	field   int             // output index of the current member, or Other
 	key     strings.Builder // the key being read
 	keyEsc  bool            // a backslash ended the last write inside a key
 	esc     []byte          // an escape sequence split across writes
@@ -76,7 +70,7 @@ func (s *jsonFieldStream) name() string {
 	return s.sig.Output(s.field).Name
 }
 
-func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
+func (s *jsonFieldStream) Write(dst []Delta, text string) []Delta {
 	i := 0
 	for i < len(text) {
 		switch s.state {
@@ -86,7 +80,7 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 				return dst
 			}
 			i += j + 1
-			s.state, s.field = jsKey, reply.Other
+			s.state, s.field = jsKey, Other
 			s.obj++
 		case jsKey:
 			c := text[i]
@@ -121,7 +115,7 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 				return dst
 			}
 			i += j + 1
-			s.member(reply.OutputIndex(s.sig, s.key.String()))
+			s.member(outputIndex(s.sig, s.key.String()))
 			s.state = jsColon
 		case jsColon:
 			if text[i] == ':' {
@@ -160,16 +154,16 @@ func (s *jsonFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 			i++
 			switch c {
 			case ',':
-				s.state, s.field = jsKey, reply.Other
+				s.state, s.field = jsKey, Other
 			case '}':
-				s.state, s.field = jsBefore, reply.Other
+				s.state, s.field = jsBefore, Other
 			}
 		}
 	}
 	return dst
 }
 
-// member starts the member of output i (reply.Other: none) in the
+// member starts the member of output i (Other: none) in the
 // current object. A key given again in the same object is not streamed
 // again; one given in an earlier object is, replacing it.
 func (s *jsonFieldStream) member(i int) {
@@ -186,7 +180,7 @@ func (s *jsonFieldStream) member(i int) {
 	}
 	switch prev := s.objOf[i]; {
 	case prev == s.obj:
-		s.field = reply.Other
+		s.field = Other
 	default:
 		s.replace = prev > 0
 		s.objOf[i] = s.obj
@@ -195,7 +189,7 @@ func (s *jsonFieldStream) member(i int) {
 
 // send appends text of the current member, the first replacing what an
 // earlier object gave the field.
-func (s *jsonFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
+func (s *jsonFieldStream) send(dst []Delta, text string) []Delta {
 	if s.field < 0 || text == "" && !s.replace {
 		return dst
 	}
@@ -203,7 +197,7 @@ func (s *jsonFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
 		s.replace = false // nothing to replace
 		return dst
 	}
-	dst = append(dst, FieldDelta{Field: s.name(), Text: text, Replace: s.replace})
+	dst = append(dst, Delta{Field: s.name(), Text: text, Replace: s.replace})
 	s.replace = false
 	if text == "" {
 		s.holds.unmark(s.field)
@@ -215,7 +209,7 @@ func (s *jsonFieldStream) send(dst []FieldDelta, text string) []FieldDelta {
 
 // endString ends a string value: an empty one that replaces an earlier
 // object's value says so.
-func (s *jsonFieldStream) endString(dst []FieldDelta) []FieldDelta {
+func (s *jsonFieldStream) endString(dst []Delta) []Delta {
 	if s.replace {
 		dst = s.send(dst, "")
 	}
@@ -223,7 +217,7 @@ func (s *jsonFieldStream) endString(dst []FieldDelta) []FieldDelta {
 }
 
 // endRaw reports a complete non-string value.
-func (s *jsonFieldStream) endRaw(dst []FieldDelta) []FieldDelta {
+func (s *jsonFieldStream) endRaw(dst []Delta) []Delta {
 	return s.send(dst, strings.TrimSpace(s.raw.String()))
 }
 
@@ -235,7 +229,7 @@ func (s *jsonFieldStream) endRaw(dst []FieldDelta) []FieldDelta {
 // next significant byte is one of ",:}]" (left for jsComma), as Parse
 // reads an unescaped quote; otherwise the quote and the blanks after it
 // are text of the value.
-func (s *jsonFieldStream) stringChunk(dst []FieldDelta, text string, i int) (int, bool, []FieldDelta) {
+func (s *jsonFieldStream) stringChunk(dst []Delta, text string, i int) (int, bool, []Delta) {
 	var out strings.Builder
 	flush := func() {
 		if out.Len() > 0 {
@@ -274,7 +268,7 @@ func (s *jsonFieldStream) stringChunk(dst []FieldDelta, text string, i int) (int
 			s.closing = true
 			j++
 		case c == '\\':
-			n, r, ok := jsonEscape(buf[j:])
+			n, r, ok := jsonx.Escape(buf[j:], false)
 			if !ok {
 				s.esc = append(s.esc[:0], buf[j:]...)
 				flush()
@@ -302,55 +296,6 @@ func (s *jsonFieldStream) stringChunk(dst []FieldDelta, text string, i int) (int
 	}
 	flush()
 	return base + len(buf), false, dst
-}
-
-// jsonEscape decodes the escape at the start of s, reporting its length,
-// its text, and false when s ends before the escape does. A high surrogate
-// followed by a low one decodes as the pair.
-func jsonEscape(s string) (int, string, bool) {
-	if len(s) < 2 {
-		return 0, "", false
-	}
-	switch s[1] {
-	case 'n':
-		return 2, "\n", true
-	case 't':
-		return 2, "\t", true
-	case 'r':
-		return 2, "\r", true
-	case 'b':
-		return 2, "\b", true
-	case 'f':
-		return 2, "\f", true
-	case 'u':
-	default:
-		return 2, s[1:2], true
-	}
-	if len(s) < 6 {
-		return 0, "", false
-	}
-	n, err := strconv.ParseUint(s[2:6], 16, 32)
-	if err != nil {
-		return 6, string(utf8.RuneError), true
-	}
-	r := rune(n)
-	if utf16.IsSurrogate(r) {
-		if r >= 0xDC00 {
-			return 6, string(utf8.RuneError), true // a lone low half
-		}
-		if len(s) < 12 && (len(s) < 7 || s[6] == '\\' && (len(s) < 8 || s[7] == 'u')) {
-			return 0, "", false // the low half may still come
-		}
-		if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
-			if m, err := strconv.ParseUint(s[8:12], 16, 32); err == nil {
-				if p := utf16.DecodeRune(r, rune(m)); p != utf8.RuneError {
-					return 12, string(p), true
-				}
-			}
-		}
-		return 6, string(utf8.RuneError), true
-	}
-	return 6, string(r), true
 }
 
 // rawChunk reads a non-string value from text[i:] into s.raw and reports
@@ -395,13 +340,13 @@ func (s *jsonFieldStream) rawChunk(text string, i int) (int, bool) {
 
 // Close reports a value still being read when the reply ended; a held
 // closing quote ended its string.
-func (s *jsonFieldStream) Close(dst []FieldDelta) []FieldDelta {
+func (s *jsonFieldStream) Close(dst []Delta) []Delta {
 	switch {
 	case s.state == jsRaw:
 		dst = s.endRaw(dst)
 	case s.state == jsString && s.closing:
 		dst = s.endString(dst)
 	}
-	s.state, s.field, s.closing = jsBefore, reply.Other, false
+	s.state, s.field, s.closing = jsBefore, Other, false
 	return dst
 }

@@ -1,30 +1,28 @@
-package adapter
+package reply
 
 import (
 	"strings"
 	"unicode"
 
-	"github.com/sigwire/adapter/internal/reply"
 	"github.com/sigwire/adapter/signature"
 )
 
-// NewFieldStream returns a FieldStream for XML replies: the text inside an
-// output field's element streams to that field, entities and CDATA
-// decoded and the value trimmed as Parse trims it; a leading <think> block
-// streams as reasoning, as for every adapter; everything else belongs to
-// no field.
+// NewXMLStream returns the Stream of a reply in XML elements (the XML
+// adapter's), inside WithThink: the text inside an output field's element
+// streams to that field, entities and CDATA decoded and the value trimmed
+// as Read trims it; everything else belongs to no field.
 //
-// The stream holds back only what Parse reads by what follows it: a
+// The stream holds back only what Read reads by what follows it: a
 // possible closing tag, entity, CDATA section or output element at the
 // end of the text; a str value that may turn out to be wrapped in quotes
-// (Parse drops them); a field's closing tag, until the next output
+// (Unquote drops them); a field's closing tag, until the next output
 // element (or the end) confirms it, since a later closing tag of the same
 // field before that element makes the first one part of the value
 // (<code>print('</code>')</code>); and, inside a field, another output's
 // opening tag, until the field's closing tag shows it is part of the value
 // or the end of the reply shows the field's closing tag was forgotten.
-func (XML) NewFieldStream(sig *signature.Signature) FieldStream {
-	return withThink(sig, &xmlFieldStream{sig: sig, field: reply.Other, cdAt: -1, opAt: -1})
+func NewXMLStream(sig *signature.Signature) Stream {
+	return WithThink(sig, &xmlFieldStream{sig: sig, field: Other, cdAt: -1, opAt: -1})
 }
 
 type xmlMode uint8
@@ -71,7 +69,7 @@ type xmlFieldStream struct {
 	opFrom, opAt, opScanned int
 }
 
-func (s *xmlFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
+func (s *xmlFieldStream) Write(dst []Delta, text string) []Delta {
 	if s.buf.Cap() == 0 {
 		s.buf.Grow(max(512, 2*len(text)))
 	}
@@ -79,11 +77,11 @@ func (s *xmlFieldStream) Write(dst []FieldDelta, text string) []FieldDelta {
 	return s.advance(dst, false)
 }
 
-func (s *xmlFieldStream) Close(dst []FieldDelta) []FieldDelta {
+func (s *xmlFieldStream) Close(dst []Delta) []Delta {
 	return s.advance(dst, true)
 }
 
-func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
+func (s *xmlFieldStream) advance(dst []Delta, final bool) []Delta {
 	full := s.buf.String()
 	for s.pos < len(full) || s.mode == xmClosed || s.mode == xmInner {
 		switch s.mode {
@@ -94,7 +92,7 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 				return dst
 			}
 			k += s.pos
-			el, ok := reply.OpenTag(full, k)
+			el, ok := openTag(full, k, len(full))
 			if !ok {
 				if !final && !strings.ContainsAny(full[k+1:], "<>") && len(full)-k < maxTag {
 					return dst // the tag may still be arriving
@@ -102,19 +100,19 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 				s.pos = k + 1
 				continue
 			}
-			s.pos = el.Start
-			if el.SelfClosing {
+			s.pos = el.start
+			if el.selfClosing {
 				continue
 			}
-			if i := reply.OutputIndex(s.sig, el.Key); i >= 0 {
-				if len(s.close) < 2 || s.close[2:] != el.Name {
-					s.close = "</" + el.Name
+			if i := outputIndex(s.sig, el.key()); i >= 0 {
+				if len(s.close) < 2 || s.close[2:] != el.name {
+					s.close = "</" + el.name
 					s.closeKey = strings.ToLower(s.close)
 				}
 				s.mode, s.field, s.fresh, s.hold, s.content = xmField, i, true, "", 0
 				// A repeated element is not streamed again, except a list's
 				// (Parse reads those as its items).
-				s.skip = s.sent.again(i) && !reply.IsList(s.sig.Output(i).Spec)
+				s.skip = s.sent.again(i) && listSpec(s.sig.Output(i).Spec) == nil
 				s.sent.mark(i)
 			}
 		case xmField:
@@ -144,23 +142,23 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 			}
 			switch {
 			case k >= 0:
-				dst = s.emitText(dst, reply.DecodeEntities(full[s.pos:k]), false)
+				dst = s.emitText(dst, decodeEntities(full[s.pos:k]), false)
 				s.pos = k
 				s.mode, s.mark, s.scan = xmClosed, k, k+len(s.close)
 			case o >= 0:
-				dst = s.emitText(dst, reply.DecodeEntities(full[s.pos:o]), false)
+				dst = s.emitText(dst, decodeEntities(full[s.pos:o]), false)
 				s.pos = o
 				s.mode, s.mark, s.scan = xmInner, o, o
 			case limit < len(full):
-				dst = s.emitText(dst, reply.DecodeEntities(full[s.pos:limit]), false)
+				dst = s.emitText(dst, decodeEntities(full[s.pos:limit]), false)
 				s.pos = limit + len("<![CDATA[")
 				s.mode = xmCDATA
 			case final:
-				dst = s.emitText(dst, reply.DecodeEntities(rest), true)
+				dst = s.emitText(dst, decodeEntities(rest), true)
 				s.pos = len(full)
 			default:
 				end := s.holdStart(rest)
-				dst = s.emitText(dst, reply.DecodeEntities(rest[:end]), false)
+				dst = s.emitText(dst, decodeEntities(rest[:end]), false)
 				s.pos += end
 				return dst
 			}
@@ -202,7 +200,7 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 					s.closeFree[s.closeKey] = s.scan
 				}
 				dst = s.emitText(dst, "", true)
-				s.mode, s.field = xmOutside, reply.Other
+				s.mode, s.field = xmOutside, Other
 			default:
 				s.scan = max(s.mark, len(full)-len(s.close))
 				return dst
@@ -223,7 +221,7 @@ func (s *xmlFieldStream) advance(dst []FieldDelta, final bool) []FieldDelta {
 // of the value, as Parse reads it; that element, or the end of the reply,
 // confirms the field's end. It reports false when the text in hand does
 // not decide yet.
-func (s *xmlFieldStream) closed(dst []FieldDelta, full string, final bool) ([]FieldDelta, bool) {
+func (s *xmlFieldStream) closed(dst []Delta, full string, final bool) ([]Delta, bool) {
 	for {
 		j := strings.IndexByte(full[s.scan:], '<')
 		if j < 0 {
@@ -234,9 +232,9 @@ func (s *xmlFieldStream) closed(dst []FieldDelta, full string, final bool) ([]Fi
 			s.content, s.pos, s.mode = p, s.mark, xmField // the value runs on
 			return dst, true
 		}
-		if el, ok := reply.OpenTag(full, p); ok && reply.OutputIndex(s.sig, el.Key) >= 0 {
+		if el, ok := openTag(full, p, len(full)); ok && outputIndex(s.sig, el.key()) >= 0 {
 			dst = s.emitText(dst, "", true)
-			s.pos, s.mode, s.field = p, xmOutside, reply.Other
+			s.pos, s.mode, s.field = p, xmOutside, Other
 			return dst, true
 		}
 		if !final && len(full)-p < maxTag && !strings.ContainsAny(full[p+1:], "<>") {
@@ -250,7 +248,7 @@ func (s *xmlFieldStream) closed(dst []FieldDelta, full string, final bool) ([]Fi
 		return dst, false
 	}
 	dst = s.emitText(dst, "", true)
-	s.pos, s.mode, s.field = len(full), xmOutside, reply.Other
+	s.pos, s.mode, s.field = len(full), xmOutside, Other
 	return dst, true
 }
 
@@ -317,7 +315,7 @@ func (s *xmlFieldStream) firstOpen(full string, i int) int {
 			break
 		}
 		i += j
-		if el, ok := reply.OpenTag(full, i); ok && reply.OutputIndex(s.sig, el.Key) >= 0 {
+		if el, ok := openTag(full, i, len(full)); ok && outputIndex(s.sig, el.key()) >= 0 {
 			return i
 		}
 		i++
@@ -331,7 +329,7 @@ func (s *xmlFieldStream) firstOpen(full string, i int) int {
 // end is undecided (-1) until the text is final.
 func findClose(rest, close string, final bool) int {
 	for from := 0; ; {
-		k := reply.IndexFold(rest[from:], close)
+		k := indexFold(rest[from:], close)
 		if k < 0 {
 			return -1
 		}
@@ -343,7 +341,7 @@ func findClose(rest, close string, final bool) int {
 			}
 			return -1
 		}
-		if !reply.IsNameByte(rest[after], false) {
+		if !IsNameByte(rest[after], false) {
 			return k
 		}
 		from = k + 1
@@ -375,11 +373,11 @@ func (s *xmlFieldStream) mayBeTag(t string) bool {
 		return true
 	}
 	n := 1
-	for n < len(t) && reply.IsNameByte(t[n], n == 1) {
+	for n < len(t) && IsNameByte(t[n], n == 1) {
 		n++
 	}
 	if n < len(t) {
-		return reply.OutputIndex(s.sig, t[1:n]) >= 0 // its attributes still arriving
+		return outputIndex(s.sig, t[1:n]) >= 0 // its attributes still arriving
 	}
 	for i := range s.sig.NumOutputs() {
 		if name := s.sig.OutputName(i); len(name) >= n-1 && strings.EqualFold(name[:n-1], t[1:n]) {
@@ -393,7 +391,7 @@ func (s *xmlFieldStream) mayBeTag(t string) bool {
 // field dropped, trailing blanks held until more text comes (dropped at
 // the field's end), a str value that opens with a quote held while Parse
 // may still drop its quotes.
-func (s *xmlFieldStream) emitText(dst []FieldDelta, text string, last bool) []FieldDelta {
+func (s *xmlFieldStream) emitText(dst []Delta, text string, last bool) []Delta {
 	if s.skip {
 		return dst
 	}
@@ -415,10 +413,10 @@ func (s *xmlFieldStream) emitText(dst []FieldDelta, text string, last bool) []Fi
 		switch {
 		case last:
 			s.quoted = false
-			if q = unquoteText(q, s.sig.Output(s.field)); q == "" {
+			if q = Unquote(q, s.sig.Output(s.field)); q == "" {
 				return dst
 			}
-			return append(dst, FieldDelta{Field: s.sig.Output(s.field).Name, Text: q})
+			return append(dst, Delta{Field: s.sig.Output(s.field).Name, Text: q})
 		case len(q) < len("“") || mayBeQuoted(q):
 			return dst // still possibly "…": Parse would drop the quotes
 		}
@@ -432,7 +430,7 @@ func (s *xmlFieldStream) emitText(dst []FieldDelta, text string, last bool) []Fi
 		}
 		return dst
 	}
-	dst = append(dst, FieldDelta{Field: s.sig.Output(s.field).Name, Text: s.hold + body})
+	dst = append(dst, Delta{Field: s.sig.Output(s.field).Name, Text: s.hold + body})
 	s.hold = ""
 	if !last {
 		s.hold = text[len(body):]
