@@ -292,6 +292,40 @@ type Result struct {
 	Logprobs []*openai.LogProbs
 }
 
+// Add adds the counters of o, the Result of another call of the same run
+// (a module's step, an attempt), to r: Calls, Reasks, Retries, CacheHits,
+// Coalesced, RetryWait, Usage and UsageByModel; ReaskCause becomes o's
+// when o re-asked, so that it stays the latest re-ask's. The fields that
+// describe one call's reply (Outputs, Adapter, FallbackCause,
+// Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
+// are. A nil o adds nothing. Modules (package predict) report every call
+// of a run in one Result with it.
+func (r *Result) Add(o *Result) {
+	if o == nil {
+		return
+	}
+	r.Calls += o.Calls
+	r.Reasks += o.Reasks
+	if o.ReaskCause != nil {
+		r.ReaskCause = o.ReaskCause
+	}
+	r.Retries += o.Retries
+	r.CacheHits += o.CacheHits
+	r.Coalesced += o.Coalesced
+	r.RetryWait += o.RetryWait
+	r.Usage = addUsage(r.Usage, o.Usage)
+	if len(o.UsageByModel) > 0 { // a new map: r's may be another Result's too
+		m := make(map[string]openai.Usage, len(r.UsageByModel)+len(o.UsageByModel))
+		for model, u := range r.UsageByModel {
+			m[model] = u
+		}
+		for model, u := range o.UsageByModel {
+			m[model] = addUsage(m[model], u)
+		}
+		r.UsageByModel = m
+	}
+}
+
 // Call runs the pipeline once: it checks the inputs, formats the messages
 // with the resolved adapter, calls lm with the request template, and parses
 // every choice into typed values.
