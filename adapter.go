@@ -214,19 +214,19 @@ func SetDefaultAdapter(a Adapter) {
 	defaultAdapter.Store(&a)
 }
 
-type ctxKey struct{}
-
 // WithAdapter returns a context whose calls use a, unless a call names its
 // own adapter with [UseAdapter]. It is how an adapter is swapped per call
 // for code that does not expose call options (DSPy's dspy.context(adapter=)).
 func WithAdapter(ctx context.Context, a Adapter) context.Context {
-	return context.WithValue(ctx, ctxKey{}, a)
+	s := runFrom(ctx)
+	s.adapter = a
+	return s.on(ctx)
 }
 
 // AdapterFrom returns the adapter set on ctx by [WithAdapter].
 func AdapterFrom(ctx context.Context) (Adapter, bool) {
-	a, ok := ctx.Value(ctxKey{}).(Adapter)
-	return a, ok && a != nil
+	a := runFrom(ctx).adapter
+	return a, a != nil
 }
 
 // ZeroTemperature asks for a temperature of 0. go-openai's request struct

@@ -85,7 +85,9 @@ type middlewareLM struct {
 
 // CreateChatCompletion calls the LM through the middlewares.
 func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	ctx = context.WithValue(ctx, identityKey{}, m.ident)
+	s := runFrom(ctx)
+	s.ident = m.ident
+	ctx = s.on(ctx)
 	return wrapInvoker(m.mw, m.lm.CreateChatCompletion)(ctx, req)
 }
 
