@@ -27,7 +27,9 @@ func RawPart(part json.RawMessage) (openai.ChatMessagePart, error) {
 }
 
 // RawPartJSON returns the JSON of a part made by [RawPart], and false for
-// any other part.
+// any other part. An LM of your own that declares CarriesRawParts finds
+// the parts it must put on the wire itself with it (their type is the
+// package's own).
 func RawPartJSON(p openai.ChatMessagePart) (json.RawMessage, bool) { return wire.RawPartJSON(p) }
 
 func clipBytes(b []byte) string {
