@@ -214,19 +214,19 @@ func SetDefaultAdapter(a Adapter) {
 	defaultAdapter.Store(&a)
 }
 
-type ctxKey struct{}
-
 // WithAdapter returns a context whose calls use a, unless a call names its
 // own adapter with [UseAdapter]. It is how an adapter is swapped per call
 // for code that does not expose call options (DSPy's dspy.context(adapter=)).
 func WithAdapter(ctx context.Context, a Adapter) context.Context {
-	return context.WithValue(ctx, ctxKey{}, a)
+	s := runFrom(ctx)
+	s.adapter = a
+	return s.on(ctx)
 }
 
 // AdapterFrom returns the adapter set on ctx by [WithAdapter].
 func AdapterFrom(ctx context.Context) (Adapter, bool) {
-	a, ok := ctx.Value(ctxKey{}).(Adapter)
-	return a, ok && a != nil
+	a := runFrom(ctx).adapter
+	return a, a != nil
 }
 
 // ZeroTemperature asks for a temperature of 0. go-openai's request struct
@@ -290,6 +290,40 @@ type Result struct {
 	// Logprobs holds each choice's log probabilities when the request asked
 	// for them (Logprobs: true), else nil.
 	Logprobs []*openai.LogProbs
+}
+
+// Add adds the counters of o, the Result of another call of the same run
+// (a module's step, an attempt), to r: Calls, Reasks, Retries, CacheHits,
+// Coalesced, RetryWait, Usage and UsageByModel; ReaskCause becomes o's
+// when o re-asked, so that it stays the latest re-ask's. The fields that
+// describe one call's reply (Outputs, Adapter, FallbackCause,
+// Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
+// are. A nil o adds nothing. Modules (package predict) report every call
+// of a run in one Result with it.
+func (r *Result) Add(o *Result) {
+	if o == nil {
+		return
+	}
+	r.Calls += o.Calls
+	r.Reasks += o.Reasks
+	if o.ReaskCause != nil {
+		r.ReaskCause = o.ReaskCause
+	}
+	r.Retries += o.Retries
+	r.CacheHits += o.CacheHits
+	r.Coalesced += o.Coalesced
+	r.RetryWait += o.RetryWait
+	r.Usage = addUsage(r.Usage, o.Usage)
+	if len(o.UsageByModel) > 0 { // a new map: r's may be another Result's too
+		m := make(map[string]openai.Usage, len(r.UsageByModel)+len(o.UsageByModel))
+		for model, u := range r.UsageByModel {
+			m[model] = u
+		}
+		for model, u := range o.UsageByModel {
+			m[model] = addUsage(m[model], u)
+		}
+		r.UsageByModel = m
+	}
 }
 
 // Call runs the pipeline once: it checks the inputs, formats the messages

@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -38,10 +37,6 @@ type BAML struct {
 	// nothing).
 	Options Options
 }
-
-// ErrRecursiveBAML is returned for a recursive struct, which the notation
-// cannot show (use JSON or XML).
-var ErrRecursiveBAML = errors.New("adapter: baml: recursive struct types cannot be rendered; use another adapter")
 
 // Name returns "baml".
 func (BAML) Name() string { return "baml" }
@@ -226,7 +221,7 @@ func bamlType(spec *signature.TypeSpec, indent int, path []reflect.Type) (string
 // bamlStruct is DSPy's _build_simplified_schema.
 func bamlStruct(spec *signature.TypeSpec, indent int, path []reflect.Type) (string, error) {
 	if slices.Contains(path, spec.GoType()) {
-		return "", ErrRecursiveBAML
+		return "", errRecursiveBAML
 	}
 	path = append(path, spec.GoType())
 	fields, err := spec.Fields()

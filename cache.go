@@ -76,12 +76,6 @@ type Identifier interface {
 	LMIdentity() string
 }
 
-// identityKey carries the *lmIdent of the LM beneath the middlewares that
-// run with the context: set by the pipeline for its LM, and by a
-// [WithMiddleware] wrapper called directly for the LM it wraps, so that
-// the innermost, the LM that answers, wins.
-type identityKey struct{}
-
 // lmIdent is the identity of one LM, worked out when a cache first asks.
 type lmIdent struct {
 	lm    LM
@@ -245,7 +239,7 @@ func Cached(c Cache) Middleware {
 	g := &flights{c: c, m: map[string]*flight{}}
 	return func(next Invoker) Invoker {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			ident, _ := ctx.Value(identityKey{}).(*lmIdent)
+			ident := runFrom(ctx).ident
 			if ident == nil {
 				return next(ctx, req)
 			}
@@ -370,7 +364,7 @@ var errFlightExited = errors.New("adapter: the shared LM call's goroutine exited
 // do answers req: a hit, the reply of an identical request in flight, or
 // its own call's.
 func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	if v, _ := ctx.Value(callLevelKey{}).(bool); v {
+	if runFrom(ctx).callLevel {
 		return g.alone(ctx, key, next, req)
 	}
 	f, w, first := g.join(key)
@@ -393,16 +387,9 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 	g.mu.Lock()
 	f.call = c
 	g.mu.Unlock()
-	go f.run(&flightContext{fctx, c}, c, next, req)
+	go f.run(flightContext(fctx, c), c, next, req)
 	return g.wait(ctx, f, w, req)
 }
-
-// callLevelKey marks the context of a call's own middlewares
-// ([UseMiddleware]): true above the call's retries and trace, false
-// beneath them. A Cached there does not share calls in flight: the call
-// would carry one caller's retries and report to its trace, from another
-// goroutine and maybe after that caller's call ended.
-type callLevelKey struct{}
 
 // alone answers a request on its own: from the cache, or by its call,
 // whose reply is stored once the pipeline accepted it.
@@ -482,20 +469,11 @@ func (g *flights) join(key string) (f *flight, w waiter, first bool) {
 }
 
 // flightContext is the context of a flight's call: the values of the
-// request that sent it, the call's own state and retry slot.
-type flightContext struct {
-	context.Context
-	c *flightCall
-}
-
-func (c *flightContext) Value(key any) any {
-	switch key.(type) {
-	case stateKey:
-		return &c.c.state
-	case wire.RetryKey:
-		return &c.c.retry
-	}
-	return c.Context.Value(key)
+// request that sent it, with the call's own state and retry slot.
+func flightContext(ctx context.Context, c *flightCall) context.Context {
+	s := runFrom(ctx)
+	s.call = &c.state
+	return context.WithValue(s.on(ctx), wire.RetryKey{}, &c.retry)
 }
 
 // run makes the flight's call.

@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -10,11 +9,6 @@ import (
 
 	"github.com/sigwire/adapter/signature"
 )
-
-// ErrConstraint: a parsed value breaks a field constraint (ge, le, gt, lt,
-// multiple_of, min_length, max_length). The *ParseError names the field
-// and the constraint.
-var ErrConstraint = errors.New("constraint violated")
 
 // checkConstraints enforces the outputs' constraints on parsed values, as
 // pydantic validates them in DSPy: numbers against bounds and multiples,

@@ -219,11 +219,6 @@ func readDiskEntry(name, key string, limit int64) (CacheEntry, time.Time, error)
 	return e, fi.ModTime(), err
 }
 
-// ErrCorruptCacheEntry is returned by [UnmarshalCacheEntry] for bytes that
-// are not an entry for the key asked for: another format version, another
-// key, or not a reply.
-var ErrCorruptCacheEntry = errors.New("not a cache entry for this key")
-
 // MarshalCacheEntry encodes e for a store that keeps bytes (a file, a
 // Redis value): a header naming the format version, the whole key, then
 // the entry's JSON. [UnmarshalCacheEntry] gives e back only for the same

@@ -9,9 +9,14 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sigwire/adapter/internal/value"
+	"github.com/sigwire/adapter/internal/wire"
 )
 
-// Sentinels for errors.Is. Parse errors wrap them inside a *ParseError.
+// Sentinels for errors.Is: every one the package exports is here. Their
+// texts carry no "adapter: " prefix: the error that reports one (a
+// *ParseError, *InputError, *LMError or *RefusalError, or a wrap where it
+// is returned) begins with it, as fs.ErrNotExist inside an *fs.PathError.
+// Parse errors wrap them inside a *ParseError.
 var (
 	// ErrMissingField: an output field is absent from the reply and has no
 	// default.
@@ -50,6 +55,44 @@ var (
 	// bug in the parser; the pipeline reports it inside a *ParseError that
 	// keeps the reply, so that one odd reply cannot take down the host.
 	ErrParserPanic = errors.New("the parser panicked (a bug: please report it with the reply)")
+	// ErrConstraint: a parsed value breaks a field constraint (ge, le, gt,
+	// lt, multiple_of, min_length, max_length). The *ParseError names the
+	// field and the constraint; for an input, the *InputError does.
+	ErrConstraint = errors.New("constraint violated")
+	// ErrRefusal matches a *RefusalError: the model refused, or the
+	// provider's content filter did.
+	ErrRefusal = errors.New("the model refused")
+	// ErrReplyTooLarge matches the *LMError for a reply past one of the
+	// call's [Limits], or with more choices than [MaxChoices]. Its text
+	// names the limit and how to raise it.
+	ErrReplyTooLarge = wire.ErrReplyTooLarge
+	// ErrDelivered matches the error of a stream request whose text
+	// already reached the caller: a stream that failed after its first
+	// deltas (it must not be retried: the caller would read both
+	// attempts' text), a second call of next after that, or a middleware's
+	// reply in place of one the caller has seen (see [Middleware]).
+	ErrDelivered = errors.New("the stream's text already reached the caller")
+	// ErrUnsupportedPart reports a content part (audio, a file, a
+	// document) that the LM's client cannot send: go-openai's message
+	// parts carry text and images only. Through an *openai.Client whose
+	// HTTP client is wrapped with [HTTPDoer], they are sent.
+	ErrUnsupportedPart = errors.New("go-openai cannot send this content part (only text and image_url); wrap the client's HTTP client: cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)")
+	// ErrNoExtractor is returned by a [TwoStep] without an Extractor.
+	ErrNoExtractor = errors.New("no extractor LM: set TwoStep.Extractor")
+	// ErrRecursiveBAML is returned by [BAML] for a recursive struct, which
+	// its notation cannot show (use JSON or XML).
+	ErrRecursiveBAML = errors.New("recursive struct types cannot be rendered; use another adapter")
+	// ErrCorruptCacheEntry is returned by [UnmarshalCacheEntry] for bytes
+	// that are not an entry for the key asked for: another format version,
+	// another key, or not a reply.
+	ErrCorruptCacheEntry = errors.New("not a cache entry for this key")
+)
+
+// The errors of TwoStep without an Extractor and of BAML for a recursive
+// struct, returned as they are.
+var (
+	errNoExtractor   = fmt.Errorf("adapter: twostep: %w", ErrNoExtractor)
+	errRecursiveBAML = fmt.Errorf("adapter: baml: %w", ErrRecursiveBAML)
 )
 
 // errNilSignature is returned for a nil signature by Call, Stream and
@@ -231,9 +274,6 @@ func (e *FallbackError) Error() string {
 
 // Unwrap returns the fallback's error only; First is not in the chain.
 func (e *FallbackError) Unwrap() error { return e.Err }
-
-// ErrRefusal matches a *RefusalError.
-var ErrRefusal = errors.New("the model refused")
 
 // RefusalError reports a reply the model or the provider refused to give:
 // a refusal message (structured outputs produce them) or a finish reason

@@ -46,11 +46,6 @@ const (
 	MaxChoices = wire.MaxChoices
 )
 
-// ErrReplyTooLarge matches the *LMError for a reply past one of the call's
-// [Limits], or with more choices than [MaxChoices]. Its text names the
-// limit and how to raise it.
-var ErrReplyTooLarge = wire.ErrReplyTooLarge
-
 // WithLimits sets this call's (or, given to a module, its calls') limits
 // on what a reply may hold. Its non-zero fields override earlier ones, so
 // a call can raise one limit and keep its module's other.

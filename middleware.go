@@ -56,13 +56,6 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // matching ErrDelivered. The built-in [Retry] honours ErrDelivered.
 type Middleware func(next Invoker) Invoker
 
-// ErrDelivered matches the error of a stream request whose text already
-// reached the caller: a stream that failed after its first deltas (it must
-// not be retried: the caller would read both attempts' text), a second
-// call of next after that, or a middleware's reply in place of one the
-// caller has seen (see [Middleware]).
-var ErrDelivered = errors.New("adapter: the stream's text already reached the caller")
-
 // WithMiddleware returns an LM whose calls go through mw, the first
 // outermost. The pipeline runs the middlewares for [Call] and [Stream]
 // alike, so a cached LM streams: a hit is replayed as deltas. Called
@@ -85,7 +78,9 @@ type middlewareLM struct {
 
 // CreateChatCompletion calls the LM through the middlewares.
 func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	ctx = context.WithValue(ctx, identityKey{}, m.ident)
+	s := runFrom(ctx)
+	s.ident = m.ident
+	ctx = s.on(ctx)
 	return wrapInvoker(m.mw, m.lm.CreateChatCompletion)(ctx, req)
 }
 

@@ -45,8 +45,9 @@ import (
 // actually sent, cache writes waiting for the pipeline's verdict, what
 // the latest reply carried on the wire beyond go-openai's types (set by
 // the senders and by a cache hit, cleared before each request), and where
-// a streamed reply goes. The identity of the call's LM, for a cache, is on
-// the context beside it. A call in flight that callers share (see
+// a streamed reply goes. It is on the context of the call's requests
+// (runState.call), beside the identity of the LM beneath the middlewares
+// (runState.ident), which a cache reads. A call in flight that callers share (see
 // [Cached]) has a state of its own, which the caller that takes its reply
 // over adopts.
 type callState struct {
@@ -60,30 +61,6 @@ type callState struct {
 	byModel map[string]openai.Usage
 	settled []func(accepted bool)
 	extras  WireExtras
-}
-
-type stateKey struct{}
-
-func stateFrom(ctx context.Context) *callState {
-	s, _ := ctx.Value(stateKey{}).(*callState)
-	return s
-}
-
-// callContext carries a call's state and the identity of its LM, in one
-// value rather than two.
-type callContext struct {
-	context.Context
-	s *callState
-}
-
-func (c *callContext) Value(key any) any {
-	switch key.(type) {
-	case stateKey:
-		return c.s
-	case identityKey:
-		return &c.s.ident
-	}
-	return c.Context.Value(key)
 }
 
 // addUsage counts the usage of one LM reply, under its model.
@@ -173,6 +150,7 @@ type run struct {
 	demos   []Values
 	inputs  Values
 	state   callState   // shared through the context: never copy a run
+	ctxRun  runState    // the run state on the call's context, once put there never changed
 	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
 	res     Result
@@ -222,13 +200,16 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 		return nil, nil, nil, err
 	}
 	r.inputs = in
+	rs := &r.ctxRun
+	*rs = runFrom(ctx)
 	r.adapter = r.cfg.resolve(ctx)
-	r.parent = parentFrom(ctx)
-	r.cfg.trace = composeTrace(traceFrom(ctx), r.cfg.trace)
+	r.parent = rs.parent
+	r.cfg.trace = composeTrace(rs.trace, r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
 	r.state.ident.lm = r.lm
-	ctx = &callContext{ctx, &r.state}
+	rs.call, rs.ident = &r.state, &r.state.ident
+	ctx = context.WithValue(ctx, runKey{}, rs) // not rs.on: the run holds it
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, callTimeout(r.cfg.timeout))
@@ -456,7 +437,7 @@ func requestMode(mode string, req *openai.ChatCompletionRequest) string {
 // invoker builds an attempt's chain around the sender: the call's
 // middlewares, retries, the trace (so it sees every request), the LM's
 // own middlewares. The context tells the call's middlewares from those
-// beneath them (callLevelKey).
+// beneath them (runState.callLevel).
 func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	inv := wrapInvoker(r.mw, bottom)
 	if tr.t != nil {
@@ -482,10 +463,14 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	}
 	below := inv
 	top := wrapInvoker(r.cfg.middleware, func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		return below(context.WithValue(ctx, callLevelKey{}, false), req)
+		s := runFrom(ctx)
+		s.callLevel = false
+		return below(s.on(ctx), req)
 	})
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		return top(context.WithValue(ctx, callLevelKey{}, true), req)
+		s := runFrom(ctx)
+		s.callLevel = true
+		return top(s.on(ctx), req)
 	}
 }
 
@@ -639,7 +624,9 @@ type parser struct {
 // parserFor returns how a's completions are parsed.
 func (r *run) parserFor(ctx context.Context, a Adapter) (parser, error) {
 	if cp, ok := a.(CallingParser); ok {
-		return parser{a: a, cp: cp, ctx: context.WithValue(ctx, traceKey{}, r.cfg.trace), run: r}, nil
+		s := runFrom(ctx)
+		s.trace = r.cfg.trace
+		return parser{a: a, cp: cp, ctx: s.on(ctx), run: r}, nil
 	}
 	if p, ok := a.(Parser); ok {
 		return parser{a: a, p: p}, nil

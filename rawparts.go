@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -10,12 +9,6 @@ import (
 
 	"github.com/sigwire/adapter/internal/wire"
 )
-
-// ErrUnsupportedPart reports a content part (audio, a file, a document)
-// that the LM's client cannot send: go-openai's message parts carry text
-// and images only. Through an *openai.Client whose HTTP client is wrapped
-// with [HTTPDoer], they are sent.
-var ErrUnsupportedPart = errors.New("go-openai cannot send this content part (only text and image_url); wrap the client's HTTP client: cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)")
 
 // RawPart returns a content part that go-openai's types cannot express,
 // such as DSPy's input_audio, file and document parts, for a [Formatter]
@@ -34,7 +27,9 @@ func RawPart(part json.RawMessage) (openai.ChatMessagePart, error) {
 }
 
 // RawPartJSON returns the JSON of a part made by [RawPart], and false for
-// any other part.
+// any other part. An LM of your own that declares CarriesRawParts finds
+// the parts it must put on the wire itself with it (their type is the
+// package's own).
 func RawPartJSON(p openai.ChatMessagePart) (json.RawMessage, bool) { return wire.RawPartJSON(p) }
 
 func clipBytes(b []byte) string {

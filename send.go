@@ -90,7 +90,6 @@ type streamSink struct {
 	adapter string
 	newFS   func() FieldStream // nil: the adapter cannot route fields
 	fs      FieldStream        // the reply in hand's (nil: none)
-	sent    bool               // something reached the caller in this attempt
 	live    bool               // the reply in hand was streamed, not served by a middleware
 	stopped bool               // the consumer broke out
 	texts   heldTexts          // what the caller holds of each field (stream.go)
@@ -106,7 +105,7 @@ type streamSink struct {
 // emit sends c to the caller; false when the consumer broke out.
 func (s *streamSink) emit(c Chunk) bool {
 	c.Adapter = s.adapter
-	s.sent, s.delivered = true, true
+	s.delivered = true
 	if !s.yield(c, nil) {
 		s.stopped = true
 		return false
@@ -204,7 +203,7 @@ func (s *streamSink) delta(d wire.Delta) bool {
 	return s.emitDeltas(s.deltas)
 }
 
-func (s *streamSink) status() (sent, stopped bool) { return s.sent, s.stopped }
+func (s *streamSink) status() (sent, stopped bool) { return s.delivered, s.stopped }
 
 func (s *streamSink) streamedWhole(msg openai.ChatCompletionMessage) {
 	s.live, s.streamed = true, msg

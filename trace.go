@@ -224,7 +224,7 @@ type ToolDoneInfo struct {
 // panic in run is not recovered.
 func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
 	if info.ParentID == 0 {
-		info.ParentID = parentFrom(ctx)
+		info.ParentID = runFrom(ctx).parent
 	}
 	if t != nil && t.ToolStart != nil {
 		t.ToolStart(info)
@@ -250,14 +250,6 @@ func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
 
 var lastCallID atomic.Uint64
 
-type parentKey struct{}
-
-// parentFrom returns the module run a context belongs to (0 for none).
-func parentFrom(ctx context.Context) uint64 {
-	id, _ := ctx.Value(parentKey{}).(uint64)
-	return id
-}
-
 // StartModule reports a module run to the trace of ctx and opts
 // (ModuleStart) and returns the context for the calls it makes, whose
 // events then name the run as their parent, and a function to call with
@@ -268,8 +260,9 @@ func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOp
 	id := lastCallID.Add(1)
 	var parent uint64
 	if ctx != nil { // a nil context goes on to the module's Call, which refuses it
-		parent = parentFrom(ctx)
-		ctx = context.WithValue(ctx, parentKey{}, id)
+		s := runFrom(ctx)
+		parent, s.parent = s.parent, id
+		ctx = s.on(ctx)
 	}
 	t := CallTrace(ctx, opts...)
 	if t != nil && t.ModuleStart != nil {
@@ -291,21 +284,15 @@ func (c *callConfig) callID() uint64 {
 	return c.id
 }
 
-type traceKey struct{}
-
 // WithTrace returns a context whose calls report to t, after any trace
 // already on ctx.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
-	return context.WithValue(ctx, traceKey{}, composeTrace(traceFrom(ctx), t))
+	s := runFrom(ctx)
+	s.trace = composeTrace(s.trace, t)
+	return s.on(ctx)
 }
 
-func traceFrom(ctx context.Context) *Trace {
-	if ctx == nil {
-		return nil
-	}
-	t, _ := ctx.Value(traceKey{}).(*Trace)
-	return t
-}
+func traceFrom(ctx context.Context) *Trace { return runFrom(ctx).trace }
 
 func composeTrace(a, b *Trace) *Trace {
 	switch {

@@ -36,9 +36,6 @@ type TwoStep struct {
 	ExtractorAdapter Adapter
 }
 
-// ErrNoExtractor is returned by a TwoStep without an Extractor.
-var ErrNoExtractor = errors.New("adapter: twostep: no extractor LM: set TwoStep.Extractor")
-
 // Name returns "twostep".
 func (TwoStep) Name() string { return "twostep" }
 
@@ -49,7 +46,7 @@ func (t TwoStep) Format(sig *signature.Signature, demos []Values, inputs Values)
 		return nil, errNilSignature
 	}
 	if t.Extractor == nil {
-		return nil, ErrNoExtractor
+		return nil, errNoExtractor
 	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	var b strings.Builder
@@ -177,7 +174,7 @@ func buildExtractionSignature(sig *signature.Signature) (*signature.Signature, e
 // the extractor LM.
 func (t TwoStep) ParseCall(ctx context.Context, sig *signature.Signature, completion string) (Values, *Result, error) {
 	if t.Extractor == nil {
-		return nil, nil, ErrNoExtractor
+		return nil, nil, errNoExtractor
 	}
 	xsig, err := extractionSignature(sig)
 	if err != nil {

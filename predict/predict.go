@@ -383,13 +383,6 @@ func (c *ChainOfThought[In, Out]) Call(ctx context.Context, lm adapter.LM, in In
 	return out, reasoning, res, nil
 }
 
-// ErrZeroModule is what the methods of a nil or zero module (Module,
-// Predict, ChainOfThought, ReAct) return, wrapped in an error that names
-// the type and its constructor: build one with NewModule,
-// NewChainOfThoughtModule, New, NewChainOfThought or NewReAct. The accessors (Signature, Demos, Module,
-// Ignored) return nil instead.
-var ErrZeroModule = errors.New("predict: a nil or zero module")
-
 // zeroError is ErrZeroModule for one type.
 type zeroError struct{ kind, build string }
 

@@ -797,7 +797,7 @@ func (st *run) withTruncation(step int, call func() (*adapter.Result, error)) (*
 	var last error
 	for range 3 {
 		res, err := call()
-		st.count(res)
+		st.total.Add(res)
 		if err == nil || !errors.Is(err, adapter.ErrContextWindow) {
 			return res, err
 		}
@@ -818,29 +818,10 @@ func (st *run) withTruncation(step int, call func() (*adapter.Result, error)) (*
 // context window and is made again without the oldest step.
 const truncatedStatus = "The prompt exceeded the context window: dropping the oldest step of the trajectory and asking again..."
 
-// count adds a call's counters to the run's.
-func (st *run) count(res *adapter.Result) {
-	if res == nil {
-		return
-	}
-	t := st.total
-	t.Calls += res.Calls
-	t.Usage.PromptTokens += res.Usage.PromptTokens
-	t.Usage.CompletionTokens += res.Usage.CompletionTokens
-	t.Usage.TotalTokens += res.Usage.TotalTokens
-	t.Retries += res.Retries
-	t.CacheHits += res.CacheHits
-	t.Coalesced += res.Coalesced
-	t.RetryWait += res.RetryWait
-}
-
 // finish is the run's Result: the counters of every call, the rest from
 // the extract call, and the trajectory beside each choice's outputs.
 func (st *run) finish(res *adapter.Result) *adapter.Result {
-	out := st.total
-	out.Adapter, out.FallbackCause, out.Mode = res.Adapter, res.FallbackCause, res.Mode
-	out.Completions, out.Logprobs = res.Completions, res.Logprobs
-	out.Model, out.SystemFingerprint = res.Model, res.SystemFingerprint
+	out := runResult(st.total, res)
 	out.Outputs = make([]adapter.Values, len(res.Outputs))
 	for i, o := range res.Outputs {
 		out.Outputs[i] = withInput(o, "trajectory", st.traj)

@@ -251,8 +251,9 @@ func NewRefine[In, Out any](program Runner[In, Out], n int, reward Reward[In, Ou
 
 // Call runs the attempts on in and returns the prediction chosen, with a
 // Result whose Outputs, Adapter, Completions and Model are the chosen
-// attempt's and whose Calls, Usage, UsageByModel, Retries, CacheHits and
-// RetryWait count every attempt's LM calls, failed ones included. opts
+// attempt's and whose counters (Calls, Reasks, Usage, UsageByModel,
+// Retries, CacheHits, Coalesced, RetryWait: see adapter.Result.Add) count
+// every attempt's LM calls and the advice calls, failed ones included. opts
 // apply to every attempt, below the attempt's temperature and seed.
 //
 // The run is reported to the call's trace as a module run "BestOfN", each
@@ -461,7 +462,7 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		seed := rollout
 		aopts := append(slices.Clip(opts), adapter.WithRequest(openai.ChatCompletionRequest{Temperature: 1, Seed: &seed}))
 		out, res, err := s.program.attempt(context.WithValue(ctx, attemptKey{}, st), lm, in, aopts)
-		addCounts(total, res)
+		total.Add(res)
 		var reward float64
 		if err == nil {
 			if reward, err = s.reward(ctx, in, out); err == nil && math.IsNaN(reward) {
@@ -486,7 +487,7 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 			continue
 		}
 		advice, fres, err := s.advise(ctx, lm, vals, res, st, reward, opts)
-		addCounts(total, fres)
+		total.Add(fres)
 		if err != nil {
 			if err := fail(idx, rollout, fmt.Errorf("feedback: %w", err)); err != nil {
 				return zero, total, err
@@ -511,36 +512,18 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 	if parent != nil {
 		parent.add(best.trace...) // DSPy extends the caller's trace with the best attempt's
 	}
-	res := *best.res
-	res.Calls, res.Usage, res.UsageByModel = total.Calls, total.Usage, total.UsageByModel
-	res.Retries, res.CacheHits, res.RetryWait = total.Retries, total.CacheHits, total.RetryWait
-	return best.out, &res, nil
+	return best.out, runResult(total, best.res), nil
 }
 
-// addCounts adds the LM calls, usage, retries and cache hits of res to
-// total.
-func addCounts(total, res *adapter.Result) {
-	if res == nil {
-		return
-	}
-	total.Calls += res.Calls
-	total.Retries += res.Retries
-	total.CacheHits += res.CacheHits
-	total.RetryWait += res.RetryWait
-	total.Usage = addUsage(total.Usage, res.Usage)
-	for model, u := range res.UsageByModel {
-		if total.UsageByModel == nil {
-			total.UsageByModel = map[string]openai.Usage{}
-		}
-		total.UsageByModel[model] = addUsage(total.UsageByModel[model], u)
-	}
-}
-
-func addUsage(a, b openai.Usage) openai.Usage {
-	a.PromptTokens += b.PromptTokens
-	a.CompletionTokens += b.CompletionTokens
-	a.TotalTokens += b.TotalTokens
-	return a
+// runResult is a module run's Result: the counters of every call of the
+// run (total, see adapter.Result.Add) and the rest from last, the call
+// whose reply gave the run's outputs.
+func runResult(total, last *adapter.Result) *adapter.Result {
+	out := *total
+	out.Outputs, out.Adapter, out.FallbackCause, out.Mode = last.Outputs, last.Adapter, last.FallbackCause, last.Mode
+	out.Completions, out.Logprobs = last.Completions, last.Logprobs
+	out.Model, out.SystemFingerprint = last.Model, last.SystemFingerprint
+	return &out
 }
 
 // An attempt's state, on the context of its calls: which predictors it

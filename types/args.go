@@ -18,16 +18,6 @@ import (
 	"github.com/sigwire/adapter/internal/jsonx"
 )
 
-// ErrArgumentName is matched (errors.Is) by the error of a tool call
-// whose arguments hold a key that is not exactly the name of one of the
-// tool's arguments: an unknown key, or one that differs from a name only
-// in case or Unicode folding ("AMOUNT" or "Amount" for "amount", "aſk" for
-// "ask"). encoding/json would match such a key to the argument, so a trace
-// or an approval step reading the arguments as written would see one value
-// and the tool run with another; the call is refused instead, and the
-// error (which names the keys) is what the model is shown.
-var ErrArgumentName = errors.New("a key is not exactly the name of an argument")
-
 // DecodeArgs decodes a tool call's JSON arguments into v, a non-nil
 // pointer, as a Tool made by NewTool decodes them before calling its
 // function, so that code deciding on the arguments (an approval step, a

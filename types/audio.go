@@ -26,10 +26,6 @@ type Audio struct {
 	Format string `json:"audio_format"` // "wav", "mp3", …
 }
 
-// ErrNotAudio is returned for data that is not audio (by its declared or
-// detected media type).
-var ErrNotAudio = errors.New("types: not audio")
-
 // NewAudio accepts a data URI of audio, data:audio/<format>;base64,<data>,
 // of at most MaxMediaBytes. The format is the media subtype without an
 // "x-" prefix, as DSPy reads it; audio/mpeg (and audio/mp3) is "mp3", the

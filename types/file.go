@@ -26,12 +26,6 @@ type File struct {
 	Filename string `json:"filename,omitempty"`
 }
 
-// ErrUnsafeFilename is returned for a File whose name, read from JSON or
-// a model's text, is not a safe base name (DownloadFile's rule: valid
-// UTF-8, at most 255 bytes, not blank, not "." or "..", without a path
-// separator, a control or format character or a line separator).
-var ErrUnsafeFilename = errors.New("types: not a safe file name")
-
 // NewFile accepts a base64 data URI of at most MaxMediaBytes as a File's
 // data. Local paths are refused (DSPy reads a path given as a string): read
 // them with FileFromFile, so that reading the disk is always explicit.

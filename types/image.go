@@ -28,11 +28,6 @@ type Image struct {
 // limit: 20 MiB of image data, what model providers accept.
 const MaxImageBytes = 20 << 20
 
-// ErrNotImage is returned for data that is not an image (by its declared
-// or detected media type), and for an inline image over MaxImageBytes
-// (with ErrTooLarge).
-var ErrNotImage = errors.New("types: not an image")
-
 // NewImage accepts an http(s) or gs URL that names a host, or a data URI
 // of an image of at most MaxImageBytes whose data is there and, when the
 // URI says base64, is standard base64 (as NewAudio and NewFile check

@@ -19,8 +19,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	adapter "github.com/sigwire/adapter"
 )
 
 // This file holds what the media types (Image, Audio, File, Document)
@@ -33,16 +31,6 @@ import (
 // default limit: 32 MiB, the most OpenAI and Anthropic accept for a file
 // in one request. Images keep their own limit, MaxImageBytes.
 const MaxMediaBytes = 32 << 20
-
-// ErrUnsupportedPart is the root package's [adapter.ErrUnsupportedPart]:
-// an Audio, File or Document input sent through a client that cannot carry
-// its content part (an *openai.Client without the adapter.HTTPDoer
-// wrapper).
-var ErrUnsupportedPart = adapter.ErrUnsupportedPart
-
-// ErrTooLarge is returned for inline data (bytes, a file, a data URI) over
-// its type's limit.
-var ErrTooLarge = errors.New("types: too large")
 
 // media is what unmarshalMedia needs of Audio, File and Document (PT is
 // the pointer to T): fields decodes a JSON object into the type's own
@@ -239,14 +227,6 @@ type DownloadOptions struct {
 	// PublicAddress for the check).
 	Client *http.Client
 }
-
-// ErrForbiddenAddress is returned for a download that would reach an
-// address that is not public (see PublicAddress) without AllowPrivate.
-var ErrForbiddenAddress = errors.New("types: download to a private address refused")
-
-// ErrUncheckedClient is returned for DownloadOptions with a Client but
-// without AllowPrivate: a client of your own bypasses the address check.
-var ErrUncheckedClient = errors.New("types: DownloadOptions.Client bypasses the private-address check: set AllowPrivate with it, or leave Client nil")
 
 // download is what the Download functions share: it fetches an http(s)
 // URL within opt's bounds (scheme, address check, size, timeout; the

@@ -135,13 +135,6 @@ type ToolCall struct {
 	RawArgs string `json:"-"`
 }
 
-// ErrToolArguments is matched (errors.Is) by a ToolCall's Err: its
-// arguments are not one JSON object that could be read without guessing.
-// The error also matches adapter.ErrTruncated for arguments cut off
-// (inside a string, or right after a number: {"amount": 10 may have been
-// 100) and adapter.ErrAmbiguous for an argument given twice.
-var ErrToolArguments = errors.New("tool call arguments are not one readable JSON object")
-
 // ToolCalls is DSPy's dspy.ToolCalls as an output: the calls the model
 // wants made. Parsing accepts what models write: {"tool_calls": [...]}, a
 // bare list of calls, one call; calls as {name, args}, {name, arguments}

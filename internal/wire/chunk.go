@@ -153,15 +153,15 @@ func decodeChunk(raw string, c *wireChunk) bool {
 	ok := r.Object(func(key string) bool {
 		switch key {
 		case "id":
-			return once(&seen, 0) && readString(&r, &c.ID)
+			return markSeen(&seen, 0) && readString(&r, &c.ID)
 		case "created":
-			return once(&seen, 1) && (r.Null() || readInt(&r, &c.Created))
+			return markSeen(&seen, 1) && (r.Null() || readInt(&r, &c.Created))
 		case "model":
-			return once(&seen, 2) && readString(&r, &c.Model)
+			return markSeen(&seen, 2) && readString(&r, &c.Model)
 		case "system_fingerprint":
-			return once(&seen, 3) && readString(&r, &c.SystemFingerprint)
+			return markSeen(&seen, 3) && readString(&r, &c.SystemFingerprint)
 		case "choices":
-			return once(&seen, 4) && (r.Null() || r.Array(func() bool {
+			return markSeen(&seen, 4) && (r.Null() || r.Array(func() bool {
 				if len(c.Choices) == MaxChoices {
 					return false // encoding/json reports it (wireChoices)
 				}
@@ -169,11 +169,11 @@ func decodeChunk(raw string, c *wireChunk) bool {
 				return decodeDelta(&r, &c.Choices[len(c.Choices)-1])
 			}))
 		case "usage":
-			return once(&seen, 5) && (r.Null() || decodeUsage(&r, &c.Usage))
+			return markSeen(&seen, 5) && (r.Null() || decodeUsage(&r, &c.Usage))
 		case "x_groq":
-			return once(&seen, 6) && r.Null()
+			return markSeen(&seen, 6) && r.Null()
 		case "error":
-			return once(&seen, 7) && r.Null()
+			return markSeen(&seen, 7) && r.Null()
 		}
 		return otherKey(key, "id", "created", "model", "system_fingerprint", "choices", "usage", "x_groq", "error") && r.Skip()
 	})
@@ -187,32 +187,32 @@ func decodeDelta(r *jsonx.Cursor, d *wireDelta) bool {
 		switch key {
 		case "index":
 			var n int64
-			if !once(&seen, 0) || !(r.Null() || readInt(r, &n)) || int64(int(n)) != n {
+			if !markSeen(&seen, 0) || !(r.Null() || readInt(r, &n)) || int64(int(n)) != n {
 				return false
 			}
 			d.Index = int(n)
 			return true
 		case "finish_reason":
-			return once(&seen, 1) && readString(r, (*string)(&d.FinishReason))
+			return markSeen(&seen, 1) && readString(r, (*string)(&d.FinishReason))
 		case "logprobs":
-			return once(&seen, 2) && r.Null()
+			return markSeen(&seen, 2) && r.Null()
 		case "delta":
-			if !once(&seen, 3) {
+			if !markSeen(&seen, 3) {
 				return false
 			}
 			var in uint
 			return r.Null() || r.Object(func(key string) bool {
 				switch key {
 				case "content":
-					return once(&in, 0) && readString(r, &d.Delta.Content.text)
+					return markSeen(&in, 0) && readString(r, &d.Delta.Content.text)
 				case "refusal":
-					return once(&in, 1) && readString(r, &d.Delta.Refusal)
+					return markSeen(&in, 1) && readString(r, &d.Delta.Refusal)
 				case "reasoning_content":
-					return once(&in, 2) && readString(r, &d.Delta.ReasoningContent)
+					return markSeen(&in, 2) && readString(r, &d.Delta.ReasoningContent)
 				case "reasoning":
-					return once(&in, 3) && readString(r, &d.Delta.Reasoning)
+					return markSeen(&in, 3) && readString(r, &d.Delta.Reasoning)
 				case "tool_calls":
-					return once(&in, 4) && r.Null()
+					return markSeen(&in, 4) && r.Null()
 				case "annotations", "provider_specific_fields":
 					return false
 				}
@@ -231,13 +231,13 @@ func decodeUsage(r *jsonx.Cursor, dst **openai.Usage) bool {
 	return r.Object(func(key string) bool {
 		switch key {
 		case "prompt_tokens":
-			return once(&seen, 0) && readCount(r, &u.PromptTokens)
+			return markSeen(&seen, 0) && readCount(r, &u.PromptTokens)
 		case "completion_tokens":
-			return once(&seen, 1) && readCount(r, &u.CompletionTokens)
+			return markSeen(&seen, 1) && readCount(r, &u.CompletionTokens)
 		case "total_tokens":
-			return once(&seen, 2) && readCount(r, &u.TotalTokens)
+			return markSeen(&seen, 2) && readCount(r, &u.TotalTokens)
 		case "prompt_tokens_details":
-			if !once(&seen, 3) {
+			if !markSeen(&seen, 3) {
 				return false
 			}
 			if r.Null() {
@@ -247,7 +247,7 @@ func decodeUsage(r *jsonx.Cursor, dst **openai.Usage) bool {
 			u.PromptTokensDetails = p
 			return readCounts(r, []string{"audio_tokens", "cached_tokens"}, &p.AudioTokens, &p.CachedTokens)
 		case "completion_tokens_details":
-			if !once(&seen, 4) {
+			if !markSeen(&seen, 4) {
 				return false
 			}
 			if r.Null() {
@@ -269,16 +269,17 @@ func readCounts(r *jsonx.Cursor, keys []string, dst ...*int) bool {
 	return r.Object(func(key string) bool {
 		for i, k := range keys {
 			if key == k {
-				return once(&seen, i) && readCount(r, dst[i])
+				return markSeen(&seen, i) && readCount(r, dst[i])
 			}
 		}
 		return otherKey(key, keys...) && r.Skip()
 	})
 }
 
-// once records member i of an object as read, and reports false when it
-// was already (encoding/json would keep the last, or merge objects).
-func once(seen *uint, i int) bool {
+// markSeen marks member i of an object read in seen, and reports false
+// when it already was: a repeated member, which encoding/json would take
+// the last of (or merge, for objects), is refused.
+func markSeen(seen *uint, i int) bool {
 	if *seen&(1<<i) != 0 {
 		return false
 	}
