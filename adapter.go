@@ -285,6 +285,10 @@ type Result struct {
 	// (see [Coalesced]), which, like a hit, spent no tokens.
 	Retries, CacheHits, Coalesced int
 	RetryWait                     time.Duration
+	// CacheErrors counts the failures of a cache that can fail (see
+	// [FallibleCache]) during the call; each was reported to
+	// [Trace].CacheError, and the call went on as after a miss.
+	CacheErrors int
 	// Model and SystemFingerprint are what the last reply said.
 	Model, SystemFingerprint string
 	// Logprobs holds each choice's log probabilities when the request asked
@@ -294,7 +298,7 @@ type Result struct {
 
 // Add adds the counters of o, the Result of another call of the same run
 // (a module's step, an attempt), to r: Calls, Reasks, Retries, CacheHits,
-// Coalesced, RetryWait, Usage and UsageByModel; ReaskCause becomes o's
+// Coalesced, RetryWait, CacheErrors, Usage and UsageByModel; ReaskCause becomes o's
 // when o re-asked, so that it stays the latest re-ask's. The fields that
 // describe one call's reply (Outputs, Adapter, FallbackCause,
 // Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
@@ -313,6 +317,7 @@ func (r *Result) Add(o *Result) {
 	r.CacheHits += o.CacheHits
 	r.Coalesced += o.Coalesced
 	r.RetryWait += o.RetryWait
+	r.CacheErrors += o.CacheErrors
 	r.Usage = addUsage(r.Usage, o.Usage)
 	if len(o.UsageByModel) > 0 { // a new map: r's may be another Result's too
 		m := make(map[string]openai.Usage, len(r.UsageByModel)+len(o.UsageByModel))

@@ -33,6 +33,18 @@ type Cache interface {
 	Put(ctx context.Context, key string, entry CacheEntry)
 }
 
+// FallibleCache is implemented by a [Cache] that can fail: a store across
+// the network (Redis) or on disk. When the cache implements it, [Cached]
+// calls Lookup and Store instead of Get and Put, and a failure is counted
+// in Result.CacheErrors and reported to [Trace].CacheError with the call
+// it happened in; the call goes on as after a miss (fail open). Lookup
+// reports a miss with a nil error; an entry it cannot read (corrupt, of
+// another format) is a miss with an error, never a hit.
+type FallibleCache interface {
+	Lookup(ctx context.Context, key string) (CacheEntry, bool, error)
+	Store(ctx context.Context, key string, entry CacheEntry) error
+}
+
 // CacheEntry is one stored reply: the response and what its wire carried
 // beyond go-openai's types (provider citations, see [WireReader]), so that
 // a hit gives the call what the LM gave.
@@ -396,7 +408,7 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 func (g *flights) alone(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	st := stateFrom(ctx)
 	if g.c != nil {
-		if e, ok := g.c.Get(ctx, key); ok {
+		if e, ok := g.lookup(ctx, st, key); ok {
 			if st != nil {
 				st.cacheHits.Add(1)
 				st.setExtras(e.Extras)
@@ -427,7 +439,7 @@ func hitResponse(e CacheEntry) openai.ChatCompletionResponse {
 func (g *flights) store(ctx context.Context, st *callState, key string, entry CacheEntry, done func()) {
 	settle := func(accepted bool) {
 		if accepted && g.c != nil {
-			g.c.Put(context.WithoutCancel(ctx), key, entry)
+			g.put(context.WithoutCancel(ctx), st, key, entry)
 		}
 		if done != nil {
 			done()
@@ -449,7 +461,36 @@ func (g *flights) get(ctx context.Context, f *flight) (e CacheEntry, ok bool) {
 			panic(p)
 		}
 	}()
-	return g.c.Get(ctx, f.key)
+	return g.lookup(ctx, stateFrom(ctx), f.key)
+}
+
+// lookup reads key from the cache; a FallibleCache's failure is counted
+// and traced in st (the call's state; nil outside the pipeline) and is a
+// miss.
+func (g *flights) lookup(ctx context.Context, st *callState, key string) (CacheEntry, bool) {
+	fc, ok := g.c.(FallibleCache)
+	if !ok {
+		return g.c.Get(ctx, key)
+	}
+	e, hit, err := fc.Lookup(ctx, key)
+	if err != nil {
+		st.cacheError(ctx, CacheLookup, key, err)
+		return CacheEntry{}, false
+	}
+	return e, hit
+}
+
+// put stores entry under key; a FallibleCache's failure is counted and
+// traced in st, as lookup's.
+func (g *flights) put(ctx context.Context, st *callState, key string, entry CacheEntry) {
+	fc, ok := g.c.(FallibleCache)
+	if !ok {
+		g.c.Put(ctx, key, entry)
+		return
+	}
+	if err := fc.Store(ctx, key, entry); err != nil {
+		st.cacheError(ctx, CacheStore, key, err)
+	}
 }
 
 // join attaches a caller to the flight of key, starting one if there is

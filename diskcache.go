@@ -171,26 +171,37 @@ func (c *DiskCache) path(key string) (int, string) {
 }
 
 // Get returns the entry stored for key: a miss when there is none, or the
-// file cannot be read or is not an entry for key.
-func (c *DiskCache) Get(_ context.Context, key string) (CacheEntry, bool) {
+// file cannot be read or is not an entry for key (see Lookup).
+func (c *DiskCache) Get(ctx context.Context, key string) (CacheEntry, bool) {
+	e, ok, _ := c.Lookup(ctx, key)
+	return e, ok
+}
+
+// Lookup returns the entry stored for key, as Get does, and why a file
+// that is there could not be served: a read error, or an error matching
+// [ErrCorruptCacheEntry] for a file that is not an entry for key. No file
+// is a miss with a nil error. Through [Cached], such an error is counted
+// in Result.CacheErrors and reported to [Trace].CacheError.
+func (c *DiskCache) Lookup(_ context.Context, key string) (CacheEntry, bool, error) {
 	_, name := c.path(key)
 	e, mod, err := readDiskEntry(name, key, c.maxBytes)
 	if err != nil {
+		c.stats.misses.Add(1)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			return CacheEntry{}, false, nil
 		case errors.Is(err, ErrCorruptCacheEntry):
 			c.stats.corrupt.Add(1)
 		default:
 			c.stats.errors.Add(1)
 		}
-		c.stats.misses.Add(1)
-		return CacheEntry{}, false
+		return CacheEntry{}, false, fmt.Errorf("adapter: disk cache: %w", err)
 	}
 	if now := time.Now(); now.Sub(mod) > diskTouchEvery {
 		_ = os.Chtimes(name, now, now) // the file may be gone already: fine
 	}
 	c.stats.hits.Add(1)
-	return e, true
+	return e, true, nil
 }
 
 // readDiskEntry reads and checks the file of key, returning its entry and
@@ -266,21 +277,28 @@ func UnmarshalCacheEntry(key string, b []byte) (CacheEntry, error) {
 }
 
 // Put stores entry under key, replacing any entry of the same key. An
-// entry larger than the cache's MaxBytes is not stored.
-func (c *DiskCache) Put(_ context.Context, key string, entry CacheEntry) {
+// entry larger than the cache's MaxBytes is not stored (see Store).
+func (c *DiskCache) Put(ctx context.Context, key string, entry CacheEntry) {
+	_ = c.Store(ctx, key, entry)
+}
+
+// Store stores entry under key, as Put does, and returns why it could not
+// (a write error). An entry larger than MaxBytes is skipped, not an
+// error: it is counted in DiskCacheStats.Oversize.
+func (c *DiskCache) Store(_ context.Context, key string, entry CacheEntry) error {
 	b, err := MarshalCacheEntry(key, entry)
 	if err != nil {
 		c.stats.errors.Add(1)
-		return
+		return fmt.Errorf("adapter: disk cache: %w", err)
 	}
 	if int64(len(b)) > c.maxBytes {
 		c.stats.oversize.Add(1)
-		return
+		return nil
 	}
 	shard, name := c.path(key)
 	if err := c.write(shard, name, b); err != nil {
 		c.stats.errors.Add(1)
-		return
+		return fmt.Errorf("adapter: disk cache: %w", err)
 	}
 	c.mu.Lock()
 	c.bytes += int64(len(b))
@@ -290,6 +308,7 @@ func (c *DiskCache) Put(_ context.Context, key string, entry CacheEntry) {
 	if over {
 		c.evict()
 	}
+	return nil
 }
 
 // write puts b at name atomically: a temporary file in the same

@@ -51,7 +51,10 @@ import (
 // [Cached]) has a state of its own, which the caller that takes its reply
 // over adopts.
 type callState struct {
-	retries, cacheHits, coalesced, waited atomic.Int64
+	retries, cacheHits, coalesced, waited, cacheErrors atomic.Int64
+
+	trace  *Trace // the call's, for what its middlewares report (CacheError)
+	callID uint64
 
 	ident   lmIdent   // of the LM beneath the middlewares (run.lm)
 	out     streamOut // a Stream's sink, a shared call's flight; nil for a Call
@@ -61,6 +64,18 @@ type callState struct {
 	byModel map[string]openai.Usage
 	settled []func(accepted bool)
 	extras  WireExtras
+}
+
+// cacheError counts a cache's failure in the call (s nil: outside the
+// pipeline, nothing counts it) and reports it to the call's trace.
+func (s *callState) cacheError(ctx context.Context, op CacheOp, key string, err error) {
+	if s == nil {
+		return
+	}
+	s.cacheErrors.Add(1)
+	if s.trace != nil && s.trace.CacheError != nil {
+		s.trace.CacheError(CacheErrorInfo{CallID: s.callID, Op: op, Key: key, Err: err, Context: ctx})
+	}
 }
 
 // addUsage counts the usage of one LM reply, under its model.
@@ -133,6 +148,7 @@ func (s *callState) adopt(from *callState) {
 	s.cacheHits.Add(from.cacheHits.Load())
 	s.coalesced.Add(from.coalesced.Load())
 	s.waited.Add(from.waited.Load())
+	s.cacheErrors.Add(from.cacheErrors.Load())
 	s.mu.Lock()
 	s.settled = append(s.settled, settled...)
 	s.mu.Unlock()
@@ -208,6 +224,9 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	r.lm, r.mw = peel(lm)
 	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
 	r.state.ident.lm = r.lm
+	if r.cfg.trace != nil {
+		r.state.trace, r.state.callID = r.cfg.trace, r.cfg.callID()
+	}
 	rs.call, rs.ident = &r.state, &r.state.ident
 	ctx = context.WithValue(ctx, runKey{}, rs) // not rs.on: the run holds it
 	cancel := context.CancelFunc(func() {})
@@ -288,6 +307,7 @@ func (r *run) finish() {
 	s.mu.Unlock()
 	r.res.Retries, r.res.CacheHits, r.res.Coalesced = int(s.retries.Load()), int(s.cacheHits.Load()), int(s.coalesced.Load())
 	r.res.RetryWait = time.Duration(s.waited.Load())
+	r.res.CacheErrors = int(s.cacheErrors.Load())
 }
 
 // attempt runs the stages with adapter a, the n-th adapter tried (after
@@ -652,6 +672,7 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 		st.cacheHits.Add(int64(res.CacheHits))
 		st.coalesced.Add(int64(res.Coalesced))
 		st.waited.Add(int64(res.RetryWait))
+		st.cacheErrors.Add(int64(res.CacheErrors))
 		for model, u := range res.UsageByModel {
 			st.addUsage(model, u)
 		}

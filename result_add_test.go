@@ -16,7 +16,7 @@ import (
 // re-ask's cause; the fields that describe one call's reply stay. Every
 // field of Result is one or the other, so that a new field is a decision.
 func TestResultAdd(t *testing.T) {
-	counters := []string{"Calls", "Reasks", "ReaskCause", "Retries", "CacheHits", "Coalesced", "RetryWait", "Usage", "UsageByModel"}
+	counters := []string{"Calls", "Reasks", "ReaskCause", "Retries", "CacheHits", "Coalesced", "RetryWait", "CacheErrors", "Usage", "UsageByModel"}
 	perCall := []string{"Outputs", "Adapter", "FallbackCause", "Completions", "Mode", "Model", "SystemFingerprint", "Logprobs"}
 	var fields []string
 	for f := range reflect.TypeFor[adapter.Result]().Fields() {
@@ -33,7 +33,7 @@ func TestResultAdd(t *testing.T) {
 		return &adapter.Result{
 			Outputs: []adapter.Values{{"a": model}}, Adapter: model, FallbackCause: cause, Completions: []string{model}, Mode: model,
 			Model: model, SystemFingerprint: model, Logprobs: []*openai.LogProbs{{}},
-			Calls: n, Reasks: n, ReaskCause: cause, Retries: n, CacheHits: n, Coalesced: n, RetryWait: time.Duration(n),
+			Calls: n, Reasks: n, ReaskCause: cause, Retries: n, CacheHits: n, Coalesced: n, RetryWait: time.Duration(n), CacheErrors: n,
 			Usage: usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)},
 		}
 	}

@@ -42,6 +42,31 @@ type Trace struct {
 	ParseDone   func(ParseInfo)
 	ToolStart   func(ToolStartInfo)
 	ToolDone    func(ToolDoneInfo)
+	// CacheError reports a failure of a cache that can fail (see
+	// [FallibleCache]) during a call: the call went on as after a miss.
+	CacheError func(CacheErrorInfo)
+}
+
+// CacheOp is what a cache was asked to do when it failed.
+type CacheOp string
+
+// The operations a [CacheErrorInfo] names.
+const (
+	CacheLookup CacheOp = "lookup" // reading an entry: the call went to the LM
+	CacheStore  CacheOp = "store"  // writing an accepted reply: the reply was still returned
+)
+
+// CacheErrorInfo reports a cache's failure during a call ([FallibleCache]):
+// Redis down or slow, a disk error, a corrupt or foreign entry. Nothing
+// wrong was served: a failed lookup is a miss, a failed store loses only
+// the entry. Each is also counted in Result.CacheErrors.
+type CacheErrorInfo struct {
+	CallID uint64
+	Op     CacheOp
+	Key    string // the entry's key (the LM's identity is hashed into it)
+	Err    error
+	// Context is the context of the request the cache served.
+	Context context.Context
 }
 
 // ModuleStartInfo reports a module run starting (a predict module's Call
@@ -314,6 +339,7 @@ func composeTrace(a, b *Trace) *Trace {
 		ParseDone:   chain(a.ParseDone, b.ParseDone),
 		ToolStart:   chain(a.ToolStart, b.ToolStart),
 		ToolDone:    chain(a.ToolDone, b.ToolDone),
+		CacheError:  chain(a.CacheError, b.CacheError),
 	}
 }
 

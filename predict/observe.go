@@ -23,7 +23,9 @@ import (
 // an identical call in flight (coalesced), then with no tokens, the
 // duration, the tokens it spent (prompt_tokens and completion_tokens,
 // as Result.Usage counts them) and the error. Parse failures are logged at
-// Warn; each tool run with its name, arguments, duration and error.
+// Warn, and so is a cache's failure (see adapter.FallibleCache: the call
+// went on to the LM); each tool run with its name, arguments, duration
+// and error.
 // Requests never carry the API key, so neither do the logs.
 func Logger(l *slog.Logger) *adapter.Trace {
 	return &adapter.Trace{
@@ -43,6 +45,10 @@ func Logger(l *slog.Logger) *adapter.Trace {
 				l.LogAttrs(context.Background(), slog.LevelWarn, "parse failed", slog.Uint64("call", i.CallID),
 					slog.String("adapter", i.Adapter), slog.Any("error", i.Err))
 			}
+		},
+		CacheError: func(i adapter.CacheErrorInfo) {
+			l.LogAttrs(context.Background(), slog.LevelWarn, "cache failed", slog.Uint64("call", i.CallID),
+				slog.String("op", string(i.Op)), slog.Any("error", i.Err))
 		},
 		ToolDone: func(i adapter.ToolDoneInfo) {
 			level := slog.LevelInfo

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -122,4 +125,34 @@ func TestRecorderInspectEmptyRole(t *testing.T) {
 	var b bytes.Buffer
 	require.NotPanics(t, func() { require.NoError(t, rec.Inspect(&b, 1)) }, "a message without a role (a custom adapter's) is shown, not a panic")
 	assert.Contains(t, b.String(), "(no role) message:\n\nhello")
+}
+
+// TestLoggerCacheError: a cache that fails (a disk entry that is not one)
+// is logged at Warn with the operation; the call still answers.
+func TestLoggerCacheError(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(`{"total": 3}`) })
+	dir := t.TempDir()
+	cache, err := adapter.OpenDiskCache(dir)
+	require.NoError(t, err)
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+	var logs bytes.Buffer
+	p, err := predict.New[Sum, Total](adapter.UseTrace(predict.Logger(slog.New(slog.NewJSONHandler(&logs, nil)))))
+	require.NoError(t, err)
+	_, _, err = p.Call(t.Context(), lm, Sum{1, 2})
+	require.NoError(t, err)
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			err = os.WriteFile(path, []byte("not an entry"), 0o600)
+		}
+		return err
+	}))
+	logs.Reset()
+	out, res, err := p.Call(t.Context(), lm, Sum{1, 2})
+	require.NoError(t, err)
+	assert.Equal(t, Total{3}, out)
+	assert.Equal(t, 1, res.CacheErrors)
+	assert.Contains(t, logs.String(), `"level":"WARN","msg":"cache failed"`)
+	assert.Contains(t, logs.String(), `"op":"lookup"`)
 }

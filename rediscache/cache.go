@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -63,15 +64,31 @@ func (c *Cache) key(key string) string { return c.s.cfg.prefix + "cache:" + form
 
 // Get returns the entry stored for key; a miss when there is none, when
 // it is not an entry for key, or when Redis fails or is slower than the
-// timeout.
+// timeout (see Lookup).
 func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) {
+	e, ok, _ := c.Lookup(ctx, key)
+	return e, ok
+}
+
+// Lookup returns the entry stored for key, as Get does, and, for a miss
+// that is not simply "no entry", why: an *[Error] wrapping Redis's
+// failure or timeout, the cooldown after one, or an entry that is not one
+// for key (matching adapter.ErrCorruptCacheEntry). Through
+// adapter.Cached, such an error is counted in the call's
+// Result.CacheErrors and reported to its Trace.CacheError; the call goes
+// on to the LM. A caller that gave up (its context ended) gets a miss and
+// no error.
+func (c *Cache) Lookup(ctx context.Context, key string) (adapter.CacheEntry, bool, error) {
 	rkey := c.key(key)
 	b, err := run(ctx, &c.s, "get", rkey, func(ctx context.Context) ([]byte, error) {
 		return c.s.rdb.Get(ctx, rkey).Bytes()
 	})
 	if err != nil {
 		c.misses.Add(1)
-		return adapter.CacheEntry{}, false
+		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
+			return adapter.CacheEntry{}, false, nil
+		}
+		return adapter.CacheEntry{}, false, &Error{Op: "get", Key: rkey, Err: err}
 	}
 	b, err = c.verify(rkey, b)
 	var e adapter.CacheEntry
@@ -81,30 +98,45 @@ func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) 
 	if err != nil {
 		c.corrupt.Add(1)
 		c.misses.Add(1)
-		c.s.report(ctx, &Error{Op: "get", Key: rkey, Err: err})
-		return adapter.CacheEntry{}, false
+		err = &Error{Op: "get", Key: rkey, Err: err}
+		c.s.report(ctx, err)
+		return adapter.CacheEntry{}, false, err
 	}
 	c.hits.Add(1)
-	return e, true
+	return e, true, nil
 }
 
 // Put stores entry under key for the TTL, unless it passes MaxEntryBytes.
-// A Redis failure drops it (counted, reported).
+// A Redis failure drops it (counted, reported; see Store).
 func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
+	_ = c.Store(ctx, key, entry)
+}
+
+// Store stores entry as Put does and returns why it was dropped: an
+// *[Error] wrapping Redis's failure or timeout, or the cooldown after one.
+// An entry past MaxEntryBytes is skipped without an error (counted in
+// Stats.Oversize).
+func (c *Cache) Store(ctx context.Context, key string, entry adapter.CacheEntry) error {
 	b, err := adapter.MarshalCacheEntry(key, entry)
 	if err != nil {
-		return // a reply that does not marshal cannot be stored, nor served
+		return &Error{Op: "put", Key: c.key(key), Err: err} // a reply that does not marshal cannot be stored, nor served
 	}
 	rkey := c.key(key)
 	b = c.sign(rkey, b)
 	if len(b) > c.s.cfg.maxEntry {
 		c.oversize.Add(1)
-		return
+		return nil
 	}
-	_, _ = run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
+	if _, err := run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
 		return c.s.rdb.Set(ctx, rkey, b, c.s.cfg.ttl).Result()
-	})
+	}); err != nil && ctx.Err() == nil {
+		return &Error{Op: "put", Key: rkey, Err: err}
+	}
+	return nil
 }
+
+// Lookup and Store make a Cache an adapter.FallibleCache.
+var _ adapter.FallibleCache = (*Cache)(nil)
 
 // Stats returns the cache's counters.
 func (c *Cache) Stats() Stats {

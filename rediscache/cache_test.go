@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,20 +243,34 @@ func TestRedisKilledMidRun(t *testing.T) {
 	cache := rediscache.New(dial(t, redisSrv.addr), slack,
 		rediscache.Cooldown(20*time.Millisecond), rediscache.OnError(log.add))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+	var traced atomic.Int64
+	trace := adapter.UseTrace(&adapter.Trace{CacheError: func(i adapter.CacheErrorInfo) {
+		var re *rediscache.Error
+		if assert.ErrorAs(t, i.Err, &re) && assert.NotZero(t, i.CallID) {
+			traced.Add(1)
+		}
+	}})
 	const n = 200
-	wrong, hits := 0, 0
+	wrong, hits, cacheErrors := 0, 0, 0
 	for i := range n {
 		if i == n/2 {
 			redisSrv.stop()
 		}
 		q := fmt.Sprint(i % 50) // the second 50 are hits while Redis lives
-		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q})
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q}, trace)
 		require.NoError(t, err, "call %d", i)
 		if res.Outputs[0]["a"] != "answer to "+q {
 			wrong++
 		}
 		hits += res.CacheHits
+		cacheErrors += res.CacheErrors
+		if i < n/2 {
+			assert.Zero(t, res.CacheErrors, "call %d: Redis lives", i)
+		} else {
+			assert.Equal(t, 2, res.CacheErrors, "call %d: its lookup and its store failed (or were skipped in the cooldown), counted in the call", i)
+		}
 	}
+	assert.Equal(t, int64(cacheErrors), traced.Load(), "each counted failure was traced")
 	st := cache.Stats()
 	t.Logf("%d calls, Redis killed before call %d: %d wrong replies, %d cache hits, %d LM calls; stats %+v",
 		n, n/2, wrong, hits, len(srv.Requests()), st)
@@ -308,6 +323,7 @@ func TestRedisSlow(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, "answer to "+q, res.Outputs[0]["a"])
 				assert.Zero(t, res.CacheHits)
+				assert.Equal(t, 2, res.CacheErrors, "%s: the lookup timed out or was skipped, and so was the store", q)
 			}
 			st := cache.Stats()
 			assert.Equal(t, int64(1), st.Errors, "one timeout, then the cooldown")
