@@ -198,50 +198,6 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 	}
 }
 
-// streamed records the outputs a field stream has sent. A field given
-// again is not streamed again: Parse keeps its first value, or reports two
-// different ones. The first 64 outputs cost no allocation.
-type streamed struct {
-	low  uint64
-	high map[int]bool
-}
-
-// again reports whether output i was already sent.
-func (s *streamed) again(i int) bool {
-	switch {
-	case i < 0:
-		return false
-	case i < 64:
-		return s.low&(1<<i) != 0
-	}
-	return s.high[i]
-}
-
-// unmark forgets that output i was sent.
-func (s *streamed) unmark(i int) {
-	switch {
-	case i < 0:
-	case i < 64:
-		s.low &^= 1 << i
-	default:
-		delete(s.high, i)
-	}
-}
-
-// mark records that output i was sent.
-func (s *streamed) mark(i int) {
-	switch {
-	case i < 0:
-	case i < 64:
-		s.low |= 1 << i
-	default:
-		if s.high == nil {
-			s.high = map[int]bool{}
-		}
-		s.high[i] = true
-	}
-}
-
 // heldTexts is what a consumer of a Stream holds of each output field:
 // the deltas sent since the field's last replacement, and which reply
 // (the field stream of one LM call) sent them. It spans the attempts of
