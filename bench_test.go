@@ -425,3 +425,37 @@ func BenchmarkCallInMemory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChatParseFields parses a Chat reply holding n output fields
+// (each a short sentence): linear work shows as ns/op growing with n at
+// the same rate, per field constant (quadratic grows per field with n).
+// The "double" pairs measure n and 2n side by side: their ns/field should
+// match.
+func BenchmarkChatParseFields(b *testing.B) {
+	run := func(b *testing.B, n int) {
+		names := make([]string, n)
+		var reply strings.Builder
+		for i := range names {
+			names[i] = fmt.Sprintf("field_%d", i)
+			fmt.Fprintf(&reply, "[[ ## %s ## ]]\nThe value of field number %d, a short sentence.\n\n", names[i], i)
+		}
+		reply.WriteString("[[ ## completed ## ]]")
+		sig := must(signature.Parse("q -> " + strings.Join(names, ", ")))
+		completion := reply.String()
+		b.SetBytes(int64(len(completion)))
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := (adapter.Chat{}).Parse(sig, completion)
+			if err != nil || len(v) != n {
+				b.Fatal(err, len(v))
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/field")
+	}
+	for _, n := range []int{2, 20, 200, 400} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { run(b, n) })
+	}
+	for _, n := range []int{100, 200, 400, 800} {
+		b.Run(fmt.Sprintf("double/n=%d", n), func(b *testing.B) { run(b, n) })
+	}
+}
