@@ -132,16 +132,12 @@ func BenchmarkUnderLoad(b *testing.B) {
 	}
 }
 
-// TestUnderLoad measures, with inFlight goroutines calling at once
-// through one go-openai client against lmtest in another process over
-// loopback, each loadPath's throughput (calls completed in rounds of a
-// fixed time, the paths alternating round by round; the ratio to
-// go-openai alone is the median of the rounds' ratios) and the memory
-// one call in flight holds (live heap and goroutine stacks of this
-// process, after a GC, with inFlight calls waiting on a server that holds
-// each reply for a second, over the same figure with none in flight; each
-// path on a new client, so the figure holds the call's connection). It
-// asserts nothing about time or memory. It runs only with LOAD=1:
+// TestUnderLoad measures each loadPath's throughput with inFlight
+// goroutines calling at once through one go-openai client against lmtest
+// in another process over loopback: calls completed in rounds of a fixed
+// time, the paths alternating round by round (in turn forwards and
+// backwards); the ratio to go-openai alone is the median of the rounds'
+// ratios. It asserts nothing about time. It runs only with LOAD=1:
 //
 //	LOAD=1 go test -run UnderLoad -v .
 func TestUnderLoad(t *testing.T) {
@@ -174,13 +170,24 @@ func TestUnderLoad(t *testing.T) {
 			t.Logf("%-8s / %s: %.2f (quartiles %.2f–%.2f)", p.name, paths[0].name, q[1], q[0], q[2])
 		}
 	}
+}
 
+// TestInFlightMemory measures the memory one call in flight holds: live
+// heap and goroutine stacks of this process, after a GC, with inFlight
+// calls waiting on lmtest in another process that holds each reply for a
+// second, over the same figures with none in flight. Each path runs on a
+// new client, so the figure holds the call's connection. It asserts
+// nothing. It runs only with LOAD=1:
+//
+//	LOAD=1 go test -run InFlightMemory -v .
+func TestInFlightMemory(t *testing.T) {
+	if os.Getenv("LOAD") == "" {
+		t.Skip("set LOAD=1")
+	}
 	slow := serverProcess(t, time.Second)
-	for i := range paths {
-		// A client of its own, so that each path's figure holds the
-		// connections its calls open.
+	for i := range loadPaths(t, loadClient(slow)) {
 		p := loadPaths(t, loadClient(slow))[i]
-		base := liveBytes()
+		heap, stack := liveBytes()
 		var wg sync.WaitGroup
 		for range inFlight {
 			wg.Go(func() {
@@ -190,9 +197,10 @@ func TestUnderLoad(t *testing.T) {
 			})
 		}
 		time.Sleep(500 * time.Millisecond) // every call sent, none answered
-		held := liveBytes()
+		heap2, stack2 := liveBytes()
 		wg.Wait()
-		t.Logf("%-8s %6d bytes per call in flight (live heap and stacks, %d calls)", p.name, (held-base)/inFlight, inFlight)
+		t.Logf("%-8s %6d bytes per call in flight: %6d of heap, %6d of goroutine stacks (%d calls)",
+			p.name, (heap2+stack2-heap-stack)/inFlight, (heap2-heap)/inFlight, (stack2-stack)/inFlight, inFlight)
 	}
 }
 
@@ -225,12 +233,12 @@ func throughput(t *testing.T, p loopbackPath, span time.Duration) float64 {
 	return float64(n.Load()) / time.Since(start).Seconds()
 }
 
-// liveBytes is the live heap and goroutine stacks after a GC.
-func liveBytes() int64 {
+// liveBytes is the live heap and the goroutine stacks after a GC.
+func liveBytes() (heap, stack int64) {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc + m.StackInuse)
+	return int64(m.HeapAlloc), int64(m.StackInuse)
 }
 
 // quartiles returns the lower quartile, the median and the upper quartile.
