@@ -176,11 +176,17 @@ var pipelineCases = []struct {
 	name    string
 	adapter func(extractor adapter.LM) adapter.Adapter
 	replies []string
+	caps    *adapter.Capabilities // the LM declares these, when set
 }{
-	{"chat", func(adapter.LM) adapter.Adapter { return adapter.Chat{} }, []string{benchCompletion}},
-	{"json", func(adapter.LM) adapter.Adapter { return adapter.JSON{} }, []string{benchJSONReply}},
-	{"xml", func(adapter.LM) adapter.Adapter { return adapter.XML{} }, []string{benchXMLReply}},
-	{"chat-fallback-json", func(adapter.LM) adapter.Adapter { return adapter.Chat{} }, []string{"I cannot follow the format.", benchJSONReply}},
+	{"chat", func(adapter.LM) adapter.Adapter { return adapter.Chat{} }, []string{benchCompletion}, nil},
+	{"json", func(adapter.LM) adapter.Adapter { return adapter.JSON{} }, []string{benchJSONReply}, nil},
+	// json-structured is json with an LM that has structured outputs:
+	// the request carries the signature's strict json_schema, the path
+	// most OpenAI users of the JSON adapter take.
+	{"json-structured", func(adapter.LM) adapter.Adapter { return adapter.JSON{} }, []string{benchJSONReply},
+		&adapter.Capabilities{StructuredOutputs: true, JSONMode: true}},
+	{"xml", func(adapter.LM) adapter.Adapter { return adapter.XML{} }, []string{benchXMLReply}, nil},
+	{"chat-fallback-json", func(adapter.LM) adapter.Adapter { return adapter.Chat{} }, []string{"I cannot follow the format.", benchJSONReply}, nil},
 }
 
 // BenchmarkCall runs Call (format, LM call, parse) over the reference
@@ -188,12 +194,19 @@ var pipelineCases = []struct {
 func BenchmarkCall(b *testing.B) {
 	for _, c := range pipelineCases {
 		b.Run(c.name, func(b *testing.B) {
-			lm := &fakeLM{replies: c.replies}
+			var lm adapter.LM = &fakeLM{replies: c.replies}
+			if c.caps != nil {
+				lm = adapter.WithCapabilities(lm, *c.caps)
+			}
 			opts := []adapter.CallOption{adapter.UseAdapter(c.adapter(nil)), adapter.NoRetry()}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := adapter.Call(context.Background(), lm, benchSig, benchDemos, benchInputs, opts...); err != nil {
+				res, err := adapter.Call(context.Background(), lm, benchSig, benchDemos, benchInputs, opts...)
+				if err != nil {
 					b.Fatal(err)
+				}
+				if c.caps != nil && res.Mode != adapter.ModeJSONSchema {
+					b.Fatalf("mode %q, want %q", res.Mode, adapter.ModeJSONSchema)
 				}
 			}
 		})
@@ -410,5 +423,39 @@ func BenchmarkCallInMemory(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkChatParseFields parses a Chat reply holding n output fields
+// (each a short sentence): linear work shows as ns/op growing with n at
+// the same rate, per field constant (quadratic grows per field with n).
+// The "double" pairs measure n and 2n side by side: their ns/field should
+// match.
+func BenchmarkChatParseFields(b *testing.B) {
+	run := func(b *testing.B, n int) {
+		names := make([]string, n)
+		var reply strings.Builder
+		for i := range names {
+			names[i] = fmt.Sprintf("field_%d", i)
+			fmt.Fprintf(&reply, "[[ ## %s ## ]]\nThe value of field number %d, a short sentence.\n\n", names[i], i)
+		}
+		reply.WriteString("[[ ## completed ## ]]")
+		sig := must(signature.Parse("q -> " + strings.Join(names, ", ")))
+		completion := reply.String()
+		b.SetBytes(int64(len(completion)))
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := (adapter.Chat{}).Parse(sig, completion)
+			if err != nil || len(v) != n {
+				b.Fatal(err, len(v))
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/field")
+	}
+	for _, n := range []int{2, 20, 200, 400} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { run(b, n) })
+	}
+	for _, n := range []int{100, 200, 400, 800} {
+		b.Run(fmt.Sprintf("double/n=%d", n), func(b *testing.B) { run(b, n) })
 	}
 }

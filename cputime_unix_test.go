@@ -3,20 +3,18 @@
 package adapter_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-	"github.com/stretchr/testify/require"
+
+	"github.com/sigwire/adapter/lmtest"
 )
 
 // cpuTime is the process's user+system CPU time.
@@ -41,19 +39,7 @@ func TestLoopbackCPUTime(t *testing.T) {
 	if os.Getenv("SIDE_BY_SIDE") == "" {
 		t.Skip("set SIDE_BY_SIDE=1")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoopbackServerProcess$")
-	cmd.Env = append(os.Environ(), "LOOPBACK_SERVER=1")
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	url, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	cfg := openai.DefaultConfig("test-key")
-	cfg.BaseURL = strings.TrimSpace(url)
-	paths := loopbackPaths(openai.NewClientWithConfig(cfg))
+	paths := loopbackPaths(openai.NewClientWithConfig(serverProcess(t, 0)))
 
 	const rounds, iters = 31, 300
 	cpu := make([][]float64, len(paths))  // µs of client CPU per call, by path and round
@@ -105,6 +91,9 @@ func TestLoopbackServerProcess(t *testing.T) {
 	}
 	srv := loopbackServer()
 	defer srv.Close()
+	if d, err := time.ParseDuration(os.Getenv("LOOPBACK_DELAY")); err == nil && d > 0 {
+		srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(benchCompletion).Delay(d) })
+	}
 	fmt.Println(srv.URL())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }

@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/sigwire/adapter/signature"
 )
@@ -60,8 +61,23 @@ type namedField struct {
 	index []int
 }
 
-// topFields lists a struct's fields by their signature names.
+// fieldsByType keeps topFields' result per struct type (reflect.Type →
+// []namedField), as encoding/json keeps its field lists: a type's fields
+// never change, and Decode and ValuesOf run on every typed call.
+var fieldsByType sync.Map
+
+// topFields lists a struct's fields by their signature names (a slice kept
+// for t: not to be changed).
 func topFields(t reflect.Type) []namedField {
+	if f, ok := fieldsByType.Load(t); ok {
+		return f.([]namedField)
+	}
+	f, _ := fieldsByType.LoadOrStore(t, structFields(t))
+	return f.([]namedField)
+}
+
+// structFields lists a struct's fields by their signature names.
+func structFields(t reflect.Type) []namedField {
 	var out []namedField
 	for i := range t.NumField() {
 		sf := t.Field(i)

@@ -58,6 +58,9 @@ func editDistance(a, b string, max int) int {
 // constraints. The result is a new map when anything changed; inputs
 // itself is never modified. Errors are *InputError naming the field.
 func prepareInputs(sig *signature.Signature, inputs Values) (Values, error) {
+	if textInputs(sig, inputs) {
+		return inputs, nil
+	}
 	known := 0 // the inputs' keys that name input fields
 	for i := range sig.NumInputs() {
 		f := sig.Input(i)
@@ -133,6 +136,9 @@ func withDefaults(sig *signature.Signature, inputs Values) Values {
 // fields are left as they are. Format applies it to the inputs it is
 // given, so that what Call would refuse never reaches a prompt.
 func convertInputs(sig *signature.Signature, inputs Values) (Values, error) {
+	if textInputs(sig, inputs) {
+		return inputs, nil
+	}
 	out := inputs
 	for i := range sig.NumInputs() {
 		f := sig.Input(i)
@@ -158,6 +164,22 @@ func convertInputs(sig *signature.Signature, inputs Values) (Values, error) {
 }
 
 var stringType = reflect.TypeFor[string]()
+
+// textInputs reports whether sig's inputs are all str fields without
+// defaults or constraints (kept per signature) and inputs holds a string
+// for each and nothing else: the common call, which prepareInputs and
+// convertInputs return unchanged without looking at each field in turn.
+func textInputs(sig *signature.Signature, inputs Values) bool {
+	if len(inputs) != sig.NumInputs() || !traitsOfSig(sig).text {
+		return false
+	}
+	for i := range sig.NumInputs() {
+		if _, ok := inputs[sig.InputName(i)].(string); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // sameMap reports whether a and b are the same map.
 func sameMap(a, b Values) bool {

@@ -217,14 +217,16 @@ func shapeJSON(sig *signature.Signature, req *openai.ChatCompletionRequest, caps
 	}
 	switch tiers[level] {
 	case ModeJSONSchema:
-		req.ResponseFormat = &openai.ChatCompletionResponseFormat{
-			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
-				Name:   schema.Name,
-				Schema: schema.Schema,
-				Strict: true,
-			},
+		// The response format and its json_schema in one allocation.
+		rf := &struct {
+			format openai.ChatCompletionResponseFormat
+			schema openai.ChatCompletionResponseFormatJSONSchema
+		}{
+			format: openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONSchema},
+			schema: openai.ChatCompletionResponseFormatJSONSchema{Name: schema.Name, Schema: schema.Schema, Strict: true},
 		}
+		rf.format.JSONSchema = &rf.schema
+		req.ResponseFormat = &rf.format
 	case ModeJSONObject:
 		req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
 	}

@@ -205,16 +205,22 @@ type sigTraits struct {
 	history int         // the Conversation input, -1 for none
 	native  bool        // an output's type is a NativeHook
 	wires   []wireField // the outputs whose types are WireReaders
+	// text: every input is a str field of Go type string, without a
+	// default or constraints (see textInputs).
+	text bool
 }
 
 // traitsOfSig returns the traits of sig's fields, computed once.
 func traitsOfSig(sig *signature.Signature) *sigTraits {
 	return sig.Memo(traitsKey, func() any {
-		st := &sigTraits{history: -1}
+		st := &sigTraits{history: -1, text: true}
 		for i := range sig.NumInputs() {
-			if traitsOf(sig.Input(i).Type).conversation {
+			f := sig.Input(i)
+			if traitsOf(f.Type).conversation && st.history < 0 {
 				st.history = i
-				break
+			}
+			if f.Type != stringType || f.Spec.Kind() != signature.KindString || f.HasDefault || len(f.Constraints) > 0 {
+				st.text = false
 			}
 		}
 		for i := range sig.NumOutputs() {

@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -268,10 +269,21 @@ func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(contex
 // pipeline, such as running the tools a reply asked for, reports through
 // it.
 func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
-	var c callConfig
+	if len(opts) == 0 {
+		return traceFrom(ctx)
+	}
+	// The options are applied to a pooled config: applying them moves
+	// the config (a request and more) to the heap, for one field.
+	c := traceConfigs.Get().(*callConfig)
 	c.apply(opts)
-	return composeTrace(traceFrom(ctx), c.trace)
+	t := c.trace
+	*c = callConfig{}
+	traceConfigs.Put(c)
+	return composeTrace(traceFrom(ctx), t)
 }
+
+// traceConfigs are CallTrace's configs.
+var traceConfigs = sync.Pool{New: func() any { return new(callConfig) }}
 
 var lastCallID atomic.Uint64
 
@@ -293,13 +305,17 @@ func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOp
 	if t != nil && t.ModuleStart != nil {
 		t.ModuleStart(ModuleStartInfo{ID: id, ParentID: parent, Module: name, Inputs: inputs, Context: ctx})
 	}
+	if t == nil || t.ModuleDone == nil {
+		return ctx, moduleDoneUntraced
+	}
 	start := time.Now()
 	return ctx, func(res *Result, err error) {
-		if t != nil && t.ModuleDone != nil {
-			t.ModuleDone(ModuleDoneInfo{ID: id, ParentID: parent, Module: name, Result: res, Err: err, Duration: time.Since(start)})
-		}
+		t.ModuleDone(ModuleDoneInfo{ID: id, ParentID: parent, Module: name, Result: res, Err: err, Duration: time.Since(start)})
 	}
 }
+
+// moduleDoneUntraced ends a module run no trace hears of.
+func moduleDoneUntraced(*Result, error) {}
 
 // callID returns the call's identity, assigning it on first use.
 func (c *callConfig) callID() uint64 {

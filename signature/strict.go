@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,16 @@ type StrictSchema struct {
 // never silently drops a field from the schema.
 var ErrNotStrict = errors.New("signature: cannot be expressed as a strict JSON schema")
 
+// strictKey is the Memo key of a signature's strict schema.
+type strictKey struct{}
+
+// keptStrict is a signature's strict schema as built once, or the error
+// building it gave.
+type keptStrict struct {
+	schema []byte
+	err    error
+}
+
 // StrictSchema builds the strict response schema of the outputs, with
 // invopop/jsonschema's Schema as the model:
 //
@@ -44,7 +55,24 @@ var ErrNotStrict = errors.New("signature: cannot be expressed as a strict JSON s
 //
 // Maps, Any and custom types that are not text give an error wrapping
 // ErrNotStrict that names the field. The result is deterministic.
+//
+// The schema is built once per signature (a signature is immutable) and
+// kept with it; every call returns a copy of its own, which the caller
+// may change. Safe for concurrent use.
 func (s *Signature) StrictSchema() (*StrictSchema, error) {
+	k := s.Memo(strictKey{}, func() any {
+		b, err := s.buildStrictSchema()
+		return &keptStrict{b, err}
+	}).(*keptStrict)
+	if k.err != nil {
+		return nil, k.err
+	}
+	return &StrictSchema{Name: "DSPyProgramOutputs", Schema: bytes.Clone(k.schema)}, nil
+}
+
+// buildStrictSchema builds and marshals the strict schema of the outputs
+// (see StrictSchema).
+func (s *Signature) buildStrictSchema() ([]byte, error) {
 	g := &strictGen{names: map[reflect.Type]string{}, defs: jsonschema.Definitions{}}
 	root := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties(), AdditionalProperties: jsonschema.FalseSchema}
 	root.Required = []string{}
@@ -63,7 +91,7 @@ func (s *Signature) StrictSchema() (*StrictSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signature: strict schema: %w", err)
 	}
-	return &StrictSchema{Name: "DSPyProgramOutputs", Schema: b}, nil
+	return b, nil
 }
 
 type strictGen struct {

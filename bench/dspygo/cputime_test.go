@@ -1,15 +1,15 @@
 package dspygo
 
 import (
-	"context"
+	"fmt"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	adapter "github.com/sigwire/adapter"
 )
 
 // cpuTime is the process's user+system CPU time.
@@ -19,86 +19,125 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// budgets are issue 32's, each the ratio of two paths' CPU time per call
+// (or, with den "", a path's CPU time in µs).
+var budgets = []struct {
+	name     string
+	num, den string
+	max      float64
+}{
+	{"JSON / dspy-go JSON", "sigwire/json", "dspy-go/json", 0.5},
+	{"JSON, structured outputs / dspy-go JSON", "sigwire/json-structured", "dspy-go/json", 0.5},
+	{"JSON, structured outputs / JSON", "sigwire/json-structured", "sigwire/json", 1.2},
+	{"typed Predict / dspy-go typed", "sigwire/typed", "dspy-go/typed", 0.3},
+	{"Chat / dspy-go text", "sigwire/chat", "dspy-go/text", 0.25},
+	{"XML / dspy-go XML", "sigwire/xml", "dspy-go/xml", 0.15},
+	{"Chat format, µs", "sigwire/chat-format", "", 1},
+	{"Chat format / json.Unmarshal", "sigwire/chat-format", "baseline/unmarshal", 0.4},
+	{"Chat parse / json.Unmarshal", "sigwire/chat-parse", "baseline/unmarshal", 0.4},
+	{"Chat format / json.Unmarshal into a map", "sigwire/chat-format", "baseline/unmarshal-map", 0.4},
+	{"Chat parse / json.Unmarshal into a map", "sigwire/chat-parse", "baseline/unmarshal-map", 0.4},
+}
+
 // TestCPUTimeSideBySide measures CPU time per call (not wall time) of this
-// library's and dspy-go's paths on the reference workload, alternating
-// them round by round with GOMAXPROCS=1, so that other load on the machine
-// (which inflates wall-clock benchmarks) affects both alike. It runs only
-// with SIDE_BY_SIDE=1:
+// library's and dspy-go's paths on the reference workload, bare and
+// described (instructions and field descriptions), and of encoding/json
+// decoding the JSON reply; it prints each of issue 32's budgets as the
+// ratio of two paths (median of the rounds' ratios, with the quartiles).
+// The paths alternate round by round (in turn forwards and backwards)
+// with GOMAXPROCS=1, so that other load on the machine affects all alike.
+// It asserts nothing about time. It runs only with SIDE_BY_SIDE=1
+// (ROUNDS=n sets the number of rounds, 15 by default):
 //
 //	SIDE_BY_SIDE=1 GOTOOLCHAIN=go1.27.0 go test -run CPUTime -v
 func TestCPUTimeSideBySide(t *testing.T) {
 	if os.Getenv("SIDE_BY_SIDE") == "" {
 		t.Skip("set SIDE_BY_SIDE=1")
 	}
+	rounds := 15
+	if n, err := strconv.Atoi(os.Getenv("ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	sig, ds, in := sigwireWorkload(&testing.B{})
-	paths := []struct {
-		name string
-		run  func()
-	}{}
-	for _, c := range []struct {
-		name  string
-		a     adapter.Adapter
-		reply string
-	}{{"sigwire chat", adapter.Chat{}, chatReply}, {"sigwire json", adapter.JSON{}, jsonReply}, {"sigwire xml", adapter.XML{}, xmlReply}} {
-		lm, opts := fakeLM{c.reply}, []adapter.CallOption{adapter.UseAdapter(c.a), adapter.NoRetry()}
-		paths = append(paths, struct {
-			name string
-			run  func()
-		}{c.name, func() {
-			if _, err := adapter.Call(context.Background(), lm, sig, ds, in, opts...); err != nil {
-				t.Fatal(err)
+	var paths []path
+	for _, w := range workloads {
+		for _, lib := range []struct {
+			name  string
+			paths func(testing.TB, bool) []path
+		}{{"sigwire", sigwirePaths}, {"dspy-go", dspygoPaths}} {
+			for _, p := range lib.paths(t, w.described) {
+				paths = append(paths, path{lib.name + "/" + w.name + "/" + p.name, p.run})
 			}
-		}})
-	}
-	paths = append(paths, struct {
-		name string
-		run  func()
-	}{"sigwire chat format", func() { _, _ = adapter.Chat{}.Format(sig, ds, in) }})
-	paths = append(paths, struct {
-		name string
-		run  func()
-	}{"sigwire json format", func() { _, _ = adapter.JSON{}.Format(sig, ds, in) }})
-	paths = append(paths, struct {
-		name string
-		run  func()
-	}{"sigwire json parse", func() { _, _ = adapter.JSON{}.Parse(sig, jsonReply) }})
-	for _, c := range []struct{ name, mode, reply string }{{"dspy-go text", "text", textReply}, {"dspy-go json", "json", jsonReply}, {"dspy-go xml", "xml", xmlReply}} {
-		p := dspygoPredict(c.mode)
-		p.SetLLM(newFakeLLM(c.reply))
-		inputs := map[string]any{"question": question, "context": context_}
-		paths = append(paths, struct {
-			name string
-			run  func()
-		}{c.name, func() {
-			if _, err := p.Process(context.Background(), inputs); err != nil {
-				t.Fatal(err)
-			}
-		}})
-	}
-	const rounds, iters = 15, 3000
-	per := make([][]float64, len(paths))
-	for r := 0; r < rounds; r++ {
-		for i, p := range paths {
-			runtime.GC()
-			start := cpuTime()
-			for range iters {
-				p.run()
-			}
-			per[i] = append(per[i], float64(cpuTime()-start)/iters/1000)
 		}
 	}
-	med := func(x []float64) float64 {
-		s := append([]float64(nil), x...)
-		sort.Float64s(s)
-		return s[len(s)/2]
+	for _, p := range baselinePaths(t, false) {
+		paths = append(paths, path{"baseline/" + p.name, p.run})
 	}
-	m := map[string]float64{}
+	// Each path runs about 30 ms of CPU per round.
+	iters := make([]int, len(paths))
 	for i, p := range paths {
-		m[p.name] = med(per[i])
-		t.Logf("%-20s %6.2f µs CPU per call (median of %d rounds of %d)", p.name, m[p.name], rounds, iters)
+		start, n := cpuTime(), 0
+		for ; n < 100 || cpuTime()-start < 5*time.Millisecond; n++ {
+			if err := p.run(); err != nil {
+				t.Fatal(p.name, err)
+			}
+		}
+		iters[i] = max(100, int(30*time.Millisecond*time.Duration(n)/(cpuTime()-start)))
 	}
-	t.Logf("json / dspy-go json: %.2f", m["sigwire json"]/m["dspy-go json"])
-	t.Logf("chat / dspy-go text: %.2f", m["sigwire chat"]/m["dspy-go text"])
-	t.Logf("xml  / dspy-go xml:  %.2f", m["sigwire xml"]/m["dspy-go xml"])
+	per := make([][]float64, len(paths)) // µs per call, by path and round
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
+	for range rounds {
+		for _, i := range order {
+			runtime.GC()
+			start := cpuTime()
+			for range iters[i] {
+				_ = paths[i].run()
+			}
+			per[i] = append(per[i], float64(cpuTime()-start)/float64(iters[i])/1000)
+		}
+		slices.Reverse(order)
+	}
+	byName := map[string][]float64{}
+	for i, p := range paths {
+		byName[p.name] = per[i]
+		t.Logf("%-40s %7.2f µs CPU per call (median of %d rounds of %d)", p.name, median(per[i]), rounds, iters[i])
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n%-42s %-10s %6s %-13s %6s\n", "budget", "workload", "ratio", "quartiles", "budget")
+	for _, b := range budgets {
+		for _, w := range workloads {
+			num := byName[strings.Replace(b.num, "/", "/"+w.name+"/", 1)]
+			den := byName[strings.Replace(b.den, "/", "/"+w.name+"/", 1)]
+			if strings.HasPrefix(b.den, "baseline/") {
+				den = byName[b.den]
+			}
+			r := make([]float64, len(num))
+			for k := range num {
+				r[k] = num[k]
+				if b.den != "" {
+					r[k] /= den[k]
+				}
+			}
+			q := quartiles(r)
+			verdict := "within"
+			if q[1] > b.max {
+				verdict = "over"
+			}
+			fmt.Fprintf(&report, "%-42s %-10s %6.2f %5.2f–%-5.2f  ≤ %.2f %s\n", b.name, w.name, q[1], q[0], q[2], b.max, verdict)
+		}
+	}
+	t.Log(report.String())
+}
+
+func median(x []float64) float64 { return quartiles(x)[1] }
+
+// quartiles returns the lower quartile, the median and the upper quartile.
+func quartiles(x []float64) [3]float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	n := len(s)
+	return [3]float64{s[n/4], s[n/2], s[(3*n)/4]}
 }

@@ -18,6 +18,11 @@ const (
 // Other.
 func outputIndex(sig *signature.Signature, name string) int {
 	n := sig.NumOutputs()
+	if n >= indexFrom {
+		if i, ok := indexOf(sig).output(name); ok {
+			return i
+		}
+	}
 	for i := range n {
 		if sig.OutputName(i) == name {
 			return i
@@ -40,6 +45,11 @@ func outputIndex(sig *signature.Signature, name string) int {
 
 // isInput reports whether name names an input field (case-insensitively).
 func isInput(sig *signature.Signature, name string) bool {
+	if sig.NumInputs() >= indexFrom {
+		if is, ok := indexOf(sig).input(name); ok {
+			return is
+		}
+	}
 	for i := range sig.NumInputs() {
 		if strings.EqualFold(sig.Input(i).Name, name) {
 			return true
