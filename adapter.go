@@ -353,7 +353,8 @@ func (r *Result) Add(o *Result) {
 // On an error after the first LM request, Call returns the Result as far
 // as it got (calls, usage, raw completions) with the error.
 func Call(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs Values, opts ...CallOption) (*Result, error) {
-	r, ctx, cancel, err := prepare(ctx, lm, sig, demos, inputs, opts)
+	var r run
+	ctx, cancel, err := r.prepare(ctx, lm, sig, demos, inputs, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -154,8 +154,14 @@ func (s *callState) adopt(from *callState) {
 	s.mu.Unlock()
 }
 
-// run is one Call or Stream.
+// run is one Call or Stream. It lives on the stack of Call (or of
+// Stream's iterator): what outlives the call or is reachable from the
+// call's context, its middlewares, its trace and its Result is in
+// runShared, on the heap. Nothing may keep a pointer to the run itself
+// (a closure, an interface), or the whole run (a request template among
+// it) moves to the heap with every call.
 type run struct {
+	*runShared
 	cfg     callConfig
 	adapter Adapter
 	lm      LM           // the LM without the library's wrappers (see peel)
@@ -165,21 +171,25 @@ type run struct {
 	sig     *signature.Signature
 	demos   []Values
 	inputs  Values
-	state   callState   // shared through the context: never copy a run
-	ctxRun  runState    // the run state on the call's context, once put there never changed
 	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
-	res     Result
 
-	// The request as shaped for the tier in hand (RequestShaper takes a
-	// pointer): kept here, as the run is on the heap anyway, rather than
-	// copied to the heap for each request.
-	shaped openai.ChatCompletionRequest
 	// tier is the response-format level the attempt's requests start at
 	// (a re-ask keeps the level the provider took); failed is the text of
 	// the choice whose parse or constraints failed the latest read.
 	tier   int
 	failed string
+}
+
+// runShared is the part of a run that others point to: the call's state
+// (on its context, read by its middlewares, adopted by a shared call), the
+// run state on its context, and the Result the caller gets. One
+// allocation per call; never reused, as any of them may be held after the
+// call returns.
+type runShared struct {
+	state  callState // shared through the context: never copy it
+	ctxRun runState  // the run state on the call's context, once put there never changed
+	res    Result
 }
 
 // errNoOutputFields: a signature without outputs asks the LM for nothing.
@@ -198,24 +208,32 @@ var errNilContext = errors.New("adapter: nil context: pass context.Background() 
 
 // prepare checks the arguments and builds the run. The returned context
 // carries the call's state and timeout; cancel releases it.
-func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs Values, opts []CallOption) (*run, context.Context, context.CancelFunc, error) {
+func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs Values, opts []CallOption) (context.Context, context.CancelFunc, error) {
 	switch {
 	case ctx == nil:
-		return nil, nil, nil, errNilContext
+		return nil, nil, errNilContext
 	case isNilLM(lm):
-		return nil, nil, nil, errors.New("adapter: nil LM: pass an *openai.Client or another LM")
+		return nil, nil, errors.New("adapter: nil LM: pass an *openai.Client or another LM")
 	case sig == nil:
-		return nil, nil, nil, errNilSignature
+		return nil, nil, errNilSignature
 	case sig.NumOutputs() == 0:
-		return nil, nil, nil, errNoOutputFields
+		return nil, nil, errNoOutputFields
 	}
-	r := &run{sig: sig, demos: demos}
-	r.cfg.apply(opts)
+	r.sig, r.demos = sig, demos
+	// The options are applied to a pooled config and copied: an option
+	// is an interface, so the config it is applied to goes to the heap.
+	// No option keeps the config it is given.
+	c := traceConfigs.Get().(*callConfig)
+	c.apply(opts)
+	r.cfg = *c
+	*c = callConfig{}
+	traceConfigs.Put(c)
 	in, err := prepareInputs(sig, inputs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	r.inputs = in
+	r.runShared = new(runShared)
 	rs := &r.ctxRun
 	*rs = runFrom(ctx)
 	r.adapter = r.cfg.resolve(ctx)
@@ -233,7 +251,7 @@ func prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, callTimeout(r.cfg.timeout))
 	}
-	return r, ctx, cancel, nil
+	return ctx, cancel, nil
 }
 
 // isNilLM reports a nil LM, or an LM that is a nil pointer.
@@ -394,12 +412,12 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	var rejected error
 	for level := r.tier; ; level++ {
 		r.tier = level
-		r.shaped = base
-		req := &r.shaped
+		shaped := base
+		req := &shaped
 		req.Messages = msgs
 		mode := ""
 		if shapes {
-			m, ok, err := shaper.ShapeRequest(fsig, req, r.caps, level)
+			m, ok, err := shapeRequest(a, shaper, fsig, req, r.caps, level)
 			if err != nil {
 				return openai.ChatCompletionResponse{}, err
 			}
@@ -442,6 +460,22 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	}
 }
 
+// shapeRequest shapes req with a's RequestShaper. The JSON and BAML
+// adapters' are called directly, on req; another's gets a copy on the
+// heap (an interface's method may keep the pointer), copied back, so
+// that req stays where the caller has it.
+func shapeRequest(a Adapter, shaper RequestShaper, fsig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
+	switch a.(type) {
+	case JSON, BAML:
+		return shapeJSON(fsig, req, caps, level)
+	}
+	shaped := new(openai.ChatCompletionRequest)
+	*shaped = *req
+	mode, ok, err := shaper.ShapeRequest(fsig, shaped, caps, level)
+	*req = *shaped
+	return mode, ok, err
+}
+
 // requestMode is the Mode a request reports: the shaper's, else the
 // response format the request carries, else ModePrompt.
 func requestMode(mode string, req *openai.ChatCompletionRequest) string {
@@ -461,11 +495,10 @@ func requestMode(mode string, req *openai.ChatCompletionRequest) string {
 func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 	inv := wrapInvoker(r.mw, bottom)
 	if tr.t != nil {
-		next := inv
+		next, s := inv, &r.state // not r: the run stays on the stack
 		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			retry := retryOf(ctx)
 			tr.lmStart(req, retry)
-			s := &r.state
 			s.takeSpent()
 			hits, coalesced := s.cacheHits.Load(), s.coalesced.Load()
 			start := time.Now()
@@ -638,7 +671,7 @@ type parser struct {
 	p   Parser
 	cp  CallingParser
 	ctx context.Context // for ParseCall
-	run *run
+	run *runShared      // where ParseCall's calls are counted
 }
 
 // parserFor returns how a's completions are parsed.
@@ -646,7 +679,7 @@ func (r *run) parserFor(ctx context.Context, a Adapter) (parser, error) {
 	if cp, ok := a.(CallingParser); ok {
 		s := runFrom(ctx)
 		s.trace = r.cfg.trace
-		return parser{a: a, cp: cp, ctx: s.on(ctx), run: r}, nil
+		return parser{a: a, cp: cp, ctx: s.on(ctx), run: r.runShared}, nil
 	}
 	if p, ok := a.(Parser); ok {
 		return parser{a: a, p: p}, nil

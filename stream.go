@@ -174,7 +174,8 @@ func Stream(ctx context.Context, lm StreamingLM, sig *signature.Signature, demos
 		if lm != nil {
 			llm = lm
 		}
-		r, ctx, cancel, err := prepare(ctx, llm, sig, demos, inputs, opts)
+		var r run
+		ctx, cancel, err := r.prepare(ctx, llm, sig, demos, inputs, opts)
 		if err != nil {
 			yield(Chunk{}, err)
 			return

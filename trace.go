@@ -282,7 +282,8 @@ func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
 	return composeTrace(traceFrom(ctx), t)
 }
 
-// traceConfigs are CallTrace's configs.
+// traceConfigs are the configs CallTrace and run.prepare apply options
+// to (see there).
 var traceConfigs = sync.Pool{New: func() any { return new(callConfig) }}
 
 var lastCallID atomic.Uint64

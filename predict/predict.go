@@ -57,16 +57,22 @@ func WithDemos(demos ...adapter.Values) Option {
 
 // split separates the module options from the pipeline's.
 func split(opts []adapter.CallOption) (config, []adapter.CallOption) {
-	var c config
 	var rest []adapter.CallOption
+	var c *config // allocated for the first module option only: applying one moves it to the heap
 	for _, o := range opts {
 		if m, ok := o.(moduleOption); ok {
-			m.applyModule(&c)
+			if c == nil {
+				c = new(config)
+			}
+			m.applyModule(c)
 		} else if o != nil {
 			rest = append(rest, o)
 		}
 	}
-	return c, rest
+	if c == nil {
+		return config{}, rest
+	}
+	return *c, rest
 }
 
 // Module is the untyped Predict: a signature, its demos and defaults.
@@ -77,7 +83,11 @@ type Module struct {
 	sig      *signature.Signature
 	demos    []adapter.Values
 	defaults adapter.CallOption // adapter.Defaults(the constructor's pipeline options)
-	ignored  []string           // what Load left out
+	// defaultsOnly is []adapter.CallOption{defaults}, capacity 1: the
+	// options of every call that gives none of its own. Shared by those
+	// calls: nothing writes to an option list, and an append copies it.
+	defaultsOnly []adapter.CallOption
+	ignored      []string // what Load left out
 }
 
 // NewModule returns a module for sig: DSPy's Predict with a signature
@@ -87,7 +97,8 @@ func NewModule(sig *signature.Signature, opts ...Option) *Module {
 	if c.instructions != nil && sig != nil {
 		sig = sig.WithInstructions(*c.instructions)
 	}
-	return &Module{kind: "Predict", sig: sig, demos: c.demos, defaults: adapter.Defaults(rest...)}
+	defaults := adapter.Defaults(rest...)
+	return &Module{kind: "Predict", sig: sig, demos: c.demos, defaults: defaults, defaultsOnly: []adapter.CallOption{defaults}}
 }
 
 // NewChainOfThoughtModule returns an untyped ChainOfThought for sig: sig
@@ -191,6 +202,9 @@ func (m *Module) forCall(opts []adapter.CallOption) (*signature.Signature, []ada
 
 // callOptions puts the module's defaults before a call's options.
 func (m *Module) callOptions(extra []adapter.CallOption) []adapter.CallOption {
+	if len(extra) == 0 && m.defaultsOnly != nil {
+		return m.defaultsOnly[:1:1]
+	}
 	return append([]adapter.CallOption{m.defaults}, extra...)
 }
 
@@ -259,24 +273,28 @@ func (p *Predict[In, Out]) WithDemos(demos ...Demo[In, Out]) (*Predict[In, Out],
 // Call runs the module on in and returns the first choice as Out, with the
 // Result (usage, calls, every choice).
 func (p *Predict[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (Out, *adapter.Result, error) {
-	outs, res, err := p.CallAll(ctx, lm, in, opts...)
+	var first, zero Out
+	res, err := p.call(ctx, lm, in, opts)
 	if err != nil {
-		var zero Out
 		return zero, res, err
 	}
-	return outs[0], res, nil
+	// Every choice is decoded, as CallAll does, without a slice to hold
+	// them: the first is returned.
+	for i, o := range res.Outputs {
+		out, err := adapter.Decode[Out](o)
+		if err != nil {
+			return zero, res, fmt.Errorf("predict: %w", err)
+		}
+		if i == 0 {
+			first = out
+		}
+	}
+	return first, res, nil
 }
 
 // CallAll returns one Out per choice (a request with n > 1).
 func (p *Predict[In, Out]) CallAll(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) ([]Out, *adapter.Result, error) {
-	if err := p.zero(); err != nil {
-		return nil, nil, err
-	}
-	vals, err := adapter.ValuesOf(in)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err := p.m.Call(ctx, lm, vals, opts...)
+	res, err := p.call(ctx, lm, in, opts)
 	if err != nil {
 		return nil, res, err
 	}
@@ -287,6 +305,18 @@ func (p *Predict[In, Out]) CallAll(ctx context.Context, lm adapter.LM, in In, op
 		}
 	}
 	return outs, res, nil
+}
+
+// call runs the module on in's values: Call's and CallAll's pipeline.
+func (p *Predict[In, Out]) call(ctx context.Context, lm adapter.LM, in In, opts []adapter.CallOption) (*adapter.Result, error) {
+	if err := p.zero(); err != nil {
+		return nil, err
+	}
+	vals, err := adapter.ValuesOf(in)
+	if err != nil {
+		return nil, err
+	}
+	return p.m.Call(ctx, lm, vals, opts...)
 }
 
 // Chunk is a typed module's stream event: the adapter's chunk (a field
