@@ -72,6 +72,11 @@ type WireExtras struct {
 	Choices []ChoiceExtras `json:"choices,omitempty"`
 }
 
+// IsZero reports extras that carry nothing (no choice's, whether the list
+// is nil or empty), so that a cache entry's JSON omits them alike
+// (encoding/json's omitzero).
+func (e WireExtras) IsZero() bool { return len(e.Choices) == 0 }
+
 // Choice returns the extras of the choice with the given index (none when
 // it carried none).
 func (e WireExtras) Choice(index int) ChoiceExtras {
