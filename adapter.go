@@ -258,7 +258,9 @@ type Result struct {
 	// Usage is the token usage summed over every LM request sent (a cache
 	// hit spends none); UsageByModel splits it by the model that answered,
 	// for a call that used two (TwoStep's extractor, a fallback through
-	// another model). [Result.Cost] prices them.
+	// another model); a model whose replies reported no usage is not
+	// listed, and UsageByModel is nil when none did. [Result.Cost] prices
+	// them.
 	Usage        openai.Usage
 	UsageByModel map[string]openai.Usage
 	// Calls is the number of LM requests made, failed ones, those a

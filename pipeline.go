@@ -80,6 +80,9 @@ func (s *callState) cacheError(ctx context.Context, op CacheOp, key string, err 
 
 // addUsage counts the usage of one LM reply, under its model.
 func (s *callState) addUsage(model string, u openai.Usage) {
+	if u == (openai.Usage{}) {
+		return // a reply that reported no usage: nothing to count, no model to list
+	}
 	s.mu.Lock()
 	s.usage = addUsage(s.usage, u)
 	s.spent = addUsage(s.spent, u)
@@ -187,9 +190,16 @@ type run struct {
 // allocation per call; never reused, as any of them may be held after the
 // call returns.
 type runShared struct {
-	state  callState // shared through the context: never copy it
-	ctxRun runState  // the run state on the call's context, once put there never changed
+	state  callState  // shared through the context: never copy it
+	ctxRun runState   // the run state on the call's context, once put there never changed
+	ctx    runContext // the call's context, carrying ctxRun
 	res    Result
+	// one holds Result.Outputs and Result.Completions for a reply of one
+	// choice, the usual one.
+	one struct {
+		outputs     [1]Values
+		completions [1]string
+	}
 }
 
 // errNoOutputFields: a signature without outputs asks the LM for nothing.
@@ -246,7 +256,8 @@ func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demo
 		r.state.trace, r.state.callID = r.cfg.trace, r.cfg.callID()
 	}
 	rs.call, rs.ident = &r.state, &r.state.ident
-	ctx = context.WithValue(ctx, runKey{}, rs) // not rs.on: the run holds it
+	r.ctx = runContext{Context: ctx, rs: rs} // not rs.on: the run holds it
+	ctx = &r.ctx
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.cfg.timeout, callTimeout(r.cfg.timeout))
@@ -556,7 +567,14 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 	res.Adapter = a.Name()
 	res.Model, res.SystemFingerprint = resp.Model, resp.SystemFingerprint
 	choices := sortedChoices(resp)
-	res.Completions, res.Logprobs, res.Outputs = completions(resp), nil, nil
+	res.Completions, res.Logprobs, res.Outputs = nil, nil, nil
+	if len(choices) == 1 {
+		one := &r.one
+		one.completions[0], one.outputs[0] = choices[0].Message.Content, nil
+		res.Completions = one.completions[:1:1]
+	} else {
+		res.Completions = completions(resp)
+	}
 	for i, ch := range choices {
 		if ch.LogProbs != nil {
 			if res.Logprobs == nil {
@@ -578,7 +596,10 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 	if len(wires) > 0 {
 		extras = r.state.replyExtras()
 	}
-	outs := make([]Values, 0, len(choices))
+	outs := r.one.outputs[:0:1]
+	if len(choices) > 1 {
+		outs = make([]Values, 0, len(choices))
+	}
 	for _, ch := range choices {
 		text := ch.Message.Content
 		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {

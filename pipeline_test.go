@@ -516,3 +516,38 @@ func TestUsageByModel(t *testing.T) {
 	assert.Equal(t, 110, res.UsageByModel["big"].TotalTokens)
 	assert.Equal(t, 35, res.UsageByModel["small"].TotalTokens)
 }
+
+// TestUsageByModelListsReportedUsage: a model whose replies reported no
+// usage is not listed (a map made on every call for nothing was 10 % of
+// a Chat call's CPU, issue 32), in Call and Stream alike; UsageByModel is
+// nil when no reply reported usage.
+func TestUsageByModelListsReportedUsage(t *testing.T) {
+	main := lmtest.NewServer(lmtest.Text("The answer is Paris.").WithUsage(100, 10))
+	defer main.Close()
+	none := lmtest.Text("[[ ## answer ## ]]\nParis").WithUsage(0, 0)
+	ext := lmtest.NewServer(none, none, none)
+	defer ext.Close()
+	sig := mustParse(t, "q -> answer")
+	opts := []adapter.CallOption{
+		adapter.UseAdapter(adapter.TwoStep{Extractor: ext.Client(), ExtractorRequest: openai.ChatCompletionRequest{Model: "small"}}),
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "big"}),
+	}
+	res, err := adapter.Call(t.Context(), main.Client(), sig, nil, adapter.Values{"q": "x"}, opts...)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]openai.Usage{"big": {PromptTokens: 100, CompletionTokens: 10, TotalTokens: 110}}, res.UsageByModel)
+
+	res, err = adapter.Call(t.Context(), ext.Client(), sig, nil, adapter.Values{"q": "x"}, adapter.WithRequest(openai.ChatCompletionRequest{Model: "small"}))
+	require.NoError(t, err)
+	assert.Nil(t, res.UsageByModel, "no reply reported usage")
+	assert.Equal(t, 1, res.Calls)
+
+	var streamed *adapter.Result
+	for c, err := range adapter.Stream(t.Context(), ext.Client(), sig, nil, adapter.Values{"q": "x"}, adapter.WithRequest(openai.ChatCompletionRequest{Model: "small"})) {
+		require.NoError(t, err)
+		if c.Done {
+			streamed = c.Result
+		}
+	}
+	require.NotNil(t, streamed)
+	assert.Nil(t, streamed.UsageByModel, "Stream agrees with Call")
+}

@@ -48,7 +48,32 @@ func runFrom(ctx context.Context) runState {
 
 // on returns a context whose run state is s.
 func (s runState) on(ctx context.Context) context.Context {
-	return context.WithValue(ctx, runKey{}, &s)
+	c := &ownRunContext{state: s}
+	c.Context, c.rs = ctx, &c.state
+	return &c.runContext
+}
+
+// ownRunContext is a runContext with its run state: the context and the
+// state in one allocation.
+type ownRunContext struct {
+	runContext
+	state runState
+}
+
+// runContext is a context carrying a run state, allocated with what
+// holds the state (a call's runShared) rather than on its own.
+type runContext struct {
+	context.Context
+	rs *runState
+}
+
+// Value returns the run state for runKey, and the parent's values
+// otherwise.
+func (c *runContext) Value(key any) any {
+	if _, ok := key.(runKey); ok {
+		return c.rs
+	}
+	return c.Context.Value(key)
 }
 
 // stateFrom returns the state of the call ctx is for, nil outside a call.

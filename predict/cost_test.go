@@ -67,6 +67,7 @@ func TestTypedCallCost(t *testing.T) {
 	})
 	t.Logf("allocations per call: typed Predict %v, adapter.Call %v", typed, untyped)
 	// The inputs as Values (the map, the struct and its two strings
-	// boxed), the decoded Out, the module run's run state on its context.
-	assert.LessOrEqual(t, typed-untyped, 6.0)
+	// boxed), the decoded Out, the module run's run state on its context
+	// (with the context value in one allocation).
+	assert.LessOrEqual(t, typed-untyped, 5.0)
 }

@@ -23,14 +23,29 @@ type Body struct {
 // KeepBody returns ctx marked for the HTTP wrapper to count a blocking
 // reply's body against max bytes and keep it in the returned Body.
 func KeepBody(ctx context.Context, max int64) (context.Context, *Body) {
-	b := &Body{max: max, capture: true}
-	return context.WithValue(ctx, bodyKey{}, b), b
+	c := &bodyContext{Context: ctx, body: Body{max: max, capture: true}}
+	return c, &c.body
 }
 
 // CountBody returns ctx marked for the HTTP wrapper to count a stream's
 // body against max bytes.
 func CountBody(ctx context.Context, max int64) context.Context {
-	return context.WithValue(ctx, bodyKey{}, &Body{max: max})
+	return &bodyContext{Context: ctx, body: Body{max: max}}
+}
+
+// bodyContext is a context carrying a Body: the context value and the
+// Body in one allocation, as each request of a call makes one.
+type bodyContext struct {
+	context.Context
+	body Body
+}
+
+// Value returns the Body for bodyKey, and the parent's values otherwise.
+func (c *bodyContext) Value(key any) any {
+	if _, ok := key.(bodyKey); ok {
+		return &c.body
+	}
+	return c.Context.Value(key)
 }
 
 // Take returns the bytes kept (none without the wrapper), which the Body
