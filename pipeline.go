@@ -284,10 +284,15 @@ func (r *run) do(ctx context.Context) (err error) {
 		t.CallStart(CallStartInfo{CallID: id, ParentID: r.parent, Adapter: r.adapter.Name(), Signature: r.sig,
 			Inputs: r.inputs, Stream: r.sink != nil, Context: ctx})
 	}
-	start := time.Now()
+	var start time.Time
+	if t != nil && t.CallDone != nil {
+		start = time.Now()
+	}
 	defer func() {
-		if c, ok := context.Cause(ctx).(callTimeout); ok && err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, c) {
-			err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
+		if err != nil {
+			if c, ok := context.Cause(ctx).(callTimeout); ok && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, c) {
+				err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
+			}
 		}
 		r.state.settle(false) // a verdict the attempt never gave (a panic) drops what waited for it
 		r.finish()
