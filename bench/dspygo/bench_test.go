@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/XiaoConstantine/dspy-go/pkg/core"
@@ -160,6 +161,7 @@ func sigwirePaths(tb testing.TB, described bool) []path {
 		_, err := (adapter.Chat{}).Format(sig, ds, in)
 		return err
 	}})
+	paths = append(paths, path{"format-floor", formatFloor(tb, sig, ds, in)})
 	paths = append(paths, path{"chat-parse", func() error {
 		v, err := (adapter.Chat{}).Parse(sig, chatReply)
 		if err == nil && v["answer"] != answer {
@@ -168,6 +170,31 @@ func sigwirePaths(tb testing.TB, described bool) []path {
 		return err
 	}})
 	return paths
+}
+
+// formatFloor is the least any Format returning go-openai messages does
+// for the workload, Chat's own output taken as given: the request's slice
+// of messages made, the messages that do not depend on the inputs (the
+// system message, the demos) copied in, and the last user message's text
+// written once. Chat format's CPU time over this is its own work.
+func formatFloor(tb testing.TB, sig *signature.Signature, ds []adapter.Values, in adapter.Values) func() error {
+	msgs, err := (adapter.Chat{}).Format(sig, ds, in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kept, last := msgs[:len(msgs)-1], msgs[len(msgs)-1]
+	return func() error {
+		out := make([]openai.ChatCompletionMessage, len(kept)+1)
+		copy(out, kept)
+		var b strings.Builder
+		b.Grow(len(last.Content))
+		b.WriteString(last.Content)
+		out[len(kept)] = openai.ChatCompletionMessage{Role: last.Role, Content: b.String()}
+		if len(out[len(kept)].Content) != len(last.Content) {
+			return fmt.Errorf("format-floor: %d bytes", len(out[len(kept)].Content))
+		}
+		return nil
+	}
 }
 
 // typedPath is predict.Predict over the typed workload's structs, with
