@@ -172,52 +172,55 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // a call's retries use WithRetry, or add Retry together with [NoRetry].
 func Retry(p RetryPolicy) Middleware {
 	p = p.withDefaults()
-	return func(next Invoker) Invoker {
-		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			start := time.Now()
-			delay := p.BaseDelay
-			slot := new(wire.RetrySlot)
-			ctx = context.WithValue(ctx, wire.RetryKey{}, slot)
-			for attempt := 0; ; attempt++ {
-				slot.After.Store(0)
-				slot.Retry.Store(int64(attempt))
-				resp, err := next(ctx, req)
-				if err == nil || !retryable(ctx, err) {
-					return resp, err
-				}
-				if attempt >= p.MaxRetries {
-					return resp, gaveUp(err, attempt+1, time.Since(start))
-				}
-				wait := time.Duration(rand.Int64N(int64(delay) + 1))
-				ra := time.Duration(slot.After.Load())
-				if ra > 0 {
-					wait = ra
-				}
-				left := p.MaxElapsed - time.Since(start)
-				if dl, ok := ctx.Deadline(); ok {
-					left = min(left, time.Until(dl))
-				}
-				switch {
-				case ra > p.MaxDelay:
-					return resp, fmt.Errorf("%w (the server asks to retry after %s, more than the retry policy's MaxDelay %s)", err, ra, p.MaxDelay)
-				case wait >= left && ra > 0:
-					return resp, fmt.Errorf("%w (the server asks to retry after %s, more than the %s left for this call)", err, ra, left.Round(time.Millisecond))
-				case wait >= left:
-					return resp, gaveUp(err, attempt+1, time.Since(start))
-				}
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return resp, err
-				case <-t.C:
-				}
-				if s := stateFrom(ctx); s != nil {
-					s.retries.Add(1)
-					s.waited.Add(int64(wait))
-				}
-				delay = min(2*delay, p.MaxDelay)
+	return func(next Invoker) Invoker { return retrying(p, next) }
+}
+
+// retrying is next under Retry's policy p (with its defaults): Retry's
+// middleware, and the pipeline's retries, which call it directly.
+func retrying(p RetryPolicy, next Invoker) Invoker {
+	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		start := time.Now()
+		delay := p.BaseDelay
+		ctx, slot := wire.WithRetrySlot(ctx)
+		for attempt := 0; ; attempt++ {
+			slot.After.Store(0)
+			slot.Retry.Store(int64(attempt))
+			resp, err := next(ctx, req)
+			if err == nil || !retryable(ctx, err) {
+				return resp, err
 			}
+			if attempt >= p.MaxRetries {
+				return resp, gaveUp(err, attempt+1, time.Since(start))
+			}
+			wait := time.Duration(rand.Int64N(int64(delay) + 1))
+			ra := time.Duration(slot.After.Load())
+			if ra > 0 {
+				wait = ra
+			}
+			left := p.MaxElapsed - time.Since(start)
+			if dl, ok := ctx.Deadline(); ok {
+				left = min(left, time.Until(dl))
+			}
+			switch {
+			case ra > p.MaxDelay:
+				return resp, fmt.Errorf("%w (the server asks to retry after %s, more than the retry policy's MaxDelay %s)", err, ra, p.MaxDelay)
+			case wait >= left && ra > 0:
+				return resp, fmt.Errorf("%w (the server asks to retry after %s, more than the %s left for this call)", err, ra, left.Round(time.Millisecond))
+			case wait >= left:
+				return resp, gaveUp(err, attempt+1, time.Since(start))
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return resp, err
+			case <-t.C:
+			}
+			if s := stateFrom(ctx); s != nil {
+				s.retries.Add(1)
+				s.waited.Add(int64(wait))
+			}
+			delay = min(2*delay, p.MaxDelay)
 		}
 	}
 }

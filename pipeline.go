@@ -525,7 +525,7 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 		}
 	}
 	if !r.cfg.noRetry {
-		inv = Retry(r.cfg.retry)(inv)
+		inv = retrying(r.cfg.retry.withDefaults(), inv)
 	}
 	if len(r.cfg.middleware) == 0 {
 		return inv

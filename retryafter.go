@@ -20,8 +20,7 @@ import (
 func WatchRetryAfter(ctx context.Context) (context.Context, func() time.Duration) {
 	slot, ok := ctx.Value(wire.RetryKey{}).(*wire.RetrySlot)
 	if !ok {
-		slot = new(wire.RetrySlot)
-		ctx = context.WithValue(ctx, wire.RetryKey{}, slot)
+		ctx, slot = wire.WithRetrySlot(ctx)
 	}
 	return ctx, func() time.Duration { return time.Duration(slot.After.Load()) }
 }

@@ -79,6 +79,29 @@ type RetryKey struct{}
 // time.Duration nanoseconds (0: none).
 type RetrySlot struct{ Retry, After atomic.Int64 }
 
+// WithRetrySlot returns ctx carrying a new RetrySlot, and the slot: the
+// context value and the slot in one allocation, as each request that
+// retries makes one.
+func WithRetrySlot(ctx context.Context) (context.Context, *RetrySlot) {
+	c := &retryContext{Context: ctx}
+	return c, &c.slot
+}
+
+// retryContext is a context carrying a RetrySlot.
+type retryContext struct {
+	context.Context
+	slot RetrySlot
+}
+
+// Value returns the RetrySlot for RetryKey, and the parent's values
+// otherwise.
+func (c *retryContext) Value(key any) any {
+	if _, ok := key.(RetryKey); ok {
+		return &c.slot
+	}
+	return c.Context.Value(key)
+}
+
 // maxRetryAfter saturates Retry-After values: a larger number of seconds
 // would overflow a time.Duration.
 const maxRetryAfter = time.Duration(math.MaxInt64)
