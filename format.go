@@ -416,7 +416,10 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 	last := m.demos.Load()
 	seen := last != nil && last.matches(sig, demos)
 	if seen && last.msgs != nil {
-		return append(msgs, last.msgs...), true, nil
+		for _, k := range last.msgs {
+			msgs = appendMessage(msgs, k.Role, k.Content)
+		}
+		return msgs, true, nil
 	}
 	start := len(msgs)
 	msgs, err := formatDemos(ar, msgs, sig, demos, user, assistant)
