@@ -416,6 +416,8 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 	last := m.demos.Load()
 	seen := last != nil && last.matches(sig, demos)
 	if seen && last.msgs != nil {
+		// A kept message holds a role and a text only (see keptMessages):
+		// copied as appendMessage writes them.
 		for _, k := range last.msgs {
 			msgs = appendMessage(msgs, k.Role, k.Content)
 		}
@@ -443,7 +445,8 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 // request's will be (the parts key removed), their texts copied into one
 // buffer of their own: the arena they are views of also holds the
 // request's inputs, which the cache must not keep alive. It returns nil
-// when a message holds content parts.
+// when a message holds content parts: a kept message holds a role and a
+// text only (formatDemos writes no other field).
 func keptMessages(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
 	out := slices.Clone(msgs)
 	expandAll(out)
