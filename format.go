@@ -338,11 +338,13 @@ type layout struct {
 }
 
 // layoutMemo is what a layout keeps per signature: the adapter's own
-// system message and output reminder, the size of the texts of the latest
+// system message and output reminder, the signature's traits (so that
+// Format looks its memo up once), the size of the texts of the latest
 // conversation it wrote (the next one's arena starts there), and the
 // latest demos it rendered.
 type layoutMemo struct {
 	system, reminder memoText
+	traits           *sigTraits
 	size             atomic.Int64
 	demos            atomic.Pointer[demoCache]
 }
@@ -473,6 +475,7 @@ func (l *layout) memo(sig *signature.Signature) *layoutMemo {
 		m := &layoutMemo{}
 		m.system.text, m.system.err = l.system(sig)
 		m.reminder.text, m.reminder.err = l.reminder(sig)
+		m.traits = traitsOfSig(sig)
 		return m
 	}).(*layoutMemo)
 }
@@ -494,7 +497,7 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
-	inputs, err = convertInputs(sig, inputs)
+	inputs, err = convertInputsOf(sig, m.traits, inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -509,7 +512,7 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	if kept {
 		scan = len(msgs)
 	}
-	if msgs, err = l.formatTurns(ar, msgs, sig, inputs, reminder, nativeTools); err != nil {
+	if msgs, err = l.formatTurns(ar, msgs, sig, m.traits.history, inputs, reminder, nativeTools); err != nil {
 		return nil, err
 	}
 	expandAll(msgs[scan:])
