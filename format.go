@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode"
 
@@ -501,9 +502,9 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	if err != nil {
 		return nil, err
 	}
-	ar := &arena{}
+	ar := newArena()
 	ar.grow(sig, demos, int(m.size.Load()))
-	defer ar.record(&m.size)
+	defer ar.release(&m.size)
 	msgs, kept, err := m.formatDemos(ar, msgs, sig, demos, l.user, l.assistant)
 	if err != nil {
 		return nil, err
@@ -544,6 +545,23 @@ func (a *arena) grow(sig *signature.Signature, demos []Values, hint int) {
 	}
 	fields := sig.NumInputs() + sig.NumOutputs()
 	a.b.Grow(512 + (len(demos)+1)*fields*112)
+}
+
+// arenas keeps arenas between conversations: an arena is handed to the
+// adapters' user and assistant functions, function values, so one made
+// for each Format would be allocated on the heap.
+var arenas = sync.Pool{New: func() any { return new(arena) }}
+
+// newArena returns an empty arena.
+func newArena() *arena { return arenas.Get().(*arena) }
+
+// release records the size of what a wrote in size (see record), forgets
+// a's buffer (the texts written, views of it, keep it alive as long as
+// they need it) and returns a to the pool.
+func (a *arena) release(size *atomic.Int64) {
+	a.record(size)
+	a.b = strings.Builder{}
+	arenas.Put(a)
 }
 
 // record keeps the size of what a wrote in size, the next hint, when it
