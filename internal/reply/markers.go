@@ -120,6 +120,44 @@ const maxHashes = 4
 // after it (the run opens the marker) or, failing that, before it (the run
 // closes "[[ answer ## ]]"). The marker never starts before lo.
 func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
+	if m, ok := canonicalMarkerAt(sig, s, i, run, lo); ok {
+		return m, true
+	}
+	return anyMarkerAt(sig, s, i, run, lo)
+}
+
+// canonicalMarkerAt reads the marker as DSPy writes it, the common case:
+// "[[ ## name ## ]]" alone on its line (the run s[i:run] its opening
+// hashes), found as anyMarkerAt finds it (FuzzCanonicalMarker) without
+// its rules for the other forms. It reports false for anything else.
+func canonicalMarkerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
+	const open, closing = "[[ ", " ## ]]"
+	start, n0 := i-len(open), run+1
+	if run-i != 2 || start < lo || s[start:i] != open || start > 0 && s[start-1] != '\n' || n0 >= len(s) || s[run] != ' ' {
+		return Mark{}, false
+	}
+	k := n0
+	for k < len(s) && isWordByte(s[k]) {
+		k++
+	}
+	end := k + len(closing)
+	if k == n0 || !strings.HasPrefix(s[k:], closing) || end < len(s) && s[end] != '\n' {
+		return Mark{}, false
+	}
+	name := s[n0:k]
+	field := outputIndex(sig, name)
+	limit := maxMarker // as anyMarkerAt bounds it
+	if field != Other || isInput(sig, name) {
+		limit += len(name)
+	}
+	if end-start > limit {
+		return Mark{}, false
+	}
+	return Mark{Start: start, End: end, Field: field, LineStart: true, Strong: true, nameStart: n0, nameEnd: k}, true
+}
+
+// anyMarkerAt is markerAt for every form of marker FindMarker reads.
+func anyMarkerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 	if run-i > maxHashes {
 		return Mark{}, false
 	}
