@@ -1,6 +1,8 @@
 package reply
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,11 +38,11 @@ func FuzzCanonicalMarker(f *testing.F) {
 			if i < lo {
 				continue // FindMarker looks from lo on
 			}
-			fast, ok := canonicalMarkerAt(sig, s, i, run, lo)
-			if !ok {
+			var fast, want Mark
+			if !canonicalMarkerAt(sig, s, i, run, lo, &fast) {
 				continue
 			}
-			want, wantOK := anyMarkerAt(sig, s, i, run, lo)
+			wantOK := anyMarkerAt(sig, s, i, run, lo, &want)
 			if !wantOK || fast != want {
 				t.Fatalf("%q, lo %d, hashes at %d: canonicalMarkerAt %+v, anyMarkerAt %+v (%v)", s, lo, i, fast, want, wantOK)
 			}
@@ -59,13 +61,48 @@ func TestCanonicalMarkerTakesTheCommonCase(t *testing.T) {
 		if i < 0 {
 			break
 		}
-		m, ok := canonicalMarkerAt(sig, s, pos+i, pos+i+2, pos)
-		if !ok {
+		var m Mark
+		if !canonicalMarkerAt(sig, s, pos+i, pos+i+2, pos, &m) {
 			t.Fatalf("no canonical marker at %d", pos+i)
 		}
 		pos = m.End
 	}
 	if n != 3 {
 		t.Fatalf("%d markers, want 3", n)
+	}
+}
+
+// TestMarkersPastTheBuffer: a reply with more markers than the first
+// pass keeps is read as one with fewer: markers read again past the
+// buffer count by the same rules (a mid-line marker of an output that has
+// a line-start one is text, the first line-start completed marker ends
+// the reply).
+func TestMarkersPastTheBuffer(t *testing.T) {
+	var names []string
+	for i := range maxBuffered + 4 {
+		names = append(names, "f"+strconv.Itoa(i))
+	}
+	sig := mustSig(t, "question -> "+strings.Join(names, ", "))
+	var b strings.Builder
+	for i, n := range names {
+		fmt.Fprintf(&b, "[[ ## %s ## ]]\nv%d", n, i)
+		if i == len(names)-2 {
+			b.WriteString(" quoting [[ ## f0 ## ]] x") // text: f0 has a line-start marker
+		}
+		b.WriteString("\n\n")
+	}
+	b.WriteString("[[ ## completed ## ]]\n[[ ## f1 ## ]]\nafter the end")
+	fields := make([]Field, len(names))
+	if err := Read(sig, b.String(), Markers, fields, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range fields {
+		want := "v" + strconv.Itoa(i)
+		if i == len(names)-2 {
+			want += " quoting [[ ## f0 ## ]] x"
+		}
+		if f.Source != Marker || f.Text != want {
+			t.Errorf("%s: %v %q, want %q", names[i], f.Source, f.Text, want)
+		}
 	}
 }
