@@ -1,5 +1,8 @@
 package reply
 
+// The fast paths of the reply reader (issue 32) read what the general
+// rules read.
+
 import (
 	"fmt"
 	"strconv"
@@ -103,6 +106,29 @@ func TestMarkersPastTheBuffer(t *testing.T) {
 		}
 		if f.Source != Marker || f.Text != want {
 			t.Errorf("%s: %v %q, want %q", names[i], f.Source, f.Text, want)
+		}
+	}
+}
+
+// TestFenceAfterStructure: a code fence is the reply's answer only when
+// it opens before any structure; a reply whose first text is a marker,
+// JSON or XML (after blank lines) is read as it is, fences inside it
+// included.
+func TestFenceAfterStructure(t *testing.T) {
+	for _, tc := range []struct {
+		text   string
+		fenced bool
+	}{
+		{"[[ ## answer ## ]]\n```\nx\n```", false},
+		{"\n \t\r\n  {\"answer\": 1}\n```\nx\n```", false},
+		{"\n<answer>\n```\nx\n```\n</answer>", false},
+		{"```\n[[ ## answer ## ]]\nx\n```", true},
+		{"Here it is:\n```json\n{\"answer\": 1}\n```", true},
+		{"\u00a0\n```json\n{\"answer\": 1}\n```", true},
+		{"\u00a0[\n```json\n{\"answer\": 1}\n```", false},
+	} {
+		if _, fenced := fenceBody(tc.text); fenced != tc.fenced {
+			t.Errorf("%q: fenced %v, want %v", tc.text, fenced, tc.fenced)
 		}
 	}
 }
