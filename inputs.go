@@ -176,6 +176,7 @@ var stringType = reflect.TypeFor[string]()
 // for each and nothing else: the common call, which prepareInputs and
 // convertInputs return unchanged without looking at each field in turn.
 func textInputs(sig *signature.Signature, inputs Values) bool {
+	// The count first: other inputs cost no look-up of the traits.
 	return len(inputs) == sig.NumInputs() && textInputsOf(sig, traitsOfSig(sig), inputs)
 }
 

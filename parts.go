@@ -47,8 +47,8 @@ func (l *layout) formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig
 	var err error
 	user, assistant := l.user, l.assistant
 	reqSig, reqInputs := sig, inputs
-	if h := history; h >= 0 {
-		name := sig.Input(h).Name
+	if history >= 0 {
+		name := sig.Input(history).Name
 		reqSig = sig.Delete(name)
 		reqInputs = make(Values, len(inputs))
 		for k, v := range inputs {
