@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode"
 
@@ -338,11 +339,13 @@ type layout struct {
 }
 
 // layoutMemo is what a layout keeps per signature: the adapter's own
-// system message and output reminder, the size of the texts of the latest
+// system message and output reminder, the signature's traits (so that
+// Format looks its memo up once), the size of the texts of the latest
 // conversation it wrote (the next one's arena starts there), and the
 // latest demos it rendered.
 type layoutMemo struct {
 	system, reminder memoText
+	traits           *sigTraits
 	size             atomic.Int64
 	demos            atomic.Pointer[demoCache]
 }
@@ -416,7 +419,12 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 	last := m.demos.Load()
 	seen := last != nil && last.matches(sig, demos)
 	if seen && last.msgs != nil {
-		return append(msgs, last.msgs...), true, nil
+		// A kept message holds a role and a text only (see keptMessages):
+		// copied as appendMessage writes them.
+		for _, k := range last.msgs {
+			msgs = appendMessage(msgs, k.Role, k.Content)
+		}
+		return msgs, true, nil
 	}
 	start := len(msgs)
 	msgs, err := formatDemos(ar, msgs, sig, demos, user, assistant)
@@ -440,7 +448,8 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 // request's will be (the parts key removed), their texts copied into one
 // buffer of their own: the arena they are views of also holds the
 // request's inputs, which the cache must not keep alive. It returns nil
-// when a message holds content parts.
+// when a message holds content parts: a kept message holds a role and a
+// text only (formatDemos writes no other field).
 func keptMessages(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
 	out := slices.Clone(msgs)
 	expandAll(out)
@@ -467,6 +476,7 @@ func (l *layout) memo(sig *signature.Signature) *layoutMemo {
 		m := &layoutMemo{}
 		m.system.text, m.system.err = l.system(sig)
 		m.reminder.text, m.reminder.err = l.reminder(sig)
+		m.traits = traitsOfSig(sig)
 		return m
 	}).(*layoutMemo)
 }
@@ -488,13 +498,13 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	}
 	msgs := make([]openai.ChatCompletionMessage, 0, 2+2*len(demos))
 	msgs = appendMessage(msgs, openai.ChatMessageRoleSystem, sys)
-	inputs, err = convertInputs(sig, inputs)
+	inputs, err = convertInputsOf(sig, m.traits, inputs)
 	if err != nil {
 		return nil, err
 	}
-	ar := &arena{}
+	ar := newArena()
 	ar.grow(sig, demos, int(m.size.Load()))
-	defer ar.record(&m.size)
+	defer ar.release(&m.size)
 	msgs, kept, err := m.formatDemos(ar, msgs, sig, demos, l.user, l.assistant)
 	if err != nil {
 		return nil, err
@@ -503,7 +513,7 @@ func (l *layout) format(p *Prompt, sig *signature.Signature, demos []Values, inp
 	if kept {
 		scan = len(msgs)
 	}
-	if msgs, err = l.formatTurns(ar, msgs, sig, inputs, reminder, nativeTools); err != nil {
+	if msgs, err = l.formatTurns(ar, msgs, sig, m.traits.history, inputs, reminder, nativeTools); err != nil {
 		return nil, err
 	}
 	expandAll(msgs[scan:])
@@ -535,6 +545,23 @@ func (a *arena) grow(sig *signature.Signature, demos []Values, hint int) {
 	}
 	fields := sig.NumInputs() + sig.NumOutputs()
 	a.b.Grow(512 + (len(demos)+1)*fields*112)
+}
+
+// arenas keeps arenas between conversations: an arena is handed to the
+// adapters' user and assistant functions, function values, so one made
+// for each Format would be allocated on the heap.
+var arenas = sync.Pool{New: func() any { return new(arena) }}
+
+// newArena returns an empty arena.
+func newArena() *arena { return arenas.Get().(*arena) }
+
+// release records the size of what a wrote in size (see record), forgets
+// a's buffer (the texts written, views of it, keep it alive as long as
+// they need it) and returns a to the pool.
+func (a *arena) release(size *atomic.Int64) {
+	a.record(size)
+	a.b = strings.Builder{}
+	arenas.Put(a)
 }
 
 // record keeps the size of what a wrote in size, the next hint, when it

@@ -136,7 +136,13 @@ func withDefaults(sig *signature.Signature, inputs Values) Values {
 // fields are left as they are. Format applies it to the inputs it is
 // given, so that what Call would refuse never reaches a prompt.
 func convertInputs(sig *signature.Signature, inputs Values) (Values, error) {
-	if textInputs(sig, inputs) {
+	return convertInputsOf(sig, traitsOfSig(sig), inputs)
+}
+
+// convertInputsOf is convertInputs with sig's traits, st, at hand (Format
+// keeps them with its other per-signature texts, one look-up for all).
+func convertInputsOf(sig *signature.Signature, st *sigTraits, inputs Values) (Values, error) {
+	if textInputsOf(sig, st, inputs) {
 		return inputs, nil
 	}
 	out := inputs
@@ -170,7 +176,13 @@ var stringType = reflect.TypeFor[string]()
 // for each and nothing else: the common call, which prepareInputs and
 // convertInputs return unchanged without looking at each field in turn.
 func textInputs(sig *signature.Signature, inputs Values) bool {
-	if len(inputs) != sig.NumInputs() || !traitsOfSig(sig).text {
+	// The count first: other inputs cost no look-up of the traits.
+	return len(inputs) == sig.NumInputs() && textInputsOf(sig, traitsOfSig(sig), inputs)
+}
+
+// textInputsOf is textInputs with sig's traits, st, at hand.
+func textInputsOf(sig *signature.Signature, st *sigTraits, inputs Values) bool {
+	if len(inputs) != sig.NumInputs() || !st.text {
 		return false
 	}
 	for i := range sig.NumInputs() {

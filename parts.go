@@ -36,22 +36,19 @@ var (
 	formatterType    = reflect.TypeFor[Formatter]()
 )
 
-// historyField returns the index of the first input whose type is a
-// Conversation, or -1.
-func historyField(sig *signature.Signature) int { return traitsOfSig(sig).history }
-
 // formatTurns appends what follows the system message and the demos, as
-// DSPy's Adapter.format does: the conversation history, then the request
-// (its inputs already converted to their fields' types, see
-// convertInputs) ending in the output requirements, reminder. A turn
-// holding tool calls is replayed as the provider's tool calls when the
-// adapter asks for native tools.
-func (l *layout) formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, inputs Values, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
+// DSPy's Adapter.format does: the conversation history (the input of
+// index history, the first whose type is a Conversation; -1 for none, see
+// sigTraits), then the request (its inputs already converted to their
+// fields' types, see convertInputs) ending in the output requirements,
+// reminder. A turn holding tool calls is replayed as the provider's tool
+// calls when the adapter asks for native tools.
+func (l *layout) formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig *signature.Signature, history int, inputs Values, reminder string, nativeTools bool) ([]openai.ChatCompletionMessage, error) {
 	var err error
 	user, assistant := l.user, l.assistant
 	reqSig, reqInputs := sig, inputs
-	if h := historyField(sig); h >= 0 {
-		name := sig.Input(h).Name
+	if history >= 0 {
+		name := sig.Input(history).Name
 		reqSig = sig.Delete(name)
 		reqInputs = make(Values, len(inputs))
 		for k, v := range inputs {

@@ -36,25 +36,32 @@ func (m Mark) Name(text string) string { return text[m.nameStart:m.nameEnd] }
 // decision (see Scan). A marker found never starts before pos: its
 // decoration cannot reach back into text already read.
 func FindMarker(sig *signature.Signature, s string, pos int) (Mark, bool) {
+	var m Mark
+	ok := findMarker(sig, s, pos, &m)
+	return m, ok
+}
+
+// findMarker is FindMarker writing the marker found to *m (a Mark is
+// seven words: returned through two calls, its copies cost a third of the
+// scan of a short reply).
+func findMarker(sig *signature.Signature, s string, pos int, m *Mark) bool {
 	lo := pos
 	for pos < len(s) {
 		j := strings.IndexByte(s[pos:], '#')
 		if j < 0 {
-			return Mark{}, false
+			return false
 		}
 		i := pos + j
 		run := i
 		for run < len(s) && s[run] == '#' {
 			run++
 		}
-		if (run-i > 1 || nearBracket(s, i, run)) && run-i <= maxHashes {
-			if m, ok := markerAt(sig, s, i, run, lo); ok {
-				return m, true
-			}
+		if (run-i > 1 || nearBracket(s, i, run)) && run-i <= maxHashes && markerAt(sig, s, i, run, lo, m) {
+			return true
 		}
 		pos = run
 	}
-	return Mark{}, false
+	return false
 }
 
 // nearBracket reports a '[' just before s[i:run] or a ']' just after it
@@ -118,10 +125,47 @@ const maxHashes = 4
 
 // markerAt parses a marker around the run of hashes s[i:run]: the name
 // after it (the run opens the marker) or, failing that, before it (the run
-// closes "[[ answer ## ]]"). The marker never starts before lo.
-func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
+// closes "[[ answer ## ]]"). The marker never starts before lo. It
+// reports whether there is one, written to *m.
+func markerAt(sig *signature.Signature, s string, i, run, lo int, m *Mark) bool {
+	return canonicalMarkerAt(sig, s, i, run, lo, m) || anyMarkerAt(sig, s, i, run, lo, m)
+}
+
+// canonicalMarkerAt reads the marker as DSPy writes it, the common case:
+// "[[ ## name ## ]]" alone on its line (the run s[i:run] its opening
+// hashes), found as anyMarkerAt finds it (FuzzCanonicalMarker) without
+// its rules for the other forms. It reports false for anything else.
+func canonicalMarkerAt(sig *signature.Signature, s string, i, run, lo int, m *Mark) bool {
+	const open, closing = "[[ ", " ## ]]"
+	start, n0 := i-len(open), run+1
+	if run-i != 2 || start < lo || s[start:i] != open || start > 0 && s[start-1] != '\n' || n0 >= len(s) || s[run] != ' ' {
+		return false
+	}
+	k := n0
+	for k < len(s) && isWordByte(s[k]) {
+		k++
+	}
+	end := k + len(closing)
+	if k == n0 || !strings.HasPrefix(s[k:], closing) || end < len(s) && s[end] != '\n' {
+		return false
+	}
+	name := s[n0:k]
+	field := outputIndex(sig, name)
+	limit := maxMarker // as anyMarkerAt bounds it
+	if field != Other || isInput(sig, name) {
+		limit += len(name)
+	}
+	if end-start > limit {
+		return false
+	}
+	*m = Mark{Start: start, End: end, Field: field, LineStart: true, Strong: true, nameStart: n0, nameEnd: k}
+	return true
+}
+
+// anyMarkerAt is markerAt for every form of marker FindMarker reads.
+func anyMarkerAt(sig *signature.Signature, s string, i, run, lo int, m *Mark) bool {
 	if run-i > maxHashes {
-		return Mark{}, false
+		return false
 	}
 	// Forward: the run opens the marker.
 	k := skipBlank(s, run)
@@ -148,7 +192,7 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 			ns--
 		}
 		if ns == ne {
-			return Mark{}, false
+			return false
 		}
 		nameStart, nameEnd = ns, ne
 		h1, h2 = 0, run-i
@@ -199,7 +243,7 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 	}
 	start = max(start, lo)
 	if core-start > limit {
-		return Mark{}, false
+		return false
 	}
 	bracketed := lb > 0 && rb > 0
 	strong := bracketed && h1 > 0 && h2 > 0
@@ -210,9 +254,10 @@ func markerAt(sig *signature.Signature, s string, i, run, lo int) (Mark, bool) {
 		// (A marker that starts with its name needs an opening bracket:
 		// a field stream holds back brackets and hashes, never words.)
 	default:
-		return Mark{}, false
+		return false
 	}
-	return Mark{Start: start, End: end, Field: field, LineStart: lineStart, Strong: strong, nameStart: nameStart, nameEnd: nameEnd}, true
+	*m = Mark{Start: start, End: end, Field: field, LineStart: lineStart, Strong: strong, nameStart: nameStart, nameEnd: nameEnd}
+	return true
 }
 
 // decorationStart walks back from s[b] over what may decorate a marker
@@ -337,9 +382,13 @@ type markerScan struct {
 
 func (ms *markerScan) init(sig *signature.Signature, text string) {
 	ms.sig, ms.text, ms.end, ms.lastLine = sig, text, len(text), -1
+	var past Mark // a marker past the full buffer
 	for pos := 0; ; {
-		m, ok := FindMarker(sig, text, pos)
-		if !ok {
+		m := &past
+		if ms.n < len(ms.buf) {
+			m = &ms.buf[ms.n] // read in place
+		}
+		if !findMarker(sig, text, pos, m) {
 			return
 		}
 		if m.Field == Completed && m.LineStart {
@@ -352,7 +401,6 @@ func (ms *markerScan) init(sig *signature.Signature, text string) {
 			ms.anyLine = true
 		}
 		if ms.n < len(ms.buf) {
-			ms.buf[ms.n] = m
 			ms.n++
 		} else {
 			ms.overflow = true
@@ -387,7 +435,7 @@ func (ms *markerScan) hasLine(i int) bool {
 // marker follows it; any other mid-line marker is text. So text a model
 // quotes (an echoed input holding "[[ ## verdict ## ]] x [[ ## completed
 // ## ]]") never overrides its own answer.
-func (ms *markerScan) counts(m Mark) bool {
+func (ms *markerScan) counts(m *Mark) bool {
 	switch {
 	case m.LineStart:
 		return true
@@ -404,23 +452,25 @@ func (ms *markerScan) counts(m Mark) bool {
 type markIter struct {
 	ms     *markerScan
 	i, pos int
+	past   Mark // a marker past the full buffer, read again
 }
 
-func (it *markIter) next() (Mark, bool) {
+// next returns the next marker, nil after the last: a view of the first
+// pass's buffer or of it.past, good until the next call (see findMarker).
+func (it *markIter) next() *Mark {
 	ms := it.ms
 	if !ms.overflow {
 		if it.i >= ms.n {
-			return Mark{}, false
+			return nil
 		}
 		it.i++
-		return ms.buf[it.i-1], true
+		return &ms.buf[it.i-1]
 	}
-	m, ok := FindMarker(ms.sig, ms.text, it.pos)
-	if !ok || m.Start >= ms.end {
-		return Mark{}, false
+	if !findMarker(ms.sig, ms.text, it.pos, &it.past) || it.past.Start >= ms.end {
+		return nil
 	}
-	it.pos = m.End
-	return m, true
+	it.pos = it.past.End
+	return &it.past
 }
 
 // sections files the text after each counting marker under its output,
@@ -432,8 +482,8 @@ func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) 
 	cur, curStart := Other, 0
 	it := markIter{ms: ms}
 	for {
-		m, ok := it.next()
-		if !ok {
+		m := it.next()
+		if m == nil {
 			break
 		}
 		if !ms.counts(m) {
@@ -464,8 +514,8 @@ func (ms *markerScan) renamedSection(missing int) (string, bool) {
 	cur, curStart := -1, 0
 	it := markIter{ms: ms}
 	for {
-		m, ok := it.next()
-		if !ok {
+		m := it.next()
+		if m == nil {
 			if cur >= 0 {
 				texts[cur] = sectionText(ms.text[curStart:ms.end])
 			}

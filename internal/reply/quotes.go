@@ -16,6 +16,9 @@ func Unquote(s string, f signature.Field) string {
 		return s
 	}
 	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, `"`) && !strings.HasPrefix(t, "“") {
+		return s // not quoted: the common case, at once
+	}
 	for _, q := range [...][2]string{{`"`, `"`}, {"“", "”"}} {
 		if len(t) > len(q[0])+len(q[1]) && strings.HasPrefix(t, q[0]) && strings.HasSuffix(t, q[1]) {
 			inner := t[len(q[0]) : len(t)-len(q[1])]

@@ -326,6 +326,9 @@ func unfence(text string) string {
 
 // fenceBody finds the code fence around a reply's answer (see unfence).
 func fenceBody(text string) (string, bool) {
+	if t := skipSpace(text); t != "" && strings.IndexByte("[{<", t[0]) >= 0 {
+		return "", false // structure on the first line (a marker, JSON, XML): the loop's verdict, at once
+	}
 	open, prose := -1, 0
 	for i := 0; i < len(text); {
 		line, next := lineAt(text, i)
