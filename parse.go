@@ -124,8 +124,12 @@ var errNoOutputs = fmt.Errorf("%w: the reply holds none of the output fields (no
 
 // finishOutputs applies defaults to missing outputs (the default value, or
 // nil for a nullable type) and reports the first missing required one.
+// vals holds output names only.
 func finishOutputs(sig *signature.Signature, vals Values, completion, adapter string) (Values, error) {
 	found := len(vals)
+	if found == sig.NumOutputs() {
+		return vals, nil // vals holds outputs only: every one is there
+	}
 	for i := range sig.NumOutputs() {
 		if _, ok := vals[sig.OutputName(i)]; ok {
 			continue
