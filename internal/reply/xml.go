@@ -1,8 +1,10 @@
 package reply
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -20,20 +22,26 @@ const maxXMLDepth = 64
 // found.
 func collectXML(sig *signature.Signature, text string, from, to int, found [][]xmlElem, depth int) (bool, error) {
 	isField := func(name string) bool { return outputIndex(sig, name) >= 0 }
-	els, err := scanXML(text, from, to, isField)
+	var buf [8]xmlElem // the elements of a reply's level, most often
+	els, err := appendXML(buf[:0], text, from, to, isField)
 	if err != nil {
 		return false, err
 	}
-	hit := false
-	for _, el := range els {
-		if i := outputIndex(sig, el.key()); i >= 0 {
-			found[i] = append(found[i], el)
-			hit = true
+	hits := 0
+	for k := range els {
+		els[k].field = int32(outputIndex(sig, els[k].key()))
+		if els[k].field >= 0 {
+			hits++
 		}
 	}
-	if hit || depth >= 2 {
-		return hit, nil
+	if hits > 0 {
+		fileXML(found, els, hits)
+		return true, nil
 	}
+	if depth >= 2 {
+		return false, nil
+	}
+	hit := false
 	for _, el := range els {
 		if el.selfClosing || isInput(sig, el.key()) {
 			continue
@@ -45,6 +53,31 @@ func collectXML(sig *signature.Signature, text string, from, to int, found [][]x
 		hit = hit || inner
 	}
 	return hit, nil
+}
+
+// fileXML appends the hits output elements of els (field >= 0) to found,
+// in order, output by output: one allocation holds them all, each output's
+// elements a part of it (capped, so that a later append copies).
+func fileXML(found [][]xmlElem, els []xmlElem, hits int) {
+	all := make([]xmlElem, 0, hits)
+	for _, el := range els {
+		if el.field >= 0 {
+			all = append(all, el)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b xmlElem) int { return cmp.Compare(a.field, b.field) })
+	for len(all) > 0 {
+		i, n := all[0].field, 1
+		for n < len(all) && all[n].field == i {
+			n++
+		}
+		if found[i] == nil {
+			found[i] = all[:n:n]
+		} else {
+			found[i] = append(found[i], all[:n]...)
+		}
+		all = all[n:]
+	}
 }
 
 // xmlFieldTree turns a field's elements into decoded data for
@@ -104,7 +137,8 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		if strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "{") {
 			return xmlText(content), nil // JSON inside the element
 		}
-		children, err := scanXML(text, el.start, el.end, nil)
+		var buf [8]xmlElem
+		children, err := appendXML(buf[:0], text, el.start, el.end, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -296,9 +330,10 @@ func xmlEntity(s string) (string, int) {
 type xmlElem struct {
 	name        string
 	entryKey    string // the key attribute of an <entry> element
-	hasKey      bool   // the element has a key attribute ("" is a key)
 	start, end  int
-	next        int // where scanning continues after the element
+	next        int   // where scanning continues after the element
+	field       int32 // set by collectXML: the output it names, or < 0
+	hasKey      bool  // the element has a key attribute ("" is a key)
 	selfClosing bool
 	closed      bool
 }
@@ -323,8 +358,16 @@ func (e xmlElem) key() string {
 // without a closing tag ends where the next field element starts (a
 // forgotten closing tag); only the last one can run to the end unclosed.
 func scanXML(text string, from, to int, isField func(string) bool) ([]xmlElem, error) {
-	var out []xmlElem
-	lastClose := map[string]int{} // per tag name: its last closing tag in text[:to]
+	return appendXML(nil, text, from, to, isField)
+}
+
+// appendXML is scanXML appending to out.
+func appendXML(out []xmlElem, text string, from, to int, isField func(string) bool) ([]xmlElem, error) {
+	// Per tag name (lower case), once an element of that name was found
+	// without its closing tag: the last closing tag of the name in
+	// text[:to], so that the next ones do not search to the end again (a
+	// reply of many unclosed tags would cost quadratic time).
+	var lastClose map[string]int
 	for i := from; i < to; {
 		j := strings.IndexByte(text[i:to], '<')
 		if j < 0 {
@@ -341,13 +384,19 @@ func scanXML(text string, from, to int, isField func(string) bool) ([]xmlElem, e
 			continue
 		}
 		if !el.selfClosing {
-			key := strings.ToLower(el.name)
-			lc, ok := lastClose[key]
-			if !ok {
-				lc = lastCloseFold(text[:to], el.name)
-				lastClose[key] = lc
+			lc, known := to, false // to: not known, search
+			if lastClose != nil {
+				if v, ok := lastClose[strings.ToLower(el.name)]; ok {
+					lc, known = v, true
+				}
 			}
 			el.end, el.next, el.closed = closeTag(text, el.name, el.start, to, lc)
+			if !el.closed && !known {
+				if lastClose == nil {
+					lastClose = map[string]int{}
+				}
+				lastClose[strings.ToLower(el.name)] = lastCloseFold(text[:to], el.name)
+			}
 			if isField != nil && isField(el.key()) {
 				el = widenField(text, el, to, isField)
 			}
