@@ -178,8 +178,8 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, r signature.Role, v
 	outputs := r == signature.Output
 	first := true
 	for i := range numFields(sig, r) {
-		f := fieldAt(sig, r, i)
-		v, ok := vals[f.Name]
+		name := fieldName(sig, r, i)
+		v, ok := vals[name]
 		if !ok && !outputs {
 			continue
 		}
@@ -188,34 +188,49 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, r signature.Role, v
 		}
 		first = false
 		if !ok {
-			b.WriteString("<" + f.Name + ">\n" + escapeXMLText(missing) + "\n</" + f.Name + ">")
+			writeElement(b, name, escapeXMLText(missing))
 			continue
 		}
-		if outputs && missing != "" && isNil(v) && writesNoneAsEmpty(f.Spec) {
-			// A demo's None where the text "None" would read as a
-			// string (Optional[str]): the empty element, which reads as
-			// None. A History turn (missing "") shows None, as DSPy's.
-			b.WriteString("<" + f.Name + " />")
-			continue
-		}
-		if outputs && nestedXML(f.Spec) && isComposite(v) {
-			if err := writeValueXML(b, reflect.ValueOf(v), f.Name, f.Spec, 0); err != nil {
-				return &InputError{Field: f.Name, Err: err}
+		s, isStr := v.(string) // a string is its own text (value.Format's fast path)
+		if !isStr {
+			f := fieldAt(sig, r, i)
+			if outputs && missing != "" && isNil(v) && writesNoneAsEmpty(f.Spec) {
+				// A demo's None where the text "None" would read as a
+				// string (Optional[str]): the empty element, which reads as
+				// None. A History turn (missing "") shows None, as DSPy's.
+				b.WriteString("<" + name + " />")
+				continue
 			}
-			continue
-		}
-		s, err := formatValue(v, f)
-		if err != nil {
-			return err
+			if outputs && nestedXML(f.Spec) && isComposite(v) {
+				if err := writeValueXML(b, reflect.ValueOf(v), name, f.Spec, 0); err != nil {
+					return &InputError{Field: name, Err: err}
+				}
+				continue
+			}
+			var err error
+			if s, err = formatValue(v, f); err != nil {
+				return err
+			}
 		}
 		if outputs {
 			s = escapeXMLValue(s)
 		} else {
 			s = neutraliseTags(sig, s)
 		}
-		b.WriteString("<" + f.Name + ">\n" + s + "\n</" + f.Name + ">")
+		writeElement(b, name, s)
 	}
 	return nil
+}
+
+// writeElement writes a field's element: "<name>\ntext\n</name>".
+func writeElement(b *strings.Builder, name, text string) {
+	b.WriteByte('<')
+	b.WriteString(name)
+	b.WriteString(">\n")
+	b.WriteString(text)
+	b.WriteString("\n</")
+	b.WriteString(name)
+	b.WriteByte('>')
 }
 
 // escapeXMLValue escapes an output's text, as DSPy escapes a str's:
