@@ -65,7 +65,10 @@ func fileXML(found [][]xmlElem, els []xmlElem, hits int) {
 			all = append(all, el)
 		}
 	}
-	slices.SortStableFunc(all, func(a, b xmlElem) int { return cmp.Compare(a.field, b.field) })
+	byField := func(a, b xmlElem) int { return cmp.Compare(a.field, b.field) }
+	if !slices.IsSortedFunc(all, byField) {
+		slices.SortStableFunc(all, byField)
+	}
 	for len(all) > 0 {
 		i, n := all[0].field, 1
 		for n < len(all) && all[n].field == i {
@@ -254,7 +257,7 @@ func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec 
 // text).
 func xmlText(content string) string {
 	s := strings.TrimSpace(content)
-	if !strings.ContainsAny(s, "&<") {
+	if !hasMarkup(s) {
 		return s
 	}
 	t := decodeText(s)
@@ -265,6 +268,12 @@ func xmlText(content string) string {
 		t = strings.TrimRightFunc(t, unicode.IsSpace)
 	}
 	return t
+}
+
+// hasMarkup reports an '&' or '<' in s: text that may hold an entity,
+// CDATA or markup (strings.ContainsAny, in two vectorised searches).
+func hasMarkup(s string) bool {
+	return strings.IndexByte(s, '<') >= 0 || strings.IndexByte(s, '&') >= 0
 }
 
 // decodeText decodes an element's text: CDATA sections literally,
@@ -431,13 +440,12 @@ func widenField(text string, el xmlElem, to int, isField func(string) bool) xmlE
 		return el
 	}
 	// A later closing tag of the same name before the next field element.
-	closing := "</" + el.name
 	for i := el.next; i < boundary; {
-		j := indexFold(text[i:boundary], closing)
+		j := indexCloseFold(text[i:boundary], el.name)
 		if j < 0 {
 			break
 		}
-		k := i + j + len(closing)
+		k := i + j + len("</") + len(el.name)
 		e := strings.IndexByte(text[k:boundary], '>')
 		if e < 0 {
 			break
@@ -480,6 +488,23 @@ func lastCloseFold(text, name string) int {
 		}
 		j = i
 	}
+}
+
+// indexCloseFold is indexFold(s, "</"+name), without building the tag.
+func indexCloseFold(s, name string) int {
+	last := len(s) - len("</") - len(name) // the last index the tag fits at
+	for i := 0; i <= last; {
+		j := strings.IndexByte(s[i:last+1], '<')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if s[i+1] == '/' && strings.EqualFold(s[i+2:i+2+len(name)], name) {
+			return i
+		}
+		i++
+	}
+	return -1
 }
 
 // indexFold is strings.Index, ASCII case-insensitively.
