@@ -141,3 +141,15 @@ func BenchmarkXMLFormat(b *testing.B) {
 func BenchmarkXMLParse(b *testing.B) {
 	benchParse(b, adapter.XML{}, benchXMLReply)
 }
+
+func BenchmarkXMLParseNested(b *testing.B) {
+	sig := must(signature.Parse("question -> tags: list[str], scores: dict[str, int], note: Optional[str]"))
+	reply := "<tags>\n<item>red</item>\n<item>green</item>\n</tags>\n<scores><a>1</a><b>2</b></scores>\n<note />"
+	b.SetBytes(int64(len(reply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.XML{}).Parse(sig, reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
