@@ -138,7 +138,7 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 	switch spec.Kind() {
 	case signature.KindList, signature.KindStruct, signature.KindDict:
 		if strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "{") {
-			return xmlText(content), nil // JSON inside the element
+			return xmlText(trimmed), nil // JSON inside the element
 		}
 		var buf [8]xmlElem
 		children, err := appendXML(buf[:0], text, el.start, el.end, nil)
@@ -154,7 +154,7 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 			// Text, not elements: read by the text rules (a fenced list
 			// after a line of reasoning, bullets, one item, keyword
 			// arguments, None for an optional).
-			return xmlText(content), nil
+			return xmlText(trimmed), nil
 		}
 		if spec.Kind() == signature.KindList {
 			items := make([]any, 0, len(children))
@@ -204,9 +204,9 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		// written, as DSPy's strip() and the field stream read it; only
 		// the text of nested elements keeps white space written as
 		// character references (the XML adapter writes it so).
-		return strings.TrimSpace(xmlText(content)), nil
+		return strings.TrimSpace(xmlText(trimmed)), nil
 	}
-	return xmlText(content), nil
+	return xmlText(trimmed), nil
 }
 
 // hasEmptyValue reports a type with an empty value an element without
@@ -250,13 +250,14 @@ func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec 
 	return folded
 }
 
-// xmlText is an element's text: CDATA sections literally, entities
+// xmlText is an element's text, given its content without the
+// surrounding white space (trimmed): CDATA sections literally, entities
 // decoded elsewhere, child markup kept as written, without its
 // surrounding white space. White space written as a character reference
 // (&#32;x) is the value's own and stays (see xmlTree for a field's own
 // text).
-func xmlText(content string) string {
-	s := strings.TrimSpace(content)
+func xmlText(trimmed string) string {
+	s := trimmed
 	if !hasMarkup(s) {
 		return s
 	}
@@ -531,6 +532,9 @@ func indexFold(s, sub string) int {
 // skipMarkup returns the index after a comment, processing instruction,
 // CDATA section, doctype or stray closing tag at i, or i.
 func skipMarkup(text string, i, to int) int {
+	if i+1 >= to || text[i+1] != '!' && text[i+1] != '?' && text[i+1] != '/' {
+		return i // a start tag or text: no markup to skip
+	}
 	s := text[i:to]
 	for _, m := range [...]struct{ open, close string }{{"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"}, {"</", ">"}} {
 		if strings.HasPrefix(s, m.open) {
