@@ -571,14 +571,16 @@ func openTag(text string, i, to int) (xmlElem, bool) {
 			return xmlElem{}, false // not a tag after all ("a <b and c")
 		case c == '>':
 			attrs := text[j:k]
+			if len(attrs) > 0 && attrs[0] != ' ' && attrs[0] != '\t' && attrs[0] != '\n' && attrs[0] != '/' {
+				return xmlElem{}, false
+			}
 			el.selfClosing = strings.HasSuffix(attrs, "/")
-			el.entryKey, el.hasKey = attrValue(attrs, "key")
+			if strings.IndexByte(attrs, '=') >= 0 { // no attribute without one
+				el.entryKey, el.hasKey = attrValue(attrs, "key")
+			}
 			el.start, el.end, el.next = k+1, k+1, k+1
 			if el.selfClosing {
 				el.closed = true
-			}
-			if len(attrs) > 0 && attrs[0] != ' ' && attrs[0] != '\t' && attrs[0] != '\n' && attrs[0] != '/' {
-				return xmlElem{}, false
 			}
 			return el, true
 		}
