@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -178,8 +179,8 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, r signature.Role, v
 	outputs := r == signature.Output
 	first := true
 	for i := range numFields(sig, r) {
-		f := fieldAt(sig, r, i)
-		v, ok := vals[f.Name]
+		name := fieldName(sig, r, i)
+		v, ok := vals[name]
 		if !ok && !outputs {
 			continue
 		}
@@ -188,34 +189,49 @@ func xmlFields(b *strings.Builder, sig *signature.Signature, r signature.Role, v
 		}
 		first = false
 		if !ok {
-			b.WriteString("<" + f.Name + ">\n" + escapeXMLText(missing) + "\n</" + f.Name + ">")
+			writeElement(b, name, escapeXMLText(missing))
 			continue
 		}
-		if outputs && missing != "" && isNil(v) && writesNoneAsEmpty(f.Spec) {
-			// A demo's None where the text "None" would read as a
-			// string (Optional[str]): the empty element, which reads as
-			// None. A History turn (missing "") shows None, as DSPy's.
-			b.WriteString("<" + f.Name + " />")
-			continue
-		}
-		if outputs && nestedXML(f.Spec) && isComposite(v) {
-			if err := writeValueXML(b, reflect.ValueOf(v), f.Name, f.Spec, 0); err != nil {
-				return &InputError{Field: f.Name, Err: err}
+		s, isStr := v.(string) // a string is its own text (value.Format's fast path)
+		if !isStr {
+			f := fieldAt(sig, r, i)
+			if outputs && missing != "" && isNil(v) && writesNoneAsEmpty(f.Spec) {
+				// A demo's None where the text "None" would read as a
+				// string (Optional[str]): the empty element, which reads as
+				// None. A History turn (missing "") shows None, as DSPy's.
+				xmlTag{name, true}.empty(b)
+				continue
 			}
-			continue
-		}
-		s, err := formatValue(v, f)
-		if err != nil {
-			return err
+			if outputs && nestedXML(f.Spec) && isComposite(v) {
+				if err := writeValueXML(b, reflect.ValueOf(v), name, f.Spec, 0); err != nil {
+					return &InputError{Field: name, Err: err}
+				}
+				continue
+			}
+			var err error
+			if s, err = formatValue(v, f); err != nil {
+				return err
+			}
 		}
 		if outputs {
 			s = escapeXMLValue(s)
 		} else {
 			s = neutraliseTags(sig, s)
 		}
-		b.WriteString("<" + f.Name + ">\n" + s + "\n</" + f.Name + ">")
+		writeElement(b, name, s)
 	}
 	return nil
+}
+
+// writeElement writes a field's element: "<name>\ntext\n</name>".
+func writeElement(b *strings.Builder, name, text string) {
+	b.WriteByte('<')
+	b.WriteString(name)
+	b.WriteString(">\n")
+	b.WriteString(text)
+	b.WriteString("\n</")
+	b.WriteString(name)
+	b.WriteByte('>')
 }
 
 // escapeXMLValue escapes an output's text, as DSPy escapes a str's:
@@ -319,8 +335,8 @@ func implementsAnyMarshaler(t reflect.Type) bool {
 
 // escapeXMLText escapes & and <, the two characters DSPy escapes in text.
 func escapeXMLText(s string) string {
-	if !strings.ContainsAny(s, "&<") {
-		return s
+	if strings.IndexByte(s, '&') < 0 && strings.IndexByte(s, '<') < 0 {
+		return s // two vectorised searches cost less than strings.ContainsAny's
 	}
 	return xmlTextEscaper.Replace(s)
 }
@@ -365,23 +381,20 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, spec *signat
 	if depth > maxXMLDepth {
 		return fmt.Errorf("value nested deeper than %d levels", maxXMLDepth)
 	}
-	open, closing, empty := "<"+tag+">", "</"+tag+">", "<"+tag+" />"
-	if !validXMLName(tag) {
-		open, closing, empty = "<entry key="+quoteAttr(tag)+">", "</entry>", "<entry key="+quoteAttr(tag)+" />"
-	}
+	t := xmlTag{tag, validXMLName(tag)}
 	nullable := spec != nil && spec.Nullable()
 	if spec != nil && spec.Kind() == signature.KindOptional {
 		spec = spec.Elem()
 	}
 	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
 		if v.IsNil() {
-			b.WriteString(empty)
+			t.empty(b)
 			return nil
 		}
 		v = v.Elem()
 	}
 	if !v.IsValid() {
-		b.WriteString(empty)
+		t.empty(b)
 		return nil
 	}
 	sub := func(kind signature.Kind) *signature.TypeSpec {
@@ -393,44 +406,39 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, spec *signat
 	switch {
 	case (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) && v.Type().Elem().Kind() != reflect.Uint8:
 		if v.Kind() == reflect.Slice && v.IsNil() {
-			b.WriteString(empty)
+			t.empty(b)
 			return nil
 		}
 		if v.Len() == 0 {
 			if nullable {
-				b.WriteString(open + closing)
+				t.open(b)
+				t.close(b)
 			} else {
-				b.WriteString(empty)
+				t.empty(b)
 			}
 			return nil
 		}
-		b.WriteString(open)
+		t.open(b)
 		for i := range v.Len() {
 			if err := writeValueXML(b, v.Index(i), "item", sub(signature.KindList), depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteString(closing)
+		t.close(b)
 		return nil
 	case v.Kind() == reflect.Map && !implementsAnyMarshaler(v.Type()):
 		if v.IsNil() {
-			b.WriteString(empty)
+			t.empty(b)
 			return nil
 		}
-		keys := v.MapKeys()
-		names := make([]string, len(keys))
-		order := make([]int, len(keys))
-		for i, k := range keys {
-			names[i], order[i] = fmt.Sprint(k.Interface()), i
-		}
-		slices.SortFunc(order, func(x, y int) int { return strings.Compare(names[x], names[y]) })
-		b.WriteString(open)
-		for _, i := range order {
-			if err := writeValueXML(b, v.MapIndex(keys[i]), names[i], sub(signature.KindDict), depth+1); err != nil {
+		entries, vals := sortedEntries(v)
+		t.open(b)
+		for _, e := range entries {
+			if err := writeValueXML(b, vals.Index(e.i), e.name, sub(signature.KindDict), depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteString(closing)
+		t.close(b)
 		return nil
 	case v.Kind() == reflect.Struct && !implementsAnyMarshaler(v.Type()):
 		spec, err := signature.SpecOf(v.Type())
@@ -441,21 +449,104 @@ func writeValueXML(b *strings.Builder, v reflect.Value, tag string, spec *signat
 		if err != nil {
 			return err
 		}
-		b.WriteString(open)
+		t.open(b)
 		for _, sf := range fields {
 			if err := writeValueXML(b, v.FieldByIndex(sf.Index), sf.Field.Name, sf.Field.Spec, depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteString(closing)
+		t.close(b)
 		return nil
 	}
-	s, err := value.Format(v.Interface(), nil)
+	s, err := leafText(v)
 	if err != nil {
 		return err
 	}
-	b.WriteString(open + escapeXMLLeaf(s) + closing)
+	t.open(b)
+	b.WriteString(escapeXMLLeaf(s))
+	t.close(b)
 	return nil
+}
+
+// leafText is value.Format's text of a scalar; a string's or an int's
+// read without copying it out of v.
+func leafText(v reflect.Value) (string, error) {
+	switch v.Type() {
+	case stringType:
+		return v.String(), nil
+	case intType:
+		return strconv.FormatInt(v.Int(), 10), nil
+	}
+	return value.Format(v.Interface(), nil)
+}
+
+var intType = reflect.TypeFor[int]()
+
+// xmlTag writes the tags of an element of a nested value: <name>, or
+// <entry key="…"> for a key that is not a name (isName false).
+type xmlTag struct {
+	name   string
+	isName bool
+}
+
+// start writes the start tag up to its end, which is end.
+func (t xmlTag) start(b *strings.Builder, end string) {
+	if t.isName {
+		b.WriteByte('<')
+		b.WriteString(t.name)
+	} else {
+		b.WriteString("<entry key=")
+		b.WriteString(quoteAttr(t.name))
+	}
+	b.WriteString(end)
+}
+
+func (t xmlTag) open(b *strings.Builder)  { t.start(b, ">") }
+func (t xmlTag) empty(b *strings.Builder) { t.start(b, " />") }
+
+func (t xmlTag) close(b *strings.Builder) {
+	if !t.isName {
+		b.WriteString("</entry>")
+		return
+	}
+	b.WriteString("</")
+	b.WriteString(t.name)
+	b.WriteByte('>')
+}
+
+// mapEntry is an entry of a map being written: its key as text, and its
+// index among the values copied out.
+type mapEntry struct {
+	name string
+	i    int
+}
+
+// sortedEntries returns the entries of the map v in the order of their
+// keys as text (fmt.Sprint), and its values, copied out into one slice
+// rather than one by one.
+func sortedEntries(v reflect.Value) ([]mapEntry, reflect.Value) {
+	n := v.Len()
+	k := reflect.New(v.Type().Key()).Elem() // each key in turn, its text kept
+	vals := reflect.MakeSlice(reflect.SliceOf(v.Type().Elem()), n, n)
+	entries := make([]mapEntry, 0, n)
+	var it reflect.MapIter
+	it.Reset(v)
+	for i := 0; i < n && it.Next(); i++ {
+		k.SetIterKey(&it)
+		vals.Index(i).SetIterValue(&it)
+		entries = append(entries, mapEntry{keyText(k), i})
+	}
+	slices.SortFunc(entries, func(x, y mapEntry) int { return strings.Compare(x.name, y.name) })
+	return entries, vals
+}
+
+// keyText is fmt.Sprint of a map key: a string without methods is its own
+// text.
+func keyText(k reflect.Value) string {
+	if k.Kind() == reflect.String && k.NumMethod() == 0 {
+		return k.String()
+	}
+	return fmt.Sprint(k.Interface())
 }
 
 // validXMLName is DSPy's test for a key usable as a tag: an identifier
@@ -477,7 +568,7 @@ func validXMLName(s string) bool {
 
 // quoteAttr is xml.sax.saxutils.quoteattr.
 func quoteAttr(s string) string {
-	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\n", "&#10;", "\r", "&#13;", "\t", "&#9;").Replace(s)
+	s = attrEscaper.Replace(s)
 	switch {
 	case !strings.Contains(s, `"`):
 		return `"` + s + `"`
@@ -486,6 +577,8 @@ func quoteAttr(s string) string {
 	}
 	return `"` + strings.ReplaceAll(s, `"`, "&quot;") + `"`
 }
+
+var attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\n", "&#10;", "\r", "&#13;", "\t", "&#9;")
 
 // xmlUser renders the user message: the prefix, the inputs present, and on
 // the main request the XML reminder; blank-line joined and stripped.

@@ -141,3 +141,55 @@ func BenchmarkXMLFormat(b *testing.B) {
 func BenchmarkXMLParse(b *testing.B) {
 	benchParse(b, adapter.XML{}, benchXMLReply)
 }
+
+func BenchmarkXMLParseNested(b *testing.B) {
+	sig := must(signature.Parse("question -> tags: list[str], scores: dict[str, int], note: Optional[str]"))
+	reply := "<tags>\n<item>red</item>\n<item>green</item>\n</tags>\n<scores><a>1</a><b>2</b></scores>\n<note />"
+	b.SetBytes(int64(len(reply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.XML{}).Parse(sig, reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkXMLFormatNewDemos is BenchmarkXMLFormat with demos that change
+// on every call (two sets of the same size take turns), so Format never
+// reuses the demos it rendered last.
+func BenchmarkXMLFormatNewDemos(b *testing.B) {
+	other := make([]adapter.Values, len(benchDemos))
+	for i, d := range benchDemos {
+		other[i] = adapter.Values{}
+		for k, v := range d {
+			other[i][k] = v.(string) + "."
+		}
+	}
+	sets := [2][]adapter.Values{benchDemos, other}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := (adapter.XML{}).Format(benchSig, sets[i%2], benchInputs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkXMLFormatNested is XML's Format of demos whose outputs are a
+// list and a dict, written as nested elements on every call (demos that
+// are not all strings are not kept rendered).
+func BenchmarkXMLFormatNested(b *testing.B) {
+	sig := must(signature.Parse("question -> tags: list[str], scores: dict[str, int]"))
+	demos := []adapter.Values{
+		{"question": "Colours of the French flag?", "tags": []string{"blue", "white", "red"}, "scores": map[string]int{"blue": 1, "white": 2, "red": 3}},
+		{"question": "Primary colours?", "tags": []string{"red", "yellow", "blue"}, "scores": map[string]int{"red": 3, "yellow": 1, "blue": 2}},
+	}
+	inputs := adapter.Values{"question": "Colours of a rainbow?"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (adapter.XML{}).Format(sig, demos, inputs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package reply
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -20,20 +22,26 @@ const maxXMLDepth = 64
 // found.
 func collectXML(sig *signature.Signature, text string, from, to int, found [][]xmlElem, depth int) (bool, error) {
 	isField := func(name string) bool { return outputIndex(sig, name) >= 0 }
-	els, err := scanXML(text, from, to, isField)
+	var buf [8]xmlElem // the elements of a reply's level, most often
+	els, err := appendXML(buf[:0], text, from, to, isField)
 	if err != nil {
 		return false, err
 	}
-	hit := false
-	for _, el := range els {
-		if i := outputIndex(sig, el.key()); i >= 0 {
-			found[i] = append(found[i], el)
-			hit = true
+	hits := 0
+	for k := range els {
+		els[k].field = int32(outputIndex(sig, els[k].key()))
+		if els[k].field >= 0 {
+			hits++
 		}
 	}
-	if hit || depth >= 2 {
-		return hit, nil
+	if hits > 0 {
+		fileXML(found, els, hits)
+		return true, nil
 	}
+	if depth >= 2 {
+		return false, nil
+	}
+	hit := false
 	for _, el := range els {
 		if el.selfClosing || isInput(sig, el.key()) {
 			continue
@@ -45,6 +53,34 @@ func collectXML(sig *signature.Signature, text string, from, to int, found [][]x
 		hit = hit || inner
 	}
 	return hit, nil
+}
+
+// fileXML appends the hits output elements of els (field >= 0) to found,
+// in order, output by output: one allocation holds them all, each output's
+// elements a part of it (capped, so that a later append copies).
+func fileXML(found [][]xmlElem, els []xmlElem, hits int) {
+	all := make([]xmlElem, 0, hits)
+	for _, el := range els {
+		if el.field >= 0 {
+			all = append(all, el)
+		}
+	}
+	byField := func(a, b xmlElem) int { return cmp.Compare(a.field, b.field) }
+	if !slices.IsSortedFunc(all, byField) {
+		slices.SortStableFunc(all, byField)
+	}
+	for len(all) > 0 {
+		i, n := all[0].field, 1
+		for n < len(all) && all[n].field == i {
+			n++
+		}
+		if found[i] == nil {
+			found[i] = all[:n:n]
+		} else {
+			found[i] = append(found[i], all[:n]...)
+		}
+		all = all[n:]
+	}
 }
 
 // xmlFieldTree turns a field's elements into decoded data for
@@ -102,9 +138,10 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 	switch spec.Kind() {
 	case signature.KindList, signature.KindStruct, signature.KindDict:
 		if strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "{") {
-			return xmlText(content), nil // JSON inside the element
+			return xmlText(trimmed), nil // JSON inside the element
 		}
-		children, err := scanXML(text, el.start, el.end, nil)
+		var buf [8]xmlElem
+		children, err := appendXML(buf[:0], text, el.start, el.end, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +154,7 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 			// Text, not elements: read by the text rules (a fenced list
 			// after a line of reasoning, bullets, one item, keyword
 			// arguments, None for an optional).
-			return xmlText(content), nil
+			return xmlText(trimmed), nil
 		}
 		if spec.Kind() == signature.KindList {
 			items := make([]any, 0, len(children))
@@ -167,9 +204,9 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 		// written, as DSPy's strip() and the field stream read it; only
 		// the text of nested elements keeps white space written as
 		// character references (the XML adapter writes it so).
-		return strings.TrimSpace(xmlText(content)), nil
+		return strings.TrimSpace(xmlText(trimmed)), nil
 	}
-	return xmlText(content), nil
+	return xmlText(trimmed), nil
 }
 
 // hasEmptyValue reports a type with an empty value an element without
@@ -213,14 +250,15 @@ func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec 
 	return folded
 }
 
-// xmlText is an element's text: CDATA sections literally, entities
+// xmlText is an element's text, given its content without the
+// surrounding white space (trimmed): CDATA sections literally, entities
 // decoded elsewhere, child markup kept as written, without its
 // surrounding white space. White space written as a character reference
 // (&#32;x) is the value's own and stays (see xmlTree for a field's own
 // text).
-func xmlText(content string) string {
-	s := strings.TrimSpace(content)
-	if !strings.ContainsAny(s, "&<") {
+func xmlText(trimmed string) string {
+	s := trimmed
+	if !hasMarkup(s) {
 		return s
 	}
 	t := decodeText(s)
@@ -231,6 +269,12 @@ func xmlText(content string) string {
 		t = strings.TrimRightFunc(t, unicode.IsSpace)
 	}
 	return t
+}
+
+// hasMarkup reports an '&' or '<' in s: text that may hold an entity,
+// CDATA or markup (strings.ContainsAny, in two vectorised searches).
+func hasMarkup(s string) bool {
+	return strings.IndexByte(s, '<') >= 0 || strings.IndexByte(s, '&') >= 0
 }
 
 // decodeText decodes an element's text: CDATA sections literally,
@@ -296,9 +340,10 @@ func xmlEntity(s string) (string, int) {
 type xmlElem struct {
 	name        string
 	entryKey    string // the key attribute of an <entry> element
-	hasKey      bool   // the element has a key attribute ("" is a key)
 	start, end  int
-	next        int // where scanning continues after the element
+	next        int   // where scanning continues after the element
+	field       int32 // set by collectXML: the output it names, or < 0
+	hasKey      bool  // the element has a key attribute ("" is a key)
 	selfClosing bool
 	closed      bool
 }
@@ -323,8 +368,16 @@ func (e xmlElem) key() string {
 // without a closing tag ends where the next field element starts (a
 // forgotten closing tag); only the last one can run to the end unclosed.
 func scanXML(text string, from, to int, isField func(string) bool) ([]xmlElem, error) {
-	var out []xmlElem
-	lastClose := map[string]int{} // per tag name: its last closing tag in text[:to]
+	return appendXML(nil, text, from, to, isField)
+}
+
+// appendXML is scanXML appending to out.
+func appendXML(out []xmlElem, text string, from, to int, isField func(string) bool) ([]xmlElem, error) {
+	// Per tag name (lower case), once an element of that name was found
+	// without its closing tag: the last closing tag of the name in
+	// text[:to], so that the next ones do not search to the end again (a
+	// reply of many unclosed tags would cost quadratic time).
+	var lastClose map[string]int
 	for i := from; i < to; {
 		j := strings.IndexByte(text[i:to], '<')
 		if j < 0 {
@@ -341,13 +394,19 @@ func scanXML(text string, from, to int, isField func(string) bool) ([]xmlElem, e
 			continue
 		}
 		if !el.selfClosing {
-			key := strings.ToLower(el.name)
-			lc, ok := lastClose[key]
-			if !ok {
-				lc = lastCloseFold(text[:to], el.name)
-				lastClose[key] = lc
+			lc, known := to, false // to: not known, search
+			if lastClose != nil {
+				if v, ok := lastClose[strings.ToLower(el.name)]; ok {
+					lc, known = v, true
+				}
 			}
 			el.end, el.next, el.closed = closeTag(text, el.name, el.start, to, lc)
+			if !el.closed && !known {
+				if lastClose == nil {
+					lastClose = map[string]int{}
+				}
+				lastClose[strings.ToLower(el.name)] = lastCloseFold(text[:to], el.name)
+			}
 			if isField != nil && isField(el.key()) {
 				el = widenField(text, el, to, isField)
 			}
@@ -382,13 +441,12 @@ func widenField(text string, el xmlElem, to int, isField func(string) bool) xmlE
 		return el
 	}
 	// A later closing tag of the same name before the next field element.
-	closing := "</" + el.name
 	for i := el.next; i < boundary; {
-		j := indexFold(text[i:boundary], closing)
+		j := indexCloseFold(text[i:boundary], el.name)
 		if j < 0 {
 			break
 		}
-		k := i + j + len(closing)
+		k := i + j + len("</") + len(el.name)
 		e := strings.IndexByte(text[k:boundary], '>')
 		if e < 0 {
 			break
@@ -433,6 +491,23 @@ func lastCloseFold(text, name string) int {
 	}
 }
 
+// indexCloseFold is indexFold(s, "</"+name), without building the tag.
+func indexCloseFold(s, name string) int {
+	last := len(s) - len("</") - len(name) // the last index the tag fits at
+	for i := 0; i <= last; {
+		j := strings.IndexByte(s[i:last+1], '<')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if s[i+1] == '/' && strings.EqualFold(s[i+2:i+2+len(name)], name) {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
 // indexFold is strings.Index, ASCII case-insensitively.
 func indexFold(s, sub string) int {
 	if sub == "" {
@@ -457,6 +532,9 @@ func indexFold(s, sub string) int {
 // skipMarkup returns the index after a comment, processing instruction,
 // CDATA section, doctype or stray closing tag at i, or i.
 func skipMarkup(text string, i, to int) int {
+	if i+1 >= to || text[i+1] != '!' && text[i+1] != '?' && text[i+1] != '/' {
+		return i // a start tag or text: no markup to skip
+	}
 	s := text[i:to]
 	for _, m := range [...]struct{ open, close string }{{"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"}, {"</", ">"}} {
 		if strings.HasPrefix(s, m.open) {
@@ -493,14 +571,16 @@ func openTag(text string, i, to int) (xmlElem, bool) {
 			return xmlElem{}, false // not a tag after all ("a <b and c")
 		case c == '>':
 			attrs := text[j:k]
+			if len(attrs) > 0 && attrs[0] != ' ' && attrs[0] != '\t' && attrs[0] != '\n' && attrs[0] != '/' {
+				return xmlElem{}, false
+			}
 			el.selfClosing = strings.HasSuffix(attrs, "/")
-			el.entryKey, el.hasKey = attrValue(attrs, "key")
+			if strings.IndexByte(attrs, '=') >= 0 { // no attribute without one
+				el.entryKey, el.hasKey = attrValue(attrs, "key")
+			}
 			el.start, el.end, el.next = k+1, k+1, k+1
 			if el.selfClosing {
 				el.closed = true
-			}
-			if len(attrs) > 0 && attrs[0] != ' ' && attrs[0] != '\t' && attrs[0] != '\n' && attrs[0] != '/' {
-				return xmlElem{}, false
 			}
 			return el, true
 		}
