@@ -110,7 +110,9 @@ func fieldValue(fld *reply.Field, f signature.Field, b *jsonx.Budget) (any, erro
 	case reply.Element:
 		tree := fld.Value
 		if s, ok := tree.(string); ok {
-			tree = reply.Unquote(s, f)
+			if u := reply.Unquote(s, f); len(u) != len(s) {
+				tree = u // boxed again only when the quotes came off
+			}
 		}
 		return value.FromJSONIn(tree, f.Spec, b)
 	}

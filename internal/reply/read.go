@@ -137,7 +137,12 @@ func readXML(sig *signature.Signature, text string, fields []Field) (bool, error
 		return false, nil
 	}
 	n := sig.NumOutputs()
-	found := make([][]xmlElem, n)
+	var buf [8][]xmlElem
+	found := buf[:0]
+	if n > len(buf) {
+		found = make([][]xmlElem, n)
+	}
+	found = found[:n]
 	hit, err := collectXML(sig, text, 0, len(text), found, 0)
 	if err != nil {
 		return hit, err

@@ -584,23 +584,23 @@ func allDigits(s string) bool {
 // above math.MaxInt64 for a signed one).
 func intValue(n whole, t reflect.Type, raw string) (reflect.Value, error) {
 	v := reflect.New(t).Elem()
-	outOfRange := invalid("%s is out of range for %s", clip(raw), t)
+	outOfRange := func() error { return invalid("%s is out of range for %s", clip(raw), t) } // made only when it is one
 	switch {
 	case v.CanInt():
 		if n.neg && n.mag > 1<<63 || !n.neg && n.mag > math.MaxInt64 {
-			return reflect.Value{}, outOfRange
+			return reflect.Value{}, outOfRange()
 		}
 		i := int64(n.mag)
 		if n.neg {
 			i = -i // also right for -2^63, whose magnitude int64 wraps to itself
 		}
 		if v.OverflowInt(i) {
-			return reflect.Value{}, outOfRange
+			return reflect.Value{}, outOfRange()
 		}
 		v.SetInt(i)
 	case v.CanUint():
 		if n.neg && n.mag != 0 || v.OverflowUint(n.mag) {
-			return reflect.Value{}, outOfRange
+			return reflect.Value{}, outOfRange()
 		}
 		v.SetUint(n.mag)
 	default:
