@@ -23,27 +23,29 @@ type Body struct {
 // KeepBody returns ctx marked for the HTTP wrapper to count a blocking
 // reply's body against max bytes and keep it in the returned Body.
 func KeepBody(ctx context.Context, max int64) (context.Context, *Body) {
-	c := &bodyContext{Context: ctx, body: Body{max: max, capture: true}}
-	return c, &c.body
+	c := &holding[bodyKey, Body]{Context: ctx, v: Body{max: max, capture: true}}
+	return c, &c.v
 }
 
 // CountBody returns ctx marked for the HTTP wrapper to count a stream's
 // body against max bytes.
 func CountBody(ctx context.Context, max int64) context.Context {
-	return &bodyContext{Context: ctx, body: Body{max: max}}
+	return &holding[bodyKey, Body]{Context: ctx, v: Body{max: max}}
 }
 
-// bodyContext is a context carrying a Body: the context value and the
-// Body in one allocation, as each request of a call makes one.
-type bodyContext struct {
+// holding is a context carrying a *V under the key type K: the context
+// value and the V in one allocation, as each request makes one (a Body,
+// a RetrySlot).
+type holding[K any, V any] struct {
 	context.Context
-	body Body
+	v V
 }
 
-// Value returns the Body for bodyKey, and the parent's values otherwise.
-func (c *bodyContext) Value(key any) any {
-	if _, ok := key.(bodyKey); ok {
-		return &c.body
+// Value returns the held *V for a key of type K, and the parent's values
+// otherwise.
+func (c *holding[K, V]) Value(key any) any {
+	if _, ok := key.(K); ok {
+		return &c.v
 	}
 	return c.Context.Value(key)
 }

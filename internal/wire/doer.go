@@ -83,23 +83,8 @@ type RetrySlot struct{ Retry, After atomic.Int64 }
 // context value and the slot in one allocation, as each request that
 // retries makes one.
 func WithRetrySlot(ctx context.Context) (context.Context, *RetrySlot) {
-	c := &retryContext{Context: ctx}
-	return c, &c.slot
-}
-
-// retryContext is a context carrying a RetrySlot.
-type retryContext struct {
-	context.Context
-	slot RetrySlot
-}
-
-// Value returns the RetrySlot for RetryKey, and the parent's values
-// otherwise.
-func (c *retryContext) Value(key any) any {
-	if _, ok := key.(RetryKey); ok {
-		return &c.slot
-	}
-	return c.Context.Value(key)
+	c := &holding[RetryKey, RetrySlot]{Context: ctx}
+	return c, &c.v
 }
 
 // maxRetryAfter saturates Retry-After values: a larger number of seconds
