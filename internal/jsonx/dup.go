@@ -33,7 +33,7 @@ func colons(s string) int {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '"':
-			i = stringEnd(s, i)
+			i = closingQuote(s, i)
 		case ':':
 			n++
 		}
@@ -58,20 +58,6 @@ func members(v any) int {
 		return n
 	}
 	return 0
-}
-
-// stringEnd returns the index of the quote closing the string opened at
-// s[i] (or len(s)).
-func stringEnd(s string, i int) int {
-	for i++; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return len(s)
 }
 
 // findDuplicate scans valid JSON for a key repeated in one object with a
@@ -99,7 +85,7 @@ func findDuplicate(s string) error {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '"':
-			end := stringEnd(s, i)
+			end := closingQuote(s, i)
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].valStart < 0 {
 				key := s[i+1 : min(end, len(s))]
 				if strings.Contains(key, `\`) {

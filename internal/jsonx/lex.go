@@ -54,3 +54,17 @@ func (l *lexer) valueMayStart() bool {
 	}
 	return !l.begun
 }
+
+// closingQuote returns the index of the quote that closes the string
+// opened by the quote at s[i] (a backslash escapes the byte after it), or
+// len(s) when s ends first.
+func closingQuote(s string, i int) int {
+	j := i + 1
+	for j < len(s) && s[j] != s[i] {
+		if s[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j, len(s))
+}

@@ -26,22 +26,14 @@ type stated struct {
 	value      string // decoded
 }
 
-// statedStrings lists the stated strings of span (see stated), skipping
-// single-quoted strings as scan does.
+// statedStrings lists the stated strings of span (see stated), reading
+// quotes by the lexer's rule (a single-quoted string skipped where one may
+// start).
 func statedStrings(span string) []stated {
 	var out []stated
-	last := byte(0) // the last significant byte outside strings ('s': a string)
+	var l lexer
 	for i := 0; i < len(span); i++ {
-		c := span[i]
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '\'':
-			if last == 0 || strings.IndexByte("{[,:", last) >= 0 {
-				i, last = closingQuote(span, i), 's'
-				continue
-			}
-		case '"':
+		if span[i] == '"' && l.quote == 0 {
 			j := closingQuote(span, i)
 			if j >= len(span) {
 				return out // cut inside the string: scan's to judge
@@ -50,32 +42,22 @@ func statedStrings(span string) []stated {
 			for n < len(span) && strings.IndexByte(" \t\r\n", span[n]) >= 0 {
 				n++
 			}
-			opens := last == 0 || strings.IndexByte("{[,:", last) >= 0
 			closes := n == len(span) || strings.IndexByte(",:]}", span[n]) >= 0
 			var s string
-			if opens && closes && json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
+			if l.valueMayStart() && closes && json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
 				out = append(out, stated{start: i, end: j + 1, value: s})
 			}
-			i, last = j, 's'
+			i = j
+			l.saw('s')
 			continue
 		}
-		last = c
+		j, ok := l.skip(span, i)
+		if !ok {
+			l.saw(span[i])
+		}
+		i = j
 	}
 	return out
-}
-
-// closingQuote returns the index of the quote that closes the string
-// opened by the quote at s[i] (a backslash escapes the byte after it), or
-// len(s) or more when s ends first.
-func closingQuote(s string, i int) int {
-	j := i + 1
-	for j < len(s) && s[j] != s[i] {
-		if s[j] == '\\' {
-			j++
-		}
-		j++
-	}
-	return j
 }
 
 // protect replaces the stated strings st of span that hold anything the

@@ -48,7 +48,7 @@ func substConstants(s string) (string, bool) {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '"':
-			i = stringEnd(s, i)
+			i = closingQuote(s, i)
 		case c == 'N' && strings.HasPrefix(s[i:], "NaN") && constantStarts(s, i) && constantEnds(s, i+3):
 			b.WriteString(s[last:i])
 			b.WriteString(nanLit)
