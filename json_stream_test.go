@@ -57,6 +57,26 @@ func TestJSONFieldStream(t *testing.T) {
 	}
 }
 
+// TestJSONFieldStreamSingleQuotes: a non-string value ends where Parse
+// reads its end: a Python-style single-quoted string inside it (where a
+// value may start) holds brackets and commas that are text; an apostrophe
+// in a bare word opens no string.
+func TestJSONFieldStreamSingleQuotes(t *testing.T) {
+	sig := mustParse(t, "question -> tags: list[str], answer")
+	for reply, tags := range map[string]string{
+		`{"tags": ['a]b', 'c'], "answer": "x"}`:    `['a]b', 'c']`,
+		`{"tags": ['a, b', "c'd"], "answer": "x"}`: `['a, b', "c'd"]`,
+		`{"tags": ['it\'s]', 'c'], "answer": "x"}`: `['it\'s]', 'c']`,
+		`{"tags": [don't], "answer": "x"}`:         `[don't]`,
+	} {
+		for _, size := range []int{1, 2, 3, 64} {
+			got := streamWith(adapter.JSON{}.NewFieldStream(sig), reply, size)
+			assert.Equal(t, []string{tags}, got["tags"], "%s, size %d", reply, size)
+			assert.Equal(t, "x", join(got["answer"]), "%s, size %d", reply, size)
+		}
+	}
+}
+
 func TestJSONStreamCall(t *testing.T) {
 	sig := mustParse(t, "question -> answer, score: float")
 	reply := `{"answer": "Paris is the capital of France.", "score": 0.9}`

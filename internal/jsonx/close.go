@@ -22,7 +22,7 @@ func CloseOne(span string) (string, bool) {
 		comma int // the last ',' directly inside, or -1
 	}
 	var stack []open
-	var lx lexer
+	var lx Lexer
 	insert, at := byte(0), -1
 	fix := func(k int) bool {
 		// The innermost bracket closes at k.
@@ -34,8 +34,7 @@ func CloseOne(span string) (string, bool) {
 		return true
 	}
 	for j := 0; j < len(span); j++ {
-		var skip bool
-		if j, skip = lx.skip(span, j); skip {
+		if lx.Skip(span[j]) {
 			continue
 		}
 		last := lx.last
@@ -81,7 +80,7 @@ func CloseOne(span string) (string, bool) {
 				return "", false
 			}
 		}
-		lx.saw(span[j])
+		lx.Saw(span[j])
 	}
 	if lx.quote != 0 {
 		return "", false

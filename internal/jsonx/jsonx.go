@@ -152,10 +152,9 @@ func fenced(text string) (string, int, bool) {
 // text ends first.
 func matchEnd(text string, i int) (int, bool) {
 	depth := 0
-	var lx lexer
+	var lx Lexer
 	for j := i; j < len(text); j++ {
-		var skip bool
-		if j, skip = lx.skip(text, j); skip {
+		if lx.Skip(text[j]) {
 			continue
 		}
 		switch c := text[j]; c {
@@ -167,7 +166,7 @@ func matchEnd(text string, i int) (int, bool) {
 				return j + 1, true
 			}
 		}
-		lx.saw(text[j])
+		lx.Saw(text[j])
 	}
 	return len(text), false
 }
@@ -327,10 +326,9 @@ func repair(span string) (out string, err error) {
 // left open.
 func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNumber bool) {
 	var stack []byte
-	var lx lexer
+	var lx Lexer
 	for j := 0; j < len(span); j++ {
-		var skip bool
-		if j, skip = lx.skip(span, j); skip {
+		if lx.Skip(span[j]) {
 			continue
 		}
 		c := span[j]
@@ -362,7 +360,7 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNu
 				c = '0'
 			}
 		default:
-			if isLetter(c) && lx.valueMayStart() {
+			if isLetter(c) && lx.ValueMayStart() {
 				end := j + 1
 				for end < len(span) && (isLetter(span[end]) || span[end] >= '0' && span[end] <= '9') {
 					end++
@@ -374,7 +372,7 @@ func scan(span string) (truncated bool, maxDepth int, badNumber string, endsInNu
 				c = 'w'
 			}
 		}
-		lx.saw(c)
+		lx.Saw(c)
 	}
 	if lx.quote != 0 || len(stack) == 0 {
 		return lx.quote != 0, maxDepth, badNumber, false

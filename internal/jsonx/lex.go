@@ -1,53 +1,57 @@
 package jsonx
 
-// lexer holds the string state of the lenient lexer that CloseOne, the
-// truncation scan and the span finder share: JSON's double-quoted strings,
-// and Python's single-quoted ones only where a value or key can start, so
-// that an apostrophe in a bare word does not open a string.
-type lexer struct {
+// Lexer holds the string state of the lenient lexer that CloseOne, the
+// truncation scan, the span finder, the stated-string scan and the JSON
+// field stream share: JSON's double-quoted strings, and Python's
+// single-quoted ones only where a value or key can start, so that an
+// apostrophe in a bare word does not open a string. It reads a byte at a
+// time, so a text may arrive in pieces; its zero value is at the start of
+// a text.
+type Lexer struct {
 	quote byte // the quote of the string being read; 0 outside strings
+	esc   bool // a backslash inside a string escapes the next byte
 	last  byte // the last significant byte outside strings, 's' after a string
 	begun bool // a significant byte was seen (last holds one, a NUL byte too)
 }
 
-// saw records c, a significant byte outside strings, as the last one.
-func (l *lexer) saw(c byte) { l.last, l.begun = c, true }
+// Saw records c, a significant byte outside strings, as the last one.
+func (l *Lexer) Saw(c byte) { l.last, l.begun = c, true }
 
-// skip reads span[j] as far as strings and white space go: inside a
-// string (where a backslash escapes the next byte, whose index it
-// returns), a quote that opens one, or white space, it reports true and
-// the caller goes on with the next byte; any other byte is the caller's,
-// who records it with saw.
-func (l *lexer) skip(span string, j int) (int, bool) {
-	c := span[j]
+// Skip reads c as far as strings and white space go: inside a string
+// (where a backslash escapes the next byte), a quote that opens one, or
+// white space, it reports true and the caller goes on with the next byte;
+// any other byte is the caller's, who records it with Saw.
+func (l *Lexer) Skip(c byte) bool {
 	if l.quote != 0 {
-		switch c {
-		case '\\':
-			j++
-		case l.quote:
+		switch {
+		case l.esc:
+			l.esc = false
+		case c == '\\':
+			l.esc = true
+		case c == l.quote:
 			l.quote = 0
-			l.saw('s')
+			l.Saw('s')
 		}
-		return j, true
+		return true
 	}
 	switch c {
 	case ' ', '\t', '\n', '\r':
-		return j, true
+		return true
 	case '"':
 		l.quote = c
-		return j, true
+		return true
 	case '\'':
-		if l.valueMayStart() {
+		if l.ValueMayStart() {
 			l.quote = c
-			return j, true
+			return true
 		}
 	}
-	return j, false
+	return false
 }
 
-// valueMayStart reports a place where a value or key can start: the start
-// of the span, or after an opening bracket, a comma or a colon.
-func (l *lexer) valueMayStart() bool {
+// ValueMayStart reports a place where a value or key can start: the start
+// of the text, or after an opening bracket, a comma or a colon.
+func (l *Lexer) ValueMayStart() bool {
 	switch l.last {
 	case '{', '[', ',', ':':
 		return true

@@ -27,11 +27,11 @@ type stated struct {
 }
 
 // statedStrings lists the stated strings of span (see stated), reading
-// quotes by the lexer's rule (a single-quoted string skipped where one may
+// quotes by the Lexer's rule (a single-quoted string skipped where one may
 // start).
 func statedStrings(span string) []stated {
 	var out []stated
-	var l lexer
+	var l Lexer
 	for i := 0; i < len(span); i++ {
 		if span[i] == '"' && l.quote == 0 {
 			j := closingQuote(span, i)
@@ -44,18 +44,16 @@ func statedStrings(span string) []stated {
 			}
 			closes := n == len(span) || strings.IndexByte(",:]}", span[n]) >= 0
 			var s string
-			if l.valueMayStart() && closes && json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
+			if l.ValueMayStart() && closes && json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
 				out = append(out, stated{start: i, end: j + 1, value: s})
 			}
 			i = j
-			l.saw('s')
+			l.Saw('s')
 			continue
 		}
-		j, ok := l.skip(span, i)
-		if !ok {
-			l.saw(span[i])
+		if !l.Skip(span[i]) {
+			l.Saw(span[i])
 		}
-		i = j
 	}
 	return out
 }

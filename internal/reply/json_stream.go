@@ -54,8 +54,7 @@ type jsonFieldStream struct {
 	blanks  []byte          // blanks after the held quote
 	raw     strings.Builder // a non-string value being read
 	depth   int             // nesting inside a raw value
-	inStr   bool            // inside a string within a raw value
-	rawEsc  bool            // after a backslash in such a string
+	lex     jsonx.Lexer     // the strings inside a raw value, read as Parse reads them
 	obj     int             // objects begun (1 during the first)
 	objOf   []int           // per output, the object its member was last read in (0: none)
 	objBuf  [8]int
@@ -132,7 +131,7 @@ func (s *jsonFieldStream) Write(dst []Delta, text string) []Delta {
 				s.state = jsString
 			default:
 				s.raw.Reset()
-				s.depth, s.inStr, s.rawEsc = 0, false, false
+				s.depth, s.lex = 0, jsonx.Lexer{}
 				s.state = jsRaw
 			}
 		case jsString:
@@ -300,25 +299,16 @@ func (s *jsonFieldStream) stringChunk(dst []Delta, text string, i int) (int, boo
 
 // rawChunk reads a non-string value from text[i:] into s.raw and reports
 // where it stopped and whether the value ended (at a ',' or '}' outside
-// any nesting, which is left for jsComma).
+// any nesting, which is left for jsComma; strings inside it, single-quoted
+// ones too, are read by the Lexer Parse reads them with).
 func (s *jsonFieldStream) rawChunk(text string, i int) (int, bool) {
 	start := i
 	for ; i < len(text); i++ {
 		c := text[i]
-		if s.inStr {
-			switch {
-			case s.rawEsc:
-				s.rawEsc = false
-			case c == '\\':
-				s.rawEsc = true
-			case c == '"':
-				s.inStr = false
-			}
+		if s.lex.Skip(c) {
 			continue
 		}
 		switch c {
-		case '"':
-			s.inStr = true
 		case '{', '[':
 			s.depth++
 		case '}', ']':
@@ -333,6 +323,7 @@ func (s *jsonFieldStream) rawChunk(text string, i int) (int, bool) {
 				return i, true
 			}
 		}
+		s.lex.Saw(c)
 	}
 	s.raw.WriteString(text[start:i])
 	return i, false
