@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
@@ -33,6 +34,7 @@ type weatherServer struct {
 	got     map[string][]string
 	started chan struct{} // a "slow" call has started
 	release chan struct{} // closed: "slow" returns
+	hold    chan struct{} // not nil: "weather" answers once it is closed
 }
 
 func newWeatherServer(t *testing.T) *weatherServer {
@@ -48,8 +50,15 @@ func newWeatherServer(t *testing.T) *weatherServer {
 		Name:        "weather",
 		Description: "The weather in a city.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"},"unit":{"$ref":"#/$defs/Unit"}},"required":["city"],"$defs":{"Unit":{"type":"string","enum":["C","F"]}}}`),
-	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		record(req)
+		if ws.hold != nil {
+			select {
+			case <-ws.hold:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		var args map[string]any // not a struct: encoding/json would match "CITY" to City
 		_ = json.Unmarshal(req.Params.Arguments, &args)
 		return &mcp.CallToolResult{Content: []mcp.Content{
@@ -223,6 +232,126 @@ func TestNativeToolCalls(t *testing.T) {
 	assert.False(t, out.Results[0].IsError, "%v", out.Results[0].Value)
 	assert.Equal(t, "Sunny in Oslo, 21 C.\n[image: image/png, 4 bytes]", out.Results[0].Value)
 	assert.Equal(t, []string{`{"city":"Oslo","unit":"C"}`}, ws.calls("weather"))
+}
+
+// TestNativeReAct drives a native-tool ReAct agent over the MCP tools, in
+// process and over loopback HTTP: the MCP schemas go out as function
+// definitions; one reply's two calls run at once on the one client session
+// (weather answers only after broken has ended, or the test would hang),
+// one of them an isError result; the next request replays the assistant's
+// calls and one tool message per result in the model's order; the server
+// receives the arguments the trace and the Step show; finish ends the
+// steps and extract gives the answer.
+func TestNativeReAct(t *testing.T) {
+	for name, connect := range map[string]func(*testing.T, *weatherServer) *mcp.ClientSession{"in-memory": inMemory, "http": overHTTP} {
+		t.Run(name, func(t *testing.T) {
+			ws := newWeatherServer(t)
+			ws.hold = make(chan struct{})
+			tools, err := mcptools.Tools(context.Background(), connect(t, ws))
+			require.NoError(t, err)
+			call := func(id, name, args string) openai.ToolCall {
+				return openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}}
+			}
+			srv := lmtest.NewServer(
+				lmtest.Text("[[ ## next_thought ## ]]\nAsk the station and the forecast.\n\n[[ ## completed ## ]]").WithFinish("tool_calls").
+					WithToolCalls(call("call_w", "weather", `{"city": "Oslo", "unit": "C"}`), call("call_b", "broken", `{}`)),
+				lmtest.Text("").WithFinish("tool_calls").WithToolCalls(call("call_f", "finish", `{}`)),
+				answer("Sunny"))
+			defer srv.Close()
+			sig, err := signature.Parse("question -> answer")
+			require.NoError(t, err)
+			agent, err := predict.NewReAct(sig, tools, predict.WithNativeTools(), predict.ToolConcurrency(2))
+			require.NoError(t, err)
+
+			var mu sync.Mutex
+			traced := map[string]string{}
+			var done []string
+			tr := &adapter.Trace{
+				ToolStart: func(i adapter.ToolStartInfo) {
+					mu.Lock()
+					defer mu.Unlock()
+					traced[i.ToolCallID] = string(i.Args)
+				},
+				ToolDone: func(i adapter.ToolDoneInfo) {
+					mu.Lock()
+					defer mu.Unlock()
+					done = append(done, i.ToolCallID)
+					if i.Tool == "broken" {
+						close(ws.hold)
+					}
+				},
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds a hang, asserts no timing
+			defer cancel()
+			lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true})
+			res, err := agent.Call(ctx, lm, adapter.Values{"question": "Weather in Oslo?"}, adapter.UseTrace(tr))
+			require.NoError(t, err)
+			assert.Equal(t, "Sunny", res.Outputs[0]["answer"], "the answer comes from extract")
+			assert.Equal(t, []string{"call_b", "call_w", "call_f"}, done, "broken ended first: the two calls ran at once on one session")
+
+			reqs := srv.Requests()
+			require.Len(t, reqs, 3)
+			first := reqs[0].Chat
+			var names []string
+			for _, d := range first.Tools {
+				names = append(names, d.Function.Name)
+			}
+			assert.ElementsMatch(t, []string{"weather", "broken", "slow", "finish"}, names, "the MCP tools and finish, as functions")
+			for _, d := range first.Tools {
+				if d.Function.Name == "weather" {
+					params, err := json.Marshal(d.Function.Parameters)
+					require.NoError(t, err)
+					assert.JSONEq(t, `{"type":"object","properties":{"city":{"type":"string","description":"the city"},"unit":{"type":"string","enum":["C","F"]}},"required":["city","unit"]}`,
+						string(params), "the MCP tool's schema is the function's parameters")
+				}
+			}
+			assert.NotContains(t, first.Messages[0].Content, "[[ ## tools ## ]]", "the tools are functions, not prompt text")
+
+			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+			require.Len(t, traj, 3)
+			assert.Equal(t, "call_w", traj[0].CallID)
+			assert.Equal(t, "weather", traj[0].Tool)
+			assert.Equal(t, "Ask the station and the forecast.", traj[0].Thought)
+			assert.Equal(t, "Sunny in Oslo, 21 C.\n[image: image/png, 4 bytes]", traj[0].Observation)
+			assert.NoError(t, traj[0].Err)
+			assert.Equal(t, "call_b", traj[1].CallID)
+			assert.Equal(t, 0, traj[1].Turn, "both calls belong to the first reply")
+			assert.Equal(t, "Execution error in broken: Failed to call a MCP tool: the weather station is offline", traj[1].Observation)
+			var te *mcptools.ToolError
+			require.ErrorAs(t, traj[1].Err, &te)
+			assert.Equal(t, "broken", te.Tool)
+			assert.Equal(t, "finish", traj[2].Tool)
+			assert.Equal(t, 1, traj[2].Turn)
+
+			// What the server received is what the trace and the trajectory show.
+			assert.Equal(t, []string{`{"city":"Oslo","unit":"C"}`}, ws.calls("weather"))
+			assert.Equal(t, []string{`{}`}, ws.calls("broken"))
+			assert.Empty(t, ws.calls("slow"))
+			assert.JSONEq(t, traced["call_w"], ws.calls("weather")[0])
+			assert.JSONEq(t, string(traj[0].Args), ws.calls("weather")[0])
+			assert.JSONEq(t, traced["call_b"], ws.calls("broken")[0])
+			assert.JSONEq(t, string(traj[1].Args), ws.calls("broken")[0])
+
+			second := reqs[1].Chat.Messages
+			roles := make([]string, len(second))
+			for i, m := range second {
+				roles[i] = m.Role
+			}
+			require.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "user"}, roles)
+			require.Len(t, second[2].ToolCalls, 2, "the assistant's calls, replayed")
+			assert.Equal(t, "call_w", second[2].ToolCalls[0].ID)
+			assert.Equal(t, "weather", second[2].ToolCalls[0].Function.Name)
+			assert.JSONEq(t, `{"city":"Oslo","unit":"C"}`, second[2].ToolCalls[0].Function.Arguments)
+			assert.Equal(t, "call_b", second[2].ToolCalls[1].ID)
+			assert.Equal(t, "broken", second[2].ToolCalls[1].Function.Name)
+			assert.Equal(t, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_w", Name: "weather", Content: "Sunny in Oslo, 21 C.\n[image: image/png, 4 bytes]"}, second[3],
+				"the results in the model's order, although broken ended first")
+			assert.Equal(t, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_b", Name: "broken", Content: "Execution error in broken: Failed to call a MCP tool: the weather station is offline"}, second[4])
+
+			assert.Empty(t, reqs[2].Chat.Tools, "the extract call has no tools")
+			assert.Contains(t, lastUser(reqs[2]), "[[ ## observation_1 ## ]]\nExecution error in broken: Failed to call a MCP tool: the weather station is offline")
+		})
+	}
 }
 
 // TestArguments: arguments that are not one JSON object never reach the
