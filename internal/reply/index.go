@@ -19,7 +19,7 @@ type indexKey struct{}
 // signature.
 type nameIndex struct {
 	exact  map[string]int  // output name → index
-	folded map[string]int  // lower-case output name → index, Other for two alike; nil unless every name is ASCII
+	folded map[string]int  // lower-case output name → index, otherField for two alike; nil unless every name is ASCII
 	inputs map[string]bool // lower-case input names; nil unless every name is ASCII
 }
 
@@ -39,7 +39,7 @@ func indexOf(sig *signature.Signature) *nameIndex {
 			if x.folded != nil {
 				low := strings.ToLower(name)
 				if _, two := x.folded[low]; two {
-					x.folded[low] = Other
+					x.folded[low] = otherField
 				} else {
 					x.folded[low] = i
 				}
@@ -72,7 +72,7 @@ func (x *nameIndex) output(name string) (_ int, ok bool) {
 	var buf [64]byte
 	i, found := x.folded[string(lowerASCII(buf[:0], name))]
 	if !found {
-		return Other, true
+		return otherField, true
 	}
 	return i, true
 }

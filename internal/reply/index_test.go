@@ -18,13 +18,13 @@ func linearOutputIndex(sig *signature.Signature, name string) int {
 		}
 	}
 	if strings.EqualFold(name, "completed") {
-		return Completed
+		return completedField
 	}
-	found := Other
+	found := otherField
 	for i := range sig.NumOutputs() {
 		if strings.EqualFold(sig.OutputName(i), name) {
-			if found != Other {
-				return Other
+			if found != otherField {
+				return otherField
 			}
 			found = i
 		}

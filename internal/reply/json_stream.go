@@ -26,7 +26,7 @@ import (
 // too, each field's first delta in it replacing what the field received
 // from an earlier one (Delta.Replace).
 func NewJSONStream(sig *signature.Signature) Stream {
-	return WithThink(sig, &jsonFieldStream{sig: sig, field: Other})
+	return WithThink(sig, &jsonFieldStream{sig: sig, field: otherField})
 }
 
 // jsonState is where the scanner is in the top-level object.
@@ -46,7 +46,7 @@ const (
 type jsonFieldStream struct {
 	sig     *signature.Signature
 	state   jsonState
-	field   int             // output index of the current member, or Other
+	field   int             // output index of the current member, or otherField
 	key     strings.Builder // the key being read
 	keyEsc  bool            // a backslash ended the last write inside a key
 	esc     []byte          // an escape sequence split across writes
@@ -79,7 +79,7 @@ func (s *jsonFieldStream) Write(dst []Delta, text string) []Delta {
 				return dst
 			}
 			i += j + 1
-			s.state, s.field = jsKey, Other
+			s.state, s.field = jsKey, otherField
 			s.obj++
 		case jsKey:
 			c := text[i]
@@ -153,16 +153,16 @@ func (s *jsonFieldStream) Write(dst []Delta, text string) []Delta {
 			i++
 			switch c {
 			case ',':
-				s.state, s.field = jsKey, Other
+				s.state, s.field = jsKey, otherField
 			case '}':
-				s.state, s.field = jsBefore, Other
+				s.state, s.field = jsBefore, otherField
 			}
 		}
 	}
 	return dst
 }
 
-// member starts the member of output i (Other: none) in the
+// member starts the member of output i (otherField: none) in the
 // current object. A key given again in the same object is not streamed
 // again; one given in an earlier object is, replacing it.
 func (s *jsonFieldStream) member(i int) {
@@ -179,7 +179,7 @@ func (s *jsonFieldStream) member(i int) {
 	}
 	switch prev := s.objOf[i]; {
 	case prev == s.obj:
-		s.field = Other
+		s.field = otherField
 	default:
 		s.replace = prev > 0
 		s.objOf[i] = s.obj
@@ -338,6 +338,6 @@ func (s *jsonFieldStream) Close(dst []Delta) []Delta {
 	case s.state == jsString && s.closing:
 		dst = s.endString(dst)
 	}
-	s.state, s.field, s.closing = jsBefore, Other, false
+	s.state, s.field, s.closing = jsBefore, otherField, false
 	return dst
 }

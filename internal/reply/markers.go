@@ -10,7 +10,7 @@ import (
 // Mark is one field marker found in a reply.
 type Mark struct {
 	Start, End int  // the marker's extent; its section's text starts at End
-	Field      int  // output index, Other or Completed
+	Field      int  // output index; negative for an input or unknown name (-1) or the "completed" marker (-2)
 	LineStart  bool // nothing but decoration before it on its line
 	Strong     bool // brackets on both sides: a marker wherever it stands
 	nameStart  int  // the name as written is text[nameStart:nameEnd]
@@ -152,7 +152,7 @@ func canonicalMarkerAt(sig *signature.Signature, s string, i, run, lo int, m *Ma
 	name := s[n0:k]
 	field := outputIndex(sig, name)
 	limit := maxMarker // as anyMarkerAt bounds it
-	if field != Other || isInput(sig, name) {
+	if field != otherField || isInput(sig, name) {
 		limit += len(name)
 	}
 	if end-start > limit {
@@ -227,7 +227,7 @@ func anyMarkerAt(sig *signature.Signature, s string, i, run, lo int, m *Mark) bo
 	}
 	name := s[nameStart:nameEnd]
 	field := outputIndex(sig, name)
-	known := field != Other || isInput(sig, name)
+	known := field != otherField || isInput(sig, name)
 	limit := maxMarker // a known name does not count: see markerBound
 	if known {
 		limit += len(name)
@@ -391,7 +391,7 @@ func (ms *markerScan) init(sig *signature.Signature, text string) {
 		if !findMarker(sig, text, pos, m) {
 			return
 		}
-		if m.Field == Completed && m.LineStart {
+		if m.Field == completedField && m.LineStart {
 			ms.end = m.Start
 			return
 		}
@@ -441,7 +441,7 @@ func (ms *markerScan) counts(m *Mark) bool {
 		return true
 	case m.Field >= 0:
 		return !ms.hasLine(m.Field)
-	case m.Field == Completed:
+	case m.Field == completedField:
 		return m.Start > ms.lastLine
 	}
 	return false
@@ -479,7 +479,7 @@ func (it *markIter) next() *Mark {
 // errAmbiguous. unknown reports a line-start marker with a name that is
 // neither an output nor an input (a rename candidate).
 func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) {
-	cur, curStart := Other, 0
+	cur, curStart := otherField, 0
 	it := markIter{ms: ms}
 	for {
 		m := it.next()
@@ -494,12 +494,12 @@ func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) 
 				return found, unknown, err
 			}
 		}
-		if m.Field == Completed {
+		if m.Field == completedField {
 			return found, unknown, nil
 		}
 		cur, curStart = m.Field, m.End
 		found = found || m.Field >= 0
-		unknown = unknown || m.Field == Other && !isInput(ms.sig, m.Name(ms.text))
+		unknown = unknown || m.Field == otherField && !isInput(ms.sig, m.Name(ms.text))
 	}
 	if cur >= 0 {
 		err = setText(fields, cur, Marker, sectionText(ms.text[curStart:ms.end]))
@@ -528,10 +528,10 @@ func (ms *markerScan) renamedSection(missing int) (string, bool) {
 			texts[cur] = sectionText(ms.text[curStart:m.Start])
 			cur = -1
 		}
-		if m.Field == Completed {
+		if m.Field == completedField {
 			break
 		}
-		if m.Field == Other && !isInput(ms.sig, m.Name(ms.text)) {
+		if m.Field == otherField && !isInput(ms.sig, m.Name(ms.text)) {
 			names = append(names, m.Name(ms.text))
 			texts = append(texts, "")
 			cur, curStart = len(names)-1, m.End
@@ -634,12 +634,12 @@ func labelField(sig *signature.Signature, name string) (int, bool) {
 		cand := strings.Join(words[i:], "_")
 		field := outputIndex(sig, cand)
 		switch {
-		case field == Completed:
+		case field == completedField:
 			return 0, false
 		case field >= 0:
 			return field, true
 		case i == 0 && isInput(sig, cand):
-			return Other, true
+			return otherField, true
 		}
 	}
 	return 0, false
@@ -649,7 +649,7 @@ func labelField(sig *signature.Signature, name string) (int, bool) {
 // output label was found.
 func labels(sig *signature.Signature, text string, fields []Field) (bool, error) {
 	any := false
-	cur, curStart := Other, 0
+	cur, curStart := otherField, 0
 	for pos := 0; ; {
 		m, ok := findLabel(sig, text, pos)
 		end := len(text)

@@ -23,7 +23,7 @@ import (
 // holds everything back and, on Close, sends each str output's value as
 // parse (the adapter's Parse) reads it from the whole reply.
 func NewMarkerStream(sig *signature.Signature, parse func(*signature.Signature, string) (map[string]any, error)) Stream {
-	return WithThink(sig, &chatFieldStream{sig: sig, parse: parse, cur: Other, hold: -1, bound: markerBound(sig)})
+	return WithThink(sig, &chatFieldStream{sig: sig, parse: parse, cur: otherField, hold: -1, bound: markerBound(sig)})
 }
 
 type chatFieldStream struct {
@@ -32,7 +32,7 @@ type chatFieldStream struct {
 	bound    int                                                        // the longest marker (markerBound)
 	buf      strings.Builder                                            // the whole reply so far
 	pos      int                                                        // text before pos is decided
-	cur      int                                                        // the section being read: output index or Other
+	cur      int                                                        // the section being read: output index or otherField
 	fresh    bool                                                       // at the start of a section: leading blanks are dropped
 	onLine   bool                                                       // still on the marker's line: its trailing blanks are dropped
 	hold     int                                                        // full[hold:pos] is held trailing whitespace of the section; -1 none
@@ -90,7 +90,7 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 		}
 		if !m.LineStart {
 			switch {
-			case m.Field >= 0 && !s.line.again(m.Field), m.Field == Completed:
+			case m.Field >= 0 && !s.line.again(m.Field), m.Field == completedField:
 				// It counts unless a line-start marker follows: undecided.
 				s.deferred = true
 				return s.emit(dst, full, m.Start, false)
@@ -103,7 +103,7 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 		s.endField(&dst)
 		s.hold = -1
 		s.pos = m.End
-		if m.Field == Completed {
+		if m.Field == completedField {
 			s.done = true
 			return dst
 		}
@@ -114,7 +114,7 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 		if s.sent.again(m.Field) {
 			// A field given again: Parse keeps the first value (or reports
 			// two different ones), so the repeat is outside any field.
-			s.cur = Other
+			s.cur = otherField
 		}
 	}
 }

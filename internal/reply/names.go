@@ -7,15 +7,15 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// Name kinds besides an output index.
+// Name kinds besides an output index (Mark.Field).
 const (
-	Other     = -1 // an input field or an unknown name
-	Completed = -2 // the "completed" marker: the end of the reply
+	otherField     = -1 // an input field or an unknown name
+	completedField = -2 // the "completed" marker: the end of the reply
 )
 
 // outputIndex maps a marker name, tag or key to an output index: the exact
 // name first, then "completed", then a unique case-insensitive match; else
-// Other.
+// otherField.
 func outputIndex(sig *signature.Signature, name string) int {
 	n := sig.NumOutputs()
 	if n >= indexFrom {
@@ -29,13 +29,13 @@ func outputIndex(sig *signature.Signature, name string) int {
 		}
 	}
 	if strings.EqualFold(name, "completed") {
-		return Completed
+		return completedField
 	}
-	found := Other
+	found := otherField
 	for i := range n {
 		if strings.EqualFold(sig.OutputName(i), name) {
-			if found != Other {
-				return Other
+			if found != otherField {
+				return otherField
 			}
 			found = i
 		}

@@ -182,7 +182,7 @@ func renamedElement(sig *signature.Signature, text string, missing int, fields [
 	}
 	var names []string
 	for _, el := range els {
-		if outputIndex(sig, el.key()) == Other && !isInput(sig, el.key()) && !isThinkTag(el.key()) {
+		if outputIndex(sig, el.key()) == otherField && !isInput(sig, el.key()) && !isThinkTag(el.key()) {
 			names = append(names, el.key())
 		}
 	}
@@ -286,7 +286,7 @@ func readBare(sig *signature.Signature, text string, fields []Field) {
 		if !ok {
 			break
 		}
-		if m.Field != Completed {
+		if m.Field != completedField {
 			return
 		}
 		if m.LineStart {

@@ -22,7 +22,7 @@ import (
 // opening tag, until the field's closing tag shows it is part of the value
 // or the end of the reply shows the field's closing tag was forgotten.
 func NewXMLStream(sig *signature.Signature) Stream {
-	return WithThink(sig, &xmlFieldStream{sig: sig, field: Other, cdAt: -1, opAt: -1})
+	return WithThink(sig, &xmlFieldStream{sig: sig, field: otherField, cdAt: -1, opAt: -1})
 }
 
 type xmlMode uint8
@@ -200,7 +200,7 @@ func (s *xmlFieldStream) advance(dst []Delta, final bool) []Delta {
 					s.closeFree[s.closeKey] = s.scan
 				}
 				dst = s.emitText(dst, "", true)
-				s.mode, s.field = xmOutside, Other
+				s.mode, s.field = xmOutside, otherField
 			default:
 				s.scan = max(s.mark, len(full)-len(s.close))
 				return dst
@@ -234,7 +234,7 @@ func (s *xmlFieldStream) closed(dst []Delta, full string, final bool) ([]Delta, 
 		}
 		if el, ok := openTag(full, p, len(full)); ok && outputIndex(s.sig, el.key()) >= 0 {
 			dst = s.emitText(dst, "", true)
-			s.pos, s.mode, s.field = p, xmOutside, Other
+			s.pos, s.mode, s.field = p, xmOutside, otherField
 			return dst, true
 		}
 		if !final && len(full)-p < maxTag && !strings.ContainsAny(full[p+1:], "<>") {
@@ -248,7 +248,7 @@ func (s *xmlFieldStream) closed(dst []Delta, full string, final bool) ([]Delta, 
 		return dst, false
 	}
 	dst = s.emitText(dst, "", true)
-	s.pos, s.mode, s.field = len(full), xmOutside, Other
+	s.pos, s.mode, s.field = len(full), xmOutside, otherField
 	return dst, true
 }
 
