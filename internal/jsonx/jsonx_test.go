@@ -182,7 +182,7 @@ func statedIn(span string) []string {
 	for i := 0; i < len(span); i++ {
 		switch span[i] {
 		case '\'':
-			if k := prevSignificant(span, 0, i); k == 0 || strings.IndexByte("{[,:", k) >= 0 {
+			if valueMayStartAt(span, i) {
 				for i++; i < len(span) && span[i] != '\''; i++ {
 					if span[i] == '\\' {
 						i++
@@ -200,13 +200,12 @@ func statedIn(span string) []string {
 			if j >= len(span) {
 				return out
 			}
-			k := prevSignificant(span, 0, i)
 			n := j + 1
 			for n < len(span) && strings.IndexByte(" \t\r\n", span[n]) >= 0 {
 				n++
 			}
 			var s string
-			if (k == 0 || strings.IndexByte("{[,:", k) >= 0) && (n == len(span) || strings.IndexByte(",:]}", span[n]) >= 0) &&
+			if valueMayStartAt(span, i) && (n == len(span) || strings.IndexByte(",:]}", span[n]) >= 0) &&
 				json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
 				out = append(out, s)
 			}
@@ -214,6 +213,13 @@ func statedIn(span string) []string {
 		}
 	}
 	return out
+}
+
+// valueMayStartAt reports whether a value may start at span[i]: nothing
+// but blanks before it, or an opening bracket, a comma or a colon (a NUL
+// byte is a byte like any other, not the span's start).
+func valueMayStartAt(span string, i int) bool {
+	return strings.TrimLeft(span[:i], " \t\r\n") == "" || strings.IndexByte("{[,:", prevSignificant(span, 0, i)) >= 0
 }
 
 // allStrings lists the keys and string values of the JSON text s, a
