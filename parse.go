@@ -37,7 +37,14 @@ type FieldParser interface {
 // ("approximately 1450", "Probably yes.") is read. An int with more
 // digits than an int64 holds is out of range before any arithmetic, so
 // huge numbers cost a scan.
+//
+// The text of a scalar field (bool, int, float, Literal, enum, and
+// Optional or unions of those) longer than [MaxScalarText] is an error
+// before any rule reads it.
 func ParseValue(raw string, f signature.Field) (any, error) {
+	if err := scalarText(raw, f.Spec); err != nil {
+		return nil, fmt.Errorf("adapter: field %q: %w", f.Name, err)
+	}
 	v, err := value.Parse(raw, f.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("adapter: field %q: %w", f.Name, err)
@@ -50,9 +57,11 @@ func ParseValue(raw string, f signature.Field) (any, error) {
 // first, then any other), and each is converted to the field's Go type.
 // The reply's JSON and its fields' values share one JSON repair budget
 // (jsonx.Budget): all the repair one reply forces costs at most one repair
-// of a span at the 16 KiB cap, so parsing stays short enough that Call and
+// of a span at the 16 KiB cap, so repair stays short enough that Call and
 // Stream need not interrupt it (Parse takes no context); a reply that needs
-// more is an error naming the field.
+// more is an error naming the field. The text of a scalar field is
+// bounded by MaxScalarText, so the value rules' cost is bounded per field
+// as well; the pipeline checks the call's context before and after Parse.
 func parseReply(sig *signature.Signature, completion, adapter string, prefer reply.Shape) (Values, error) {
 	if sig == nil {
 		return nil, &ParseError{Adapter: adapter, Completion: completion, Err: errNilSignature}
@@ -102,6 +111,15 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 // paying JSON repair from the reply's budget b.
 // Text protocols (not JSON strings) lose one pair of quotes around a str.
 func fieldValue(fld *reply.Field, f signature.Field, b *jsonx.Budget) (any, error) {
+	text, isText := fld.Text, true
+	if fld.Source == reply.Member || fld.Source == reply.Element {
+		text, isText = fld.Value.(string)
+	}
+	if isText {
+		if err := scalarText(text, f.Spec); err != nil {
+			return nil, err
+		}
+	}
 	switch fld.Source {
 	case reply.Member:
 		return decodedValue(fld.Value, f, b)
@@ -117,6 +135,50 @@ func fieldValue(fld *reply.Field, f signature.Field, b *jsonx.Budget) (any, erro
 		return value.FromJSONIn(tree, f.Spec, b)
 	}
 	return value.ParseIn(reply.Unquote(fld.Text, f), f.Spec, b)
+}
+
+// MaxScalarText bounds, in bytes, the text of a scalar field: a bool,
+// int, float, Literal or enum, or an Optional or union of those. Longer
+// text is a *ParseError naming the field and keeping the reply, before
+// any rule reads it: the rules that find a value in prose cost about a
+// microsecond a byte, so without the bound a reply of [DefaultReplyBytes]
+// could hold a minute of their work (8 MiB of words in an Optional[int]
+// took 26 s), during which the call's context is not watched. A value a
+// model writes, with its explanation, is a few hundred bytes; the longest
+// in the recorded provider replies and the test corpora is far below the
+// bound. Text of str, list, dict, struct and custom fields is not bounded
+// here (their reading is linear, and JSON repair has its own per-reply
+// budget).
+const MaxScalarText = 64 << 10
+
+// scalarText is the error for text too long for a scalar type (see
+// [MaxScalarText]); nil for text within the bound or another type. Every
+// adapter's values pass it: ParseValue and parseReply's fieldValue.
+func scalarText(text string, spec *signature.TypeSpec) error {
+	if len(text) <= MaxScalarText || !boundedScalar(spec) {
+		return nil
+	}
+	return fmt.Errorf("%w: the text (%d bytes, starting %.40q) is too long for %s: at most %d bytes (MaxScalarText)",
+		value.ErrInvalid, len(text), text, value.WithArticle(spec.String()), MaxScalarText)
+}
+
+// boundedScalar reports a type whose text MaxScalarText bounds.
+func boundedScalar(spec *signature.TypeSpec) bool {
+	if spec == nil {
+		return false
+	}
+	switch spec.Kind() {
+	case signature.KindInt, signature.KindFloat, signature.KindBool, signature.KindEnum, signature.KindLiteral:
+		return true
+	case signature.KindOptional, signature.KindUnion:
+		for _, o := range spec.Options() {
+			if o.Kind() != signature.KindNone && !boundedScalar(o) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // errNoOutputs is the cause when a reply holds none of the output fields,

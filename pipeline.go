@@ -379,7 +379,12 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 		r.failed = ""
 		resp, err := r.send(ctx, a, tr, fsig, req, ask)
 		if err == nil {
-			err = r.read(a, tr, ps, fsig, dropped, resp)
+			if err = ended(ctx, a); err == nil {
+				err = r.read(a, tr, ps, fsig, dropped, resp)
+			}
+			if cerr := ended(ctx, a); cerr != nil && !r.stopped() {
+				err = cerr // whatever the parse gave: the caller is gone
+			}
 		}
 		r.state.settle(err == nil)
 		if err == nil {
@@ -403,6 +408,18 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 			return errStopped
 		}
 	}
+}
+
+// ended is the error of a call whose context ended once its reply was in
+// (before or while it was parsed and checked): an *LMError wrapping the
+// context's error, so errors.Is(err, context.Canceled) (or
+// DeadlineExceeded) holds and no parse error, value or re-ask follows
+// from a reply nobody waits for any more.
+func ended(ctx context.Context, a Adapter) error {
+	if err := ctx.Err(); err != nil {
+		return &LMError{Adapter: a.Name(), Err: fmt.Errorf("%w: the call's context ended after its reply arrived, before it was parsed and checked", err)}
+	}
+	return nil
 }
 
 // send shapes the request, sends it through the invoker chain, and moves
