@@ -15,10 +15,10 @@ import (
 
 // TestSentinelsLayout: each package declares the sentinels it exports in
 // its errors.go, with a doc comment; the root's texts carry no "adapter: "
-// prefix (the error that reports one does), predict's begin with
-// "predict: ".
+// prefix (the error that reports one does), nor do signature's (its
+// *FieldError does); predict's begin with "predict: ".
 func TestSentinelsLayout(t *testing.T) {
-	for dir, prefix := range map[string]string{".": "", "predict": "predict: ", "types": ""} {
+	for dir, prefix := range map[string]string{".": "", "predict": "predict: ", "types": "", "signature": ""} {
 		pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")
 		}, parser.ParseComments)
@@ -51,6 +51,9 @@ func TestSentinelsLayout(t *testing.T) {
 							}
 							text, _ := strconv.Unquote(lit.Value)
 							assert.False(t, strings.HasPrefix(text, "adapter:"), "%s: %q", n.Name, text)
+							if dir == "signature" {
+								assert.False(t, strings.HasPrefix(text, "signature:"), "%s: %q", n.Name, text)
+							}
 							if prefix != "" {
 								assert.True(t, strings.HasPrefix(text, prefix), "%s: %q", n.Name, text)
 							}

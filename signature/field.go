@@ -1,7 +1,6 @@
 package signature
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -112,13 +111,6 @@ func (e *FieldError) Error() string {
 
 // Unwrap returns the cause (ErrDuplicate, ErrUnsupported, ErrNotStrict, …).
 func (e *FieldError) Unwrap() error { return e.Err }
-
-// Errors callers can test for with errors.Is.
-var (
-	ErrDuplicate   = errors.New("duplicate field name")
-	ErrBadName     = errors.New("not a valid identifier")
-	ErrUnsupported = errors.New("unsupported type")
-)
 
 // validName reports whether s is a Python identifier (DSPy parses field
 // names as Python function arguments).

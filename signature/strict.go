@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -19,13 +18,6 @@ type StrictSchema struct {
 	Name   string          // "DSPyProgramOutputs", DSPy's name
 	Schema json.RawMessage // the JSON Schema object
 }
-
-// ErrNotStrict reports outputs that OpenAI's strict mode cannot express:
-// maps (dict[K, V]) and Any, whose keys or shape are open, and custom
-// types that do not serialize as text. The JSON adapter then asks for
-// json_object (JSON mode) instead, and says so in the result's mode; it
-// never silently drops a field from the schema.
-var ErrNotStrict = errors.New("signature: cannot be expressed as a strict JSON schema")
 
 // strictKey is the Memo key of a signature's strict schema.
 type strictKey struct{}
