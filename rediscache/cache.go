@@ -29,6 +29,10 @@ import (
 // too (see the package documentation): a Cache never returns a wrong
 // entry and never fails a call.
 //
+// Replicas asking the same new prompt at the same moment each pay for it,
+// unless their Caches take a [Lease]: then one calls the LM and the others
+// wait, within a bound, for its entry.
+//
 // A Cache is safe for concurrent use.
 type Cache struct {
 	s                               store

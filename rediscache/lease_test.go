@@ -1,6 +1,7 @@
 package rediscache_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -196,4 +197,29 @@ func TestLeaseReleasedWhenNotStored(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "answer to x", res.Outputs[0]["a"])
 	assert.Equal(t, rediscache.Stats{Misses: 1, Leases: 1}, other.Stats(), "took the lease, did not wait an hour")
+}
+
+// TestLeaseWaitBounded: a lookup waiting on another's lease (one planted
+// under the documented key, held for an hour) stops at the lease's bound
+// (a miss, counted in WaitTimeouts) or when its caller gives up (a miss,
+// no error), whichever comes first.
+func TestLeaseWaitBounded(t *testing.T) {
+	rdb := client(t)
+	p := prefix(t)
+	const key = "v2:0123abcd"
+	require.NoError(t, rdb.Set(t.Context(), p+"lease:v1:{"+p+"cache:v1:"+key+"}", "another replica", time.Hour).Err())
+
+	short := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Lease(50*time.Millisecond))
+	_, hit, err := short.Lookup(t.Context(), key)
+	require.NoError(t, err)
+	assert.False(t, hit)
+	assert.Equal(t, rediscache.Stats{Misses: 1, Waits: 1, WaitTimeouts: 1}, short.Stats())
+
+	long := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Lease(time.Hour))
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, hit, err = long.Lookup(ctx, key)
+	require.NoError(t, err, "the caller gave up: not a failure")
+	assert.False(t, hit)
+	assert.Equal(t, rediscache.Stats{Misses: 1, Waits: 1}, long.Stats())
 }
