@@ -29,10 +29,16 @@ import (
 // too (see the package documentation): a Cache never returns a wrong
 // entry and never fails a call.
 //
+// Replicas asking the same new prompt at the same moment each pay for it,
+// unless their Caches take a [Lease]: then one calls the LM and the others
+// wait, within a bound, for its entry.
+//
 // A Cache is safe for concurrent use.
 type Cache struct {
 	s                               store
+	token                           string // names this Cache's leases ([Lease])
 	hits, misses, corrupt, oversize atomic.Int64
+	leases, waits, waitTimeouts     atomic.Int64
 }
 
 // Stats counts what a [Cache] did since [New].
@@ -47,13 +53,22 @@ type Stats struct {
 	Corrupt int64
 	// Oversize counts replies not stored for passing MaxEntryBytes.
 	Oversize int64
+	// With [Lease]: Leases counts the misses on which this Cache took
+	// the lease (its caller called the LM), Waits the lookups that waited
+	// for another's lease, WaitTimeouts those of them that ran out of
+	// time (a miss; the caller called the LM itself).
+	Leases, Waits, WaitTimeouts int64
 }
 
 // New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
 // *redis.Ring or a failover client). The options: [Prefix], [TTL],
-// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError].
+// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError], [Lease].
 func New(rdb redis.UniversalClient, opts ...Option) *Cache {
-	return &Cache{s: newStore(rdb, opts)}
+	c := &Cache{s: newStore(rdb, opts)}
+	if c.s.cfg.lease > 0 {
+		c.token = newToken()
+	}
+	return c
 }
 
 // formatVersion names the format of keys and values (the values are
@@ -78,8 +93,14 @@ func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) 
 // Result.CacheErrors and reported to its Trace.CacheError; the call goes
 // on to the LM. A caller that gave up (its context ended) gets a miss and
 // no error.
+//
+// With [Lease], a miss takes the key's lease, or waits for the entry while
+// another Cache holds it (see Lease).
 func (c *Cache) Lookup(ctx context.Context, key string) (adapter.CacheEntry, bool, error) {
 	rkey := c.key(key)
+	if c.s.cfg.lease > 0 {
+		return c.leasedLookup(ctx, key, rkey)
+	}
 	b, err := run(ctx, &c.s, "get", rkey, func(ctx context.Context) ([]byte, error) {
 		return c.s.rdb.Get(ctx, rkey).Bytes()
 	})
@@ -90,7 +111,13 @@ func (c *Cache) Lookup(ctx context.Context, key string) (adapter.CacheEntry, boo
 		}
 		return adapter.CacheEntry{}, false, &Error{Op: "get", Key: rkey, Err: err}
 	}
-	b, err = c.verify(rkey, b)
+	return c.decode(ctx, key, rkey, b)
+}
+
+// decode returns the entry for key in the value b stored under rkey: a
+// hit, or a miss counted as corrupt.
+func (c *Cache) decode(ctx context.Context, key, rkey string, b []byte) (adapter.CacheEntry, bool, error) {
+	b, err := c.verify(rkey, b)
 	var e adapter.CacheEntry
 	if err == nil {
 		e, err = adapter.UnmarshalCacheEntry(key, b)
@@ -107,7 +134,8 @@ func (c *Cache) Lookup(ctx context.Context, key string) (adapter.CacheEntry, boo
 }
 
 // Put stores entry under key for the TTL, unless it passes MaxEntryBytes.
-// A Redis failure drops it (counted, reported; see Store).
+// A Redis failure drops it (counted, reported; see Store). With [Lease],
+// it releases this Cache's lease on key.
 func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
 	_ = c.Store(ctx, key, entry)
 }
@@ -117,19 +145,26 @@ func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
 // An entry past MaxEntryBytes is skipped without an error (counted in
 // Stats.Oversize).
 func (c *Cache) Store(ctx context.Context, key string, entry adapter.CacheEntry) error {
+	rkey := c.key(key)
 	b, err := adapter.MarshalCacheEntry(key, entry)
 	if err != nil {
-		return &Error{Op: "put", Key: c.key(key), Err: err} // a reply that does not marshal cannot be stored, nor served
+		c.release(ctx, rkey)
+		return &Error{Op: "put", Key: rkey, Err: err} // a reply that does not marshal cannot be stored, nor served
 	}
-	rkey := c.key(key)
 	b = c.sign(rkey, b)
 	if len(b) > c.s.cfg.maxEntry {
 		c.oversize.Add(1)
+		c.release(ctx, rkey)
 		return nil
 	}
-	if _, err := run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
-		return c.s.rdb.Set(ctx, rkey, b, c.s.cfg.ttl).Result()
-	}); err != nil && ctx.Err() == nil {
+	if c.s.cfg.lease > 0 {
+		err = c.leasedStore(ctx, rkey, b)
+	} else {
+		_, err = run(ctx, &c.s, "put", rkey, func(ctx context.Context) (string, error) {
+			return c.s.rdb.Set(ctx, rkey, b, c.s.cfg.ttl).Result()
+		})
+	}
+	if err != nil && ctx.Err() == nil {
 		return &Error{Op: "put", Key: rkey, Err: err}
 	}
 	return nil
@@ -144,6 +179,7 @@ func (c *Cache) Stats() Stats {
 		Hits: c.hits.Load(), Misses: c.misses.Load(),
 		Errors: c.s.errors.Load(), Bypassed: c.s.bypassed.Load(),
 		Corrupt: c.corrupt.Load(), Oversize: c.oversize.Load(),
+		Leases: c.leases.Load(), Waits: c.waits.Load(), WaitTimeouts: c.waitTimeouts.Load(),
 	}
 }
 

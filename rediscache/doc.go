@@ -26,9 +26,20 @@
 //	limit := rediscache.NewLimiter(rdb, "openai-prod", rediscache.RateLimit{RPM: 500, TPM: 200_000})
 //	lm := adapter.WithMiddleware(client, adapter.Cached(cache), limit.Middleware())
 //
+// Replicas that ask the same new prompt at the same moment each miss, and
+// each pays for it: adapter.Cached coalesces calls within a process only.
+// With [Lease], the first replica to miss takes a lease on the key in
+// Redis and calls the LM; the others wait for its entry, within a bound,
+// and fail open past it:
+//
+//	cache := rediscache.New(rdb, rediscache.Lease(30*time.Second))
+//
 // What Redis holds, under the prefix ([Prefix], "sigwire:" by default):
 // cache entries at "<prefix>cache:v1:<key>", the key made by
-// adapter.Cached from the LM's identity and the request; limiter state at
+// adapter.Cached from the LM's identity and the request; with [Lease],
+// leases at "<prefix>lease:v1:{<prefix>cache:v1:<key>}" (the braces keep a
+// lease in its entry's Redis Cluster slot), each living at most the
+// lease's bound; limiter state at
 // "<prefix>limit:v1:{<hash>}:…", one hash per limiter name and model (the
 // braces keep a limiter's keys in one Redis Cluster slot). The "v1" is
 // the format version: a later format uses other keys, and neither reads

@@ -59,3 +59,23 @@ func ExampleNewLimiter() {
 		fmt.Println("over the limit:", err)
 	}
 }
+
+// Replicas that may ask the same new prompt at the same moment (a burst
+// of identical requests behind a load balancer) pay for it once: the
+// first to miss takes a lease and calls the LM, the others wait for its
+// entry, for at most 30 s (above the LM's slowest usual reply), then call
+// the LM themselves. (It needs a Redis, so it is compiled, not run.)
+func ExampleLease() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	cache := rediscache.New(rdb, rediscache.Lease(30*time.Second))
+	lm := adapter.WithMiddleware(openai.NewClient("sk-..."), adapter.Cached(cache))
+
+	sig, _ := signature.Parse("question -> answer")
+	res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": "Capital of France?"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outputs[0]["answer"], res.CacheHits)
+	st := cache.Stats()
+	fmt.Println("leases taken:", st.Leases, "waits:", st.Waits, "waits that ran out:", st.WaitTimeouts)
+}

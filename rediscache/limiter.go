@@ -37,6 +37,13 @@ type RateLimit struct {
 // providers limit each model on its own. Make one per provider account
 // (the name says which) and put its [Limiter.Middleware] on the LM.
 //
+// The budget is the name's and the model's, not the LM identity's that
+// adapter.Cached keys its entries by: a provider limits an account (an
+// organisation) across all its API keys and endpoints, so a budget per
+// key would let n keys spend n times the limit. Every Limiter with the
+// same name, prefix and Redis shares one budget, whatever LM it is on;
+// give each account its own name, and two names never share.
+//
 // A 429 from the provider makes every process wait: for its Retry-After
 // when the client was built with adapter.HTTPDoer, otherwise for
 // [BlockWithoutRetryAfter]. A call that would wait past its context's

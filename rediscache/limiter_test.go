@@ -217,3 +217,83 @@ func TestLimiterFallback(t *testing.T) {
 	var le *rediscache.LimitError
 	require.True(t, errors.As(err, &le) && le.Blocked, "%v", err)
 }
+
+// TestLimiterNamesSeparate: limits are kept per limiter name (the provider
+// account) and model, not per LM identity: two names on one Redis and
+// prefix keep separate budgets; one name shares its budget across Limiter
+// values (replicas) and across LMs of other endpoints or keys (an
+// account's keys share the provider's limit).
+func TestLimiterNamesSeparate(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	p := prefix(t)
+	keyA, keyB := echoServer(t), echoServer(t) // two endpoints, two keys: two LM identities
+	lm := func(srv *lmtest.Server, key, name string) adapter.LM {
+		cfg := openai.DefaultConfig(key)
+		cfg.BaseURL = srv.URL()
+		l := rediscache.NewLimiter(client(t), name, rediscache.RateLimit{RPM: 2}, rediscache.Prefix(p), slack)
+		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), l.Middleware())
+	}
+	ask := func(lm adapter.LM) error {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second) // the next slot is 30 s away
+		defer cancel()
+		_, err := adapter.Call(ctx, lm, sig, nil, adapter.Values{"q": "x"})
+		return err
+	}
+	// Account "a": its budget of 2 spent by two replicas through two keys.
+	require.NoError(t, ask(lm(keyA, "sk-1", "a")))
+	require.NoError(t, ask(lm(keyB, "sk-2", "a")))
+	assert.ErrorIs(t, ask(lm(keyA, "sk-1", "a")), adapter.ErrRateLimited, "a third replica of account a, same name: the shared budget is spent")
+	assert.ErrorIs(t, ask(lm(keyB, "sk-3", "a")), adapter.ErrRateLimited, "another key of account a: the same budget")
+	// Account "b", on the same Redis, prefix, endpoint and key: its own budget.
+	require.NoError(t, ask(lm(keyA, "sk-1", "b")))
+	require.NoError(t, ask(lm(keyA, "sk-1", "b")))
+	assert.ErrorIs(t, ask(lm(keyA, "sk-1", "b")), adapter.ErrRateLimited)
+	assert.Len(t, keyA.Requests(), 3)
+	assert.Len(t, keyB.Requests(), 1)
+}
+
+// TestLimiterRedisKilledMidRun: Redis dies in the middle of a run; the
+// limiter goes on admitting calls by its in-process Fallback (and refuses
+// past it), counted; once Redis is back and the cooldown over, Redis
+// decides again.
+func TestLimiterRedisKilledMidRun(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	redisSrv := privateRedis(t)
+	l := rediscache.NewLimiter(dial(t, redisSrv.addr), "acct", rediscache.RateLimit{RPM: 1000},
+		rediscache.Fallback(rediscache.RateLimit{RPM: 5}), rediscache.Cooldown(20*time.Millisecond), slack,
+		rediscache.MaxWait(5*time.Second)) // the fallback's next slot, past its 5, is 12 s away
+	lm := adapter.WithMiddleware(srv.Client(), l.Middleware())
+	ask := func() error {
+		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+		if err == nil {
+			assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+		}
+		return err
+	}
+	for i := range 10 {
+		require.NoError(t, ask(), "call %d: Redis lives", i)
+	}
+	assert.Zero(t, l.Stats().Fallbacks, "Redis decided while it lived")
+
+	redisSrv.stop()
+	for i := range 5 {
+		require.NoError(t, ask(), "call %d after the kill: the fallback admits 5 a minute", i)
+	}
+	require.ErrorIs(t, ask(), adapter.ErrRateLimited, "past the fallback's limit")
+	st := l.Stats()
+	assert.Equal(t, int64(6), st.Fallbacks, "each decision after the kill made in the process")
+	assert.Positive(t, st.Errors)
+	assert.Len(t, srv.Requests(), 15)
+
+	require.NoError(t, redisSrv.start()) // back, empty: the shared budget is full again
+	for i := 0; ; i++ {
+		before := l.Stats().Fallbacks
+		err := ask()
+		if err == nil && l.Stats().Fallbacks == before {
+			break // admitted by Redis
+		}
+		require.Less(t, i, 100, "Redis never decided again after it came back")
+		time.Sleep(20 * time.Millisecond) // the cooldown
+	}
+}

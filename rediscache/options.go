@@ -25,6 +25,7 @@ type config struct {
 	fallback *RateLimit
 	maxWait  time.Duration
 	block    time.Duration
+	lease    time.Duration
 }
 
 func newConfig(opts []Option) config {
@@ -141,9 +142,30 @@ func BlockWithoutRetryAfter(d time.Duration) Option {
 	}
 }
 
+// Lease shares the calls in flight across replicas (0 by default: off).
+// On a miss, a Cache takes a lease on the key in Redis before its caller
+// calls the LM, for at most d; a Cache of another replica (or another
+// Cache value in the process) that misses the same key while the lease
+// is held waits for the entry, up to d and the call's context, then
+// serves it as a hit. So replicas asking the same new prompt at once pay
+// for it once, as adapter.Cached's coalescing makes the callers within a
+// process do.
+//
+// It fails open: a wait that runs out is a miss (counted in
+// Stats.WaitTimeouts, not an error) and the caller calls the LM itself;
+// a Redis failure during the wait is a miss with an error, counted and
+// reported as any other. A lease holder whose call fails or whose reply
+// the pipeline refuses stores nothing: its lease lives until d has
+// passed, its own retries keep it (and renew it), and when it lapses
+// one waiter takes it over. Set d a little above the LM's slowest usual
+// reply (its p99): a wait costs a waiting call up to d, a lease lost to a
+// call slower than d costs a second LM call. Storing the entry releases
+// the lease. Cache.
+func Lease(d time.Duration) Option { return func(c *config) { c.lease = max(d, 0) } }
+
 // Error is a Redis failure, or a corrupt entry, as [OnError] reports it.
 type Error struct {
-	// Op is what failed: "get", "put" (Cache), "admit", "settle", "block"
+	// Op is what failed: "get", "put", "release" (Cache), "admit", "settle", "block"
 	// (Limiter).
 	Op string
 	// Key is the Redis key.
