@@ -99,14 +99,19 @@ func TestHistoryToolCallsKeepModelOrder(t *testing.T) {
 	search, err := types.NewTool("search", "Search.", func(_ context.Context, a rawObject) (string, error) { return "", nil })
 	require.NoError(t, err)
 
-	for _, native := range []bool{false, true} {
-		t.Run(fmt.Sprint("native=", native), func(t *testing.T) {
-			// The Chat adapter shows the turn as text; the JSON adapter
-			// calls tools natively (DSPy's defaults).
-			reply, use := "[[ ## answer ## ]]\nok\n\n[[ ## tool_calls ## ]]\n[]\n\n[[ ## completed ## ]]", adapter.Adapter(adapter.Chat{})
-			if native {
-				reply, use = `{"answer": "ok"}`, adapter.JSON{}
-			}
+	// The Chat and XML adapters show the turn as text; the JSON adapter
+	// calls tools natively (DSPy's defaults).
+	for _, c := range []struct {
+		use    adapter.Adapter
+		reply  string
+		native bool
+	}{
+		{adapter.Chat{}, "[[ ## answer ## ]]\nok\n\n[[ ## tool_calls ## ]]\n[]\n\n[[ ## completed ## ]]", false},
+		{adapter.XML{}, "<answer>ok</answer><tool_calls>[]</tool_calls>", false},
+		{adapter.JSON{}, `{"answer": "ok"}`, true},
+	} {
+		use, reply, native := c.use, c.reply, c.native
+		t.Run(fmt.Sprintf("%T", use), func(t *testing.T) {
 			srv := lmtest.NewServer(lmtest.Text(reply))
 			defer srv.Close()
 			lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: native, JSONMode: native})
