@@ -142,11 +142,13 @@ type ToolCall struct {
 	Args map[string]any `json:"args"`
 	// Err is set when the arguments could not be read; see ErrToolArguments.
 	Err error `json:"-"`
-	// RawArgs is the arguments as JSON in the model's key order: the text
-	// the model wrote when the arguments came as a string (every native
-	// call, and when Err is set), else the object read from the reply,
-	// written compactly. Only its key order is used when Args are shown
-	// (see Key order above); with Err set, it is what is shown.
+	// RawArgs is the arguments as JSON in the model's key order: for a
+	// native call (NativeValue) and whenever Err is set, the text the
+	// model wrote; for a call read from text (ParseField, UnmarshalJSON),
+	// the arguments object read, written compactly, whether it came as an
+	// object or as a string holding one. Only its key order is used when
+	// Args are shown (see Key order above); with Err set, it is what is
+	// shown.
 	RawArgs string `json:"-"`
 }
 
@@ -435,25 +437,31 @@ func toolCallFrom(v, order any, r *argReader) (ToolCall, error) {
 // args reads a call's arguments: an object, or a string holding one. No
 // arguments (absent, null, an empty string) are an empty object. Anything
 // else is an error matching ErrToolArguments, with the text kept. The
-// text returned is RawArgs: a string's text as written, else order (the
-// object as pyjson decoded it, keeping the model's key order), as JSON.
+// text returned for an object is RawArgs: order (the object as pyjson
+// decoded it, keeping the model's key order; for a string, its text
+// decoded again) as compact JSON, so that one call compares equal
+// whichever shape it came in; "" without an order.
 func (r *argReader) args(v, order any) (map[string]any, string, error) {
 	var raw string
 	if s, isStr := v.(string); isStr {
 		if strings.TrimSpace(s) == "" {
 			return map[string]any{}, "", nil
 		}
-		d, _, err := r.decode(strings.TrimSpace(s))
+		d, text, err := r.decode(strings.TrimSpace(s))
 		if err != nil {
 			return nil, s, fmt.Errorf("%w: %w", ErrToolArguments, err)
 		}
 		v, raw = d, s
+		if order, err = pyjson.Decode([]byte(text)); err != nil {
+			order = nil
+		}
 	}
 	switch x := v.(type) {
 	case nil:
 		return map[string]any{}, "", nil
 	case map[string]any:
-		if o, ok := order.(pyjson.Object); ok && raw == "" {
+		raw = ""
+		if o, ok := order.(pyjson.Object); ok {
 			if b, err := o.MarshalJSON(); err == nil {
 				raw = string(b)
 			}

@@ -92,13 +92,13 @@ func TestCode(t *testing.T) {
 }
 
 func TestToolCallsShapes(t *testing.T) {
-	// RawArgs keeps the arguments in the model's order: a string's text
-	// as written, an object as compact JSON.
+	// RawArgs keeps the arguments in the model's order, as compact JSON
+	// whichever shape they came in.
 	for raw, rawArgs := range map[string]string{
 		`{"tool_calls": [{"name": "search", "args": {"q": "go", "k": 3}}]}`:                               `{"q":"go","k":3}`,
 		`[{'name': 'search', 'args': {'q': 'go', 'k': 3}}]`:                                               `{"q":"go","k":3}`,
-		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`:                                    `{"q": "go", "k": 3}`,
-		`[{"type": "function", "function": {"name": "search", "arguments": "{\"k\": 3, \"q\": \"go\""}}]`: `{"k": 3, "q": "go"`,
+		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`:                                    `{"q":"go","k":3}`,
+		`[{"type": "function", "function": {"name": "search", "arguments": "{\"k\": 3, \"q\": \"go\""}}]`: `{"k":3,"q":"go"}`,
 	} {
 		var tc types.ToolCalls
 		require.NoError(t, tc.ParseField(raw), raw)
