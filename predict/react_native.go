@@ -216,7 +216,9 @@ func (t Trajectory) conversation() ([]map[string]any, error) {
 			if s.unread {
 				call.Err, call.RawArgs = s.Err, s.rawArgs
 			} else {
-				call.Args = argsMap(s.Args)
+				// RawArgs gives the replay the model's key order (see
+				// types.ToolCall); Args, its values.
+				call.Args, call.RawArgs = argsMap(s.Args), string(s.Args)
 			}
 			obs, err := observationText(s.Observation)
 			if err != nil {

@@ -77,8 +77,9 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 // result is the error, for the model to see and correct. Once ctx is done,
 // the remaining calls are not run either (with a nil ctx, none is). Every
 // call is reported to the trace on ctx (adapter.WithTrace): ToolStart with
-// its arguments (for a call whose arguments could not be read, their text
-// as a JSON string), ToolDone with its result or error (an unknown tool,
+// its arguments — the JSON the tool is handed, Args as encoding/json
+// writes them but in the model's key order (see [ToolCall]); for a call
+// whose arguments could not be read, their text as a JSON string — ToolDone with its result or error (an unknown tool,
 // unreadable arguments and a call not run included).
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool, opts ...ExecuteOption) ToolCallResults {
 	var cfg executeConfig
@@ -113,10 +114,8 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool, opts ...ExecuteOp
 		switch {
 		case c.Err != nil:
 			args, err = json.Marshal(c.RawArgs)
-		case c.Args == nil:
-			args = []byte("{}")
 		default:
-			args, err = json.Marshal(c.Args)
+			args, err = argsJSON(c.argsInOrder())
 		}
 		if err == nil {
 			info := adapter.ToolStartInfo{Tool: c.Name, ToolCallID: c.ID, Args: args}

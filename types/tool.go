@@ -123,15 +123,32 @@ func reprValue(dec *json.Decoder, b *strings.Builder, depth int) error {
 // twice, not an object) Args is nil, Err says why and RawArgs keeps the
 // text: Execute then reports the error to the model as the call's result
 // and does not run the tool.
+//
+// Key order. DSPy keeps a call's arguments in the model's order (a Python
+// dict keeps insertion order); Args, a Go map, has none. So every call
+// read from a reply (NativeValue, ParseField, UnmarshalJSON) also keeps
+// the arguments in the model's order in RawArgs, and everything that
+// shows the arguments again — MarshalJSON (a History turn, a demo),
+// NativeToolTurn (the native replay), Execute (the arguments traced and
+// handed to the tool) — writes Args' values in RawArgs' order. The order
+// is taken object by object, at every depth: an object of Args whose keys
+// are not exactly those of the object at the same place in RawArgs (Args
+// changed after reading, RawArgs from elsewhere, a call built by hand
+// with no RawArgs) is written with its keys sorted, as encoding/json
+// writes a map. The values written are always Args', never RawArgs'.
 type ToolCall struct {
 	ID   string         `json:"id,omitempty"`
 	Name string         `json:"name"`
 	Args map[string]any `json:"args"`
 	// Err is set when the arguments could not be read; see ErrToolArguments.
 	Err error `json:"-"`
-	// RawArgs is the arguments' text as the model wrote it: kept when Err
-	// is set, and for every native call (NativeValue), where it holds the
-	// arguments in the model's order, which Args, a map, does not keep.
+	// RawArgs is the arguments as JSON in the model's key order: for a
+	// native call (NativeValue) and whenever Err is set, the text the
+	// model wrote; for a call read from text (ParseField, UnmarshalJSON),
+	// the arguments object read, written compactly, whether it came as an
+	// object or as a string holding one. Only its key order is used when
+	// Args are shown (see Key order above); with Err set, it is what is
+	// shown.
 	RawArgs string `json:"-"`
 }
 
@@ -195,7 +212,8 @@ func (ToolCalls) PromptSchema() map[string]any {
 }
 
 // MarshalJSON writes {"tool_calls": [{"name": …, "args": {…}}]}, ids left
-// out, as DSPy formats ToolCalls.
+// out, as DSPy formats ToolCalls, the arguments in the model's key order
+// (see [ToolCall]).
 //
 // A call whose arguments could not be read shows them as the text the
 // model wrote (a JSON string), never as an empty object, so that a History
@@ -207,12 +225,13 @@ func (tc ToolCalls) MarshalJSON() ([]byte, error) {
 	}
 	calls := make([]call, len(tc.Calls))
 	for i, c := range tc.Calls {
-		var args any = c.Args
-		switch {
-		case c.Args == nil && c.Err != nil:
-			args = c.RawArgs
-		case c.Args == nil:
-			args = map[string]any{}
+		var args any = c.RawArgs
+		if c.Args != nil || c.Err == nil {
+			a, err := argsJSON(c.argsInOrder())
+			if err != nil {
+				return nil, fmt.Errorf("types: ToolCalls: the arguments of %q: %w", c.Name, err)
+			}
+			args = json.RawMessage(a)
 		}
 		calls[i] = call{c.Name, args}
 	}
@@ -229,11 +248,18 @@ func (tc *ToolCalls) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return toolCallsError(err)
 	}
-	return tc.fromDecoded(v, newArgReader())
+	return tc.fromDecoded(v, string(b), newArgReader())
 }
 
-func (tc *ToolCalls) fromDecoded(v any, r *argReader) error {
-	calls, err := toolCallsFrom(v, r)
+// fromDecoded reads the calls from v, decoded from text; text, decoded
+// again keeping each object's key order, gives every call's arguments
+// their order (RawArgs).
+func (tc *ToolCalls) fromDecoded(v any, text string, r *argReader) error {
+	order, err := pyjson.Decode([]byte(text))
+	if err != nil {
+		order = nil // no order: the arguments render sorted
+	}
+	calls, err := toolCallsFrom(v, order, r)
 	if err != nil {
 		return err
 	}
@@ -277,14 +303,14 @@ func toolCallsError(err error) error {
 func (tc *ToolCalls) ParseField(raw string) error {
 	s := strings.TrimSpace(raw)
 	r := newArgReader()
-	v, err := r.decode(s)
+	v, text, err := r.decode(s)
 	if err != nil {
 		if errors.Is(err, adapter.ErrTruncated) || errors.Is(err, adapter.ErrAmbiguous) {
 			return fmt.Errorf("types: ToolCalls: %w", err)
 		}
 		return fmt.Errorf("types: ToolCalls: %q is not a list of calls: %w", clip(s), err)
 	}
-	return tc.fromDecoded(v, r)
+	return tc.fromDecoded(v, text, r)
 }
 
 // maxArgRepair bounds the bytes JSON repair may read while one reply's
@@ -301,40 +327,52 @@ func newArgReader() *argReader { return &argReader{repairLeft: maxArgRepair} }
 
 // decode reads s as strict JSON, else repaired by jsonx (size and depth
 // caps, no invented numbers, re-validated); a repair that would complete a
-// cut value, a number at the end included, is adapter.ErrTruncated.
-func (r *argReader) decode(s string) (any, error) {
+// cut value, a number at the end included, is adapter.ErrTruncated. It
+// returns the JSON text it read too: s, or s repaired.
+func (r *argReader) decode(s string) (any, string, error) {
 	v, err := jsonx.Decode(s)
 	var dk *jsonx.DuplicateKeyError
 	switch {
 	case err == nil:
-		return v, nil
+		return v, s, nil
 	case errors.As(err, &dk):
-		return nil, fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
+		return nil, "", fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
 	case len(s) > r.repairLeft:
 		if len(s) > jsonx.MaxRepair {
-			return nil, fmt.Errorf("not JSON (%v), and %w", err, jsonx.ErrTooLarge)
+			return nil, "", fmt.Errorf("not JSON (%v), and %w", err, jsonx.ErrTooLarge)
 		}
-		return nil, fmt.Errorf("not JSON (%v), and the reply's %d-byte repair budget is spent", err, maxArgRepair)
+		return nil, "", fmt.Errorf("not JSON (%v), and the reply's %d-byte repair budget is spent", err, maxArgRepair)
 	}
 	r.repairLeft -= len(s)
 	fixed, err := jsonx.Exact(s)
 	switch {
 	case errors.Is(err, jsonx.ErrCut):
-		return nil, fmt.Errorf("%w: %w", adapter.ErrTruncated, err)
+		return nil, "", fmt.Errorf("%w: %w", adapter.ErrTruncated, err)
 	case errors.As(err, &dk):
-		return nil, fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
+		return nil, "", fmt.Errorf("%w: %w", adapter.ErrAmbiguous, err)
 	case err != nil:
-		return nil, err
+		return nil, "", err
 	}
-	return jsonx.Decode(fixed)
+	v, err = jsonx.Decode(fixed)
+	return v, fixed, err
 }
 
-func toolCallsFrom(v any, r *argReader) ([]ToolCall, error) {
+// toolCallsFrom reads the calls in v; order is v as pyjson decodes it
+// (objects keeping their key order), or nil.
+func toolCallsFrom(v, order any, r *argReader) ([]ToolCall, error) {
 	switch x := v.(type) {
 	case []any:
+		olist, _ := order.([]any)
+		if len(olist) != len(x) {
+			olist = nil
+		}
 		out := make([]ToolCall, 0, len(x))
-		for _, c := range x {
-			call, err := toolCallFrom(c, r)
+		for i, c := range x {
+			var oc any
+			if olist != nil {
+				oc = olist[i]
+			}
+			call, err := toolCallFrom(c, oc, r)
 			if err != nil {
 				return nil, err
 			}
@@ -343,9 +381,9 @@ func toolCallsFrom(v any, r *argReader) ([]ToolCall, error) {
 		return out, nil
 	case map[string]any:
 		if list, ok := x["tool_calls"]; ok {
-			return toolCallsFrom(list, r)
+			return toolCallsFrom(list, member(order, "tool_calls"), r)
 		}
-		call, err := toolCallFrom(x, r)
+		call, err := toolCallFrom(x, order, r)
 		if err != nil {
 			return nil, err
 		}
@@ -354,12 +392,22 @@ func toolCallsFrom(v any, r *argReader) ([]ToolCall, error) {
 	return nil, fmt.Errorf("types: ToolCalls: %T is not a list of calls", v)
 }
 
-func toolCallFrom(v any, r *argReader) (ToolCall, error) {
+// member is the value of key in order, a pyjson.Object, or nil.
+func member(order any, key string) any {
+	if o, ok := order.(pyjson.Object); ok {
+		v, _ := o.Get(key)
+		return v
+	}
+	return nil
+}
+
+func toolCallFrom(v, order any, r *argReader) (ToolCall, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return ToolCall{}, fmt.Errorf("types: ToolCalls: a call is %T, not an object", v)
 	}
 	if fn, ok := m["function"].(map[string]any); ok {
+		order = member(order, "function")
 		merged := map[string]any{"id": m["id"], "call_id": m["call_id"]}
 		for k, v := range fn {
 			merged[k] = v
@@ -376,34 +424,49 @@ func toolCallFrom(v any, r *argReader) (ToolCall, error) {
 	} else if id, ok := m["call_id"].(string); ok {
 		call.ID = id
 	}
-	args, ok := m["args"]
+	key := "args"
+	args, ok := m[key]
 	if !ok {
-		args = m["arguments"]
+		key = "arguments"
+		args = m[key]
 	}
-	call.Args, call.RawArgs, call.Err = r.args(args)
+	call.Args, call.RawArgs, call.Err = r.args(args, member(order, key))
 	return call, nil
 }
 
 // args reads a call's arguments: an object, or a string holding one. No
 // arguments (absent, null, an empty string) are an empty object. Anything
-// else is an error matching ErrToolArguments, with the text kept.
-func (r *argReader) args(v any) (map[string]any, string, error) {
+// else is an error matching ErrToolArguments, with the text kept. The
+// text returned for an object is RawArgs: order (the object as pyjson
+// decoded it, keeping the model's key order; for a string, its text
+// decoded again) as compact JSON, so that one call compares equal
+// whichever shape it came in; "" without an order.
+func (r *argReader) args(v, order any) (map[string]any, string, error) {
 	var raw string
 	if s, isStr := v.(string); isStr {
 		if strings.TrimSpace(s) == "" {
 			return map[string]any{}, "", nil
 		}
-		d, err := r.decode(strings.TrimSpace(s))
+		d, text, err := r.decode(strings.TrimSpace(s))
 		if err != nil {
 			return nil, s, fmt.Errorf("%w: %w", ErrToolArguments, err)
 		}
 		v, raw = d, s
+		if order, err = pyjson.Decode([]byte(text)); err != nil {
+			order = nil
+		}
 	}
 	switch x := v.(type) {
 	case nil:
 		return map[string]any{}, "", nil
 	case map[string]any:
-		return plainNumbers(x).(map[string]any), "", nil
+		raw = ""
+		if o, ok := order.(pyjson.Object); ok {
+			if b, err := o.MarshalJSON(); err == nil {
+				raw = string(b)
+			}
+		}
+		return plainNumbers(x).(map[string]any), raw, nil
 	}
 	if raw == "" {
 		b, _ := json.Marshal(v)
@@ -575,7 +638,7 @@ func hasToolInput(sig *signature.Signature) bool {
 // NativeValue reads the reply's native tool calls. Every call is kept, so
 // that each id gets an answer: one whose arguments cannot be read, or
 // that has no name, carries its Err (see [ToolCall]). Each call keeps its
-// arguments' text in RawArgs.
+// arguments' text in RawArgs, which gives their key order.
 func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 	if len(choice.Message.ToolCalls) == 0 {
 		return nil, false
@@ -584,7 +647,7 @@ func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 	r := newArgReader()
 	for _, c := range choice.Message.ToolCalls {
 		call := ToolCall{ID: c.ID, Name: c.Function.Name}
-		call.Args, _, call.Err = r.args(c.Function.Arguments)
+		call.Args, _, call.Err = r.args(c.Function.Arguments, nil)
 		call.RawArgs = c.Function.Arguments
 		if call.Name == "" && call.Err == nil {
 			call.Args, call.Err = nil, errors.New("the call names no tool")
@@ -595,7 +658,8 @@ func (ToolCalls) NativeValue(choice openai.ChatCompletionChoice) (any, bool) {
 }
 
 // NativeToolTurn replays the calls of a History turn as native messages:
-// the calls (arguments as JSON) and one tool message per result; ok only
+// the calls (arguments as Python's json.dumps writes them, in the model's
+// key order: see [ToolCall]) and one tool message per result; ok only
 // when the results answer the calls one for one, by id.
 func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletionMessage, bool) {
 	if tc.Results == nil || len(tc.Results.Results) != len(tc.Calls) {
@@ -612,11 +676,7 @@ func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletion
 		if c.Err != nil {
 			arguments = c.RawArgs // what the model wrote: the turn replays it as it was
 		} else {
-			args := c.Args
-			if args == nil {
-				args = map[string]any{}
-			}
-			a, err := pyjson.Marshal(args)
+			a, err := pyjson.Marshal(c.argsInOrder())
 			if err != nil {
 				return nil, nil, false
 			}

@@ -1,12 +1,14 @@
 package types_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/signature"
 	"github.com/sigwire/adapter/types"
@@ -89,16 +92,17 @@ func TestCode(t *testing.T) {
 }
 
 func TestToolCallsShapes(t *testing.T) {
-	want := []types.ToolCall{{Name: "search", Args: map[string]any{"q": "go", "k": 3}}}
-	for _, raw := range []string{
-		`{"tool_calls": [{"name": "search", "args": {"q": "go", "k": 3}}]}`,
-		`[{'name': 'search', 'args': {'q': 'go', 'k': 3}}]`,
-		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`,
-		`[{"type": "function", "function": {"name": "search", "arguments": "{\"k\": 3, \"q\": \"go\""}}]`,
+	// RawArgs keeps the arguments in the model's order, as compact JSON
+	// whichever shape they came in.
+	for raw, rawArgs := range map[string]string{
+		`{"tool_calls": [{"name": "search", "args": {"q": "go", "k": 3}}]}`:                               `{"q":"go","k":3}`,
+		`[{'name': 'search', 'args': {'q': 'go', 'k': 3}}]`:                                               `{"q":"go","k":3}`,
+		`{"name": "search", "arguments": "{\"q\": \"go\", \"k\": 3}"}`:                                    `{"q":"go","k":3}`,
+		`[{"type": "function", "function": {"name": "search", "arguments": "{\"k\": 3, \"q\": \"go\""}}]`: `{"k":3,"q":"go"}`,
 	} {
 		var tc types.ToolCalls
 		require.NoError(t, tc.ParseField(raw), raw)
-		assert.Equal(t, want, tc.Calls, raw)
+		assert.Equal(t, []types.ToolCall{{Name: "search", Args: map[string]any{"q": "go", "k": 3}, RawArgs: rawArgs}}, tc.Calls, raw)
 	}
 	var tc types.ToolCalls
 	assert.Error(t, tc.ParseField(`[{"args": {}}]`), "a call without a name")
@@ -382,6 +386,7 @@ func FuzzToolCalls(f *testing.F) {
 				t.Fatalf("call without a name from %q", raw)
 			}
 			checkCall(t, c, raw)
+			checkShown(t, c)
 		}
 		checkExecute(t, tc)
 	})
@@ -422,6 +427,59 @@ func checkCall(t *testing.T, c types.ToolCall, raw string) {
 		}
 	}
 	walk(c.Args)
+}
+
+// replay is c's arguments as NativeToolTurn replays them.
+func replay(t *testing.T, c types.ToolCall) string {
+	t.Helper()
+	c.ID = "c1"
+	tc := types.ToolCalls{Calls: []types.ToolCall{c}, Results: &types.ToolCallResults{Results: []types.ToolCallResult{{CallID: "c1", Name: c.Name}}}}
+	calls, _, ok := tc.NativeToolTurn()
+	if !ok {
+		t.Fatalf("call %+v: no native turn", c)
+	}
+	return calls[0].Function.Arguments
+}
+
+// checkShown: what is shown of a readable call's arguments, natively
+// (Python's forms) and as text (Go's), holds Args' values, whatever the
+// order.
+func checkShown(t *testing.T, c types.ToolCall) {
+	t.Helper()
+	if c.Err != nil {
+		return
+	}
+	r := replay(t, c)
+	v, err := pyjson.Decode([]byte(r))
+	if err != nil {
+		t.Fatalf("replay %q: %v", r, err)
+	}
+	if !reflect.DeepEqual(pyjson.Plain(v), c.Args) {
+		t.Fatalf("replay %q holds other values than %#v", r, c.Args)
+	}
+	b, err := json.Marshal(types.ToolCalls{Calls: []types.ToolCall{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text struct {
+		Calls []struct {
+			Args json.RawMessage `json:"args"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(b, &text); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(text.Calls[0].Args))
+	dec.UseNumber()
+	var got any
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(c.Args)
+	if string(g) != string(w) {
+		t.Fatalf("text form %s holds other values than %s", text.Calls[0].Args, w)
+	}
 }
 
 // checkExecute: a call whose arguments could not be read never runs.
@@ -482,6 +540,18 @@ func FuzzNativeToolArgs(f *testing.F) {
 		}
 		if c.Err != nil && c.RawArgs != args {
 			t.Fatalf("raw arguments %q, want %q", c.RawArgs, args)
+		}
+		checkShown(t, c)
+		if c.Err == nil && json.Valid([]byte(args)) {
+			// Strict JSON: the replay is json.dumps of the model's dict,
+			// its keys in the model's order.
+			v, err := pyjson.Decode([]byte(args))
+			if _, obj := v.(pyjson.Object); err == nil && obj {
+				want, err := pyjson.Marshal(v)
+				if err == nil && string(want) != replay(t, c) {
+					t.Fatalf("arguments %q replayed as %q, want %q", args, replay(t, c), want)
+				}
+			}
 		}
 		checkExecute(t, tc)
 	})
