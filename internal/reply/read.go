@@ -261,6 +261,10 @@ func readScalar(sig *signature.Signature, text string, fields []Field) (bool, er
 	case json.Number:
 		kind = "number"
 	case string:
+		switch undouble(v).(type) {
+		case map[string]any, []any:
+			return false, nil // a double-encoded object or array: readJSON's
+		}
 		kind = "string"
 	default:
 		return false, nil // an object or an array: readJSON's
