@@ -98,6 +98,24 @@ func proseTemplates() []proseTemplate {
 		"{v}; there is no way to tell."} {
 		ts = append(ts, proseTemplate{family: "refusal", text: t, want: noValue, yesNo: true})
 	}
+	// The clause after a yes/no word, judged as a whole text would be: a
+	// refusal, a hedge, an unknown or "not enough information" takes the
+	// answer back; a justification keeps it. Separators × clauses.
+	for _, sep := range clauseSeps {
+		for _, c := range takeBackClauses {
+			ts = append(ts, proseTemplate{family: "clause refusal", text: "{v}" + sep + c + sepClose(sep), want: noValue, yesNo: true})
+		}
+		for _, c := range keepClauses {
+			ts = append(ts, proseTemplate{family: "clause answer", text: "{v}" + sep + c + sepClose(sep), want: stated, yesNo: true})
+		}
+	}
+	// "No-one", "Nobody", "No one": a noun phrase, not a yes/no word.
+	for _, t := range []string{"{v}-one knows", "{v}-one knows.", "{v}-body can tell"} {
+		ts = append(ts, proseTemplate{family: "noun phrase", text: t, want: noValue, yesNo: true})
+	}
+	// An alternative with None joined by unless / if not.
+	add("alternative", ambiguous, "{v}, unless it is None", "{v} unless None", "{v}, if not None", "{v}, unless it's null",
+		"{v} (unless it is None)")
 	add("refusal", refused, "Unknown, maybe {v}", "Unknown (possibly {v})", "N/A - perhaps {v}", "None, but probably {v}")
 	// A yes/no word is an answer before punctuation or a closed-class word,
 	// a determiner before any other word.
@@ -111,6 +129,29 @@ func proseTemplates() []proseTemplate {
 		ts = append(ts, proseTemplate{family: "noun phrase", text: t, want: noValue, yesNo: true})
 	}
 	return ts
+}
+
+// The separators after a leading yes/no word, and the clauses that follow
+// it: those that take the answer back and those that justify it.
+var (
+	clauseSeps      = []string{", ", "; ", ": ", " - ", " – ", " — ", " (", ",", " -- "}
+	takeBackClauses = []string{"not enough information.", "not enough information is given", "unclear.", "unknown", "Unknown.",
+		"uncertain", "unsure", "not sure", "not certain", "not clear", "not known", "not stated", "not given", "not specified",
+		"not mentioned", "nobody knows", "no one can tell", "no-one knows", "the passage does not say", "the text doesn't say.",
+		"hard to say", "difficult to tell", "it is unclear", "that is uncertain", "it depends", "maybe", "perhaps", "possibly",
+		"probably, but not sure", "but not sure", "I cannot tell", "insufficient information", "n/a", "N/A", "not determinable",
+		"it cannot be determined", "cannot say"}
+	keepClauses = []string{"it is.", "it is not.", "because the passage says so.", "the passage says so", "not at all", "not really",
+		"definitely", "probably", "the sky is clear.", "as the passage states", "it is raining.", "clearly", "according to the text",
+		"the text says so.", "never", "I am sure", "I know this", "it is known to be so"}
+)
+
+// sepClose closes a parenthesis a separator opened.
+func sepClose(sep string) string {
+	if strings.HasSuffix(sep, "(") {
+		return ")"
+	}
+	return ""
 }
 
 func (tt proseTemplate) fill(pt proseType) string {
@@ -129,9 +170,10 @@ func proseSig(t testing.TB, typ string) *signature.Signature {
 // DESIGN.md decision 21). Every phrasing family — a stated value,
 // refusals, hedges, alternatives, negations, corrections, ranges — is
 // filled with every scalar and container type's values and read through
-// ParseValue, Chat and JSON (a string member); each must give the
-// family's outcome: the value, no value (an error, or None for an
-// Optional type), ErrAmbiguous, or an error. The three paths agree.
+// ParseValue, Chat, JSON and BAML (a string member) and XML (an element);
+// each must give the family's outcome: the value, no value (an error, or
+// None for an Optional type), ErrAmbiguous, or an error. The five paths
+// agree.
 func TestProseRule(t *testing.T) {
 	failures := 0
 	for _, pt := range proseTypes() {
@@ -178,6 +220,8 @@ func TestProseRule(t *testing.T) {
 			}{
 				{adapter.Chat{}, "[[ ## x ## ]]\n" + text + "\n\n[[ ## completed ## ]]"},
 				{adapter.JSON{}, `{"x": ` + jsonQuote(text) + `}`},
+				{adapter.XML{}, "<x>" + xmlText(text) + "</x>"},
+				{adapter.BAML{}, `{"x": ` + jsonQuote(text) + `}`},
 			} {
 				vals, perr := c.p.Parse(sig, c.reply)
 				if err != nil {
@@ -238,7 +282,18 @@ func FuzzProseRule(f *testing.F) {
 		pt := types[int(typ)%len(types)]
 		f := sigs[int(typ)%len(types)].Output(0)
 		var text string
-		if form%4 == 3 {
+		if form%8 == 5 {
+			// "<yes/no><separator> <clause that takes it back> …".
+			v := strings.ToLower(pt.v)
+			if v != "yes" && v != "no" && v != "true" && v != "false" {
+				return
+			}
+			if after != "" && strings.IndexByte(".,;:!?- ", after[0]) < 0 {
+				after = " " + after
+			}
+			sep := clauseSeps[int(form/8)%len(clauseSeps)]
+			text = pt.v + sep + takeBackClauses[len(word)%len(takeBackClauses)] + after + sepClose(sep)
+		} else if form%4 == 3 {
 			// "<None answer>, maybe <value> …": a guess the text disowns.
 			heads := []string{"Unknown", "N/A", "None", "Not specified", "unknown"}
 			joins := []string{", maybe ", " (possibly ", " - perhaps ", ", but probably ", ": likely "}
@@ -277,6 +332,29 @@ func FuzzProseRule(f *testing.F) {
 		if err == nil && !reflect.ValueOf(got).IsZero() || err == nil && f.Spec.Kind() != signature.KindOptional {
 			t.Fatalf("%s %q: a value from a text that states none: %#v", pt.typ, text, got)
 		}
+		// Every adapter reads the same text, as its field, to the same outcome.
+		sig := sigs[int(typ)%len(types)]
+		for _, c := range []struct {
+			p     adapter.Parser
+			reply string
+		}{
+			{adapter.Chat{}, "[[ ## x ## ]]\n" + text + "\n\n[[ ## completed ## ]]"},
+			{adapter.JSON{}, `{"x": ` + jsonQuote(text) + `}`},
+			{adapter.XML{}, "<x>" + xmlText(text) + "</x>"},
+			{adapter.BAML{}, `{"x": ` + jsonQuote(text) + `}`},
+		} {
+			vals, perr := c.p.Parse(sig, c.reply)
+			if perr == nil {
+				if !reflect.ValueOf(vals["x"]).IsZero() || f.Spec.Kind() != signature.KindOptional {
+					t.Fatalf("%T %s %q: a value from a text that states none: %#v", c.p, pt.typ, text, vals["x"])
+				}
+				continue
+			}
+			var pe *adapter.ParseError
+			if !errors.As(perr, &pe) || pe.Completion != c.reply || !strings.Contains(perr.Error(), `"x"`) {
+				t.Fatalf("%T %s %q: %v: not a ParseError naming the field and keeping the reply", c.p, pt.typ, text, perr)
+			}
+		}
 	})
 }
 
@@ -287,4 +365,9 @@ func isLetters(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// xmlText escapes text as an XML element's character data.
+func xmlText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sigwire/adapter/internal/jsonx"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -205,6 +206,9 @@ func renamedElement(sig *signature.Signature, text string, missing int, fields [
 }
 
 func readJSONShape(sig *signature.Signature, text string, fields []Field, b *jsonx.Budget) (bool, error) {
+	if found, err := readScalar(sig, text, fields); found || err != nil {
+		return found, err
+	}
 	if !strings.ContainsAny(text, "{[") {
 		return false, nil
 	}
@@ -221,6 +225,66 @@ func readJSONShape(sig *signature.Signature, text string, fields []Field, b *jso
 		return false, nil
 	}
 	members(sig, unwrap(sig, found.obj), fields)
+	return true, nil
+}
+
+// readScalar reads a reply that is exactly one JSON scalar (a number, a
+// string, true, false or null; a code fence around it is already gone) —
+// not an object, and so, as in DSPy, not an answer unless the one output's
+// type takes the value (issue 30). For a signature with one output the
+// scalar is that output's member: it converts by the rule an object's
+// member would (`42` for an int is 42, `null` is None for an Optional and
+// an error naming the field otherwise), and an error there is the field's.
+// A str output keeps its text as written ("42", "true", a quoted string:
+// the bare-text rule, readBare), except null, which is no text; an
+// Optional[str] likewise keeps a number's or a bool's text. With more
+// outputs a scalar is an error. Text that is not one JSON scalar ("Paris",
+// "42 apples") is not read here.
+func readScalar(sig *signature.Signature, text string, fields []Field) (bool, error) {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return false, nil
+	}
+	if c := t[0]; c != '"' && c != '-' && (c < '0' || c > '9') && c != 't' && c != 'f' && c != 'n' {
+		return false, nil
+	}
+	v, err := jsonx.Decode(t)
+	if err != nil {
+		return false, nil
+	}
+	var kind string
+	switch v.(type) {
+	case nil:
+		kind = "null"
+	case bool:
+		kind = "bool"
+	case json.Number:
+		kind = "number"
+	case string:
+		switch undouble(v).(type) {
+		case map[string]any, []any:
+			return false, nil // a double-encoded object or array: readJSON's
+		}
+		kind = "string"
+	default:
+		return false, nil // an object or an array: readJSON's
+	}
+	if sig.NumOutputs() != 1 {
+		return true, wrapf(value.ErrInvalid, "the reply is a JSON "+kind+", not an object holding the output fields")
+	}
+	spec := sig.Output(0).Spec
+	text0 := spec != nil && spec.Kind() == signature.KindString
+	optText := spec != nil && spec.Kind() == signature.KindOptional && spec.Elem().Kind() == signature.KindString
+	switch {
+	case v == nil:
+		fields[0] = Field{Source: Member, Value: nil}
+	case text0:
+		return false, nil // the text as written (readBare)
+	case optText && kind != "string":
+		fields[0] = Field{Source: String, Text: t}
+	default:
+		fields[0] = Field{Source: Member, Value: v}
+	}
 	return true, nil
 }
 

@@ -278,7 +278,7 @@ func choiceCandidates(choices []string) candidateFinder {
 					if blocked == nil {
 						blocked = alternative(lower, i, i+len(form), false)
 					}
-					if blocked == nil && yesNo && refusalRE.MatchString(lower[i+len(form):]) {
+					if blocked == nil && yesNo && takesBack(lower[i+len(form):]) {
 						blocked = errRefusal // "No, I cannot tell."
 					}
 					out = append(out, candidate{text: c, blocked: blocked})

@@ -23,7 +23,8 @@ import (
 //     idea", "No way to tell", "No information is given", "True story"
 //     state no yes/no value.
 //  2. An alternative. A value joined by or/and to None ("7 or None",
-//     "null or 7", "yes, or nothing") is ambiguous; joined by "or" to a
+//     "null or 7", "yes, or nothing"), or conditioned on not being None
+//     ("7, unless it is None", "7 if not None"), is ambiguous; joined by "or" to a
 //     comparative ("7 or more", "7 or fewer") it is a bound. A value
 //     joined to another value of the type ("7 or 8", "[1, 2] and [3]",
 //     `{"a": 1} or {"b": 2}`) is ambiguous, as is a value corrected by
@@ -107,9 +108,12 @@ func skipBlanks(s string, i int) int {
 }
 
 // determines reports whether the yes/no word ending at s[end] determines a
-// noun: an open-class word follows it directly, with only blanks between
-// (rule 1 above).
+// noun: an open-class word follows it directly, with only blanks between,
+// or a hyphen joins it to one ("No-one knows") (rule 1 above).
 func determines(s string, end int) bool {
+	if hyphenated(s, end) {
+		return true
+	}
 	i := skipBlanks(s, end)
 	if i == end || i == len(s) {
 		return false
@@ -122,6 +126,17 @@ func determines(s string, end int) bool {
 	return !closedWords[w] && !strings.HasSuffix(w, "n't")
 }
 
+// hyphenated reports whether the yes/no word ending at s[end] is joined by
+// a hyphen to the letters of a compound ("No-one", "no-body"): a noun
+// phrase, like "No one".
+func hyphenated(s string, end int) bool {
+	if end+1 >= len(s) || s[end] != '-' {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[end+1:])
+	return unicode.IsLetter(r)
+}
+
 // Words that stand for no value when joined to one ("7 or None"), and the
 // comparatives that make "7 or more" a bound.
 var (
@@ -132,7 +147,10 @@ var (
 	trailingBounds = wordSet("max", "maximum", "min", "minimum", "tops", "plus")
 	altHedges      = wordSet("maybe", "perhaps", "possibly", "potentially", "even", "also", "just")
 	conjunctions   = wordSet("or", "and", "and/or", "nor", "vs", "versus")
-	errNoneAltern  = fmt.Errorf("%w: a value with None as its alternative (\"7 or None\") states neither", ErrAmbiguous)
+	// conditionWords may stand between "unless"/"if" and a None word.
+	conditionWords = wordSet("it", "it's", "its", "that", "this", "that's", "the", "answer", "value", "is", "was", "be", "turns",
+		"out", "not", "actually")
+	errNoneAltern = fmt.Errorf("%w: a value with None as its alternative (\"7 or None\") states neither", ErrAmbiguous)
 )
 
 // alternative reports a value at text[start:end] joined to None, and for
@@ -164,6 +182,18 @@ func alternative(text string, start, end int, numeric bool) error {
 			return errNoneAltern
 		case numeric && orBounds[w]: // "7 or more", "7 and up"
 			return errBound
+		}
+	case conj == "unless" || conj == "if":
+		// "7, unless it is None", "7 if not None": a condition that
+		// leaves None as the alternative.
+		k := skipDecor(text, j)
+		w, next := wordAt(text, k)
+		for n := 0; n < 4 && conditionWords[w]; n++ {
+			k = skipDecor(text, next)
+			w, next = wordAt(text, k)
+		}
+		if andNone[w] {
+			return errNoneAltern
 		}
 	case numeric && conj == "at":
 		if w, _ := wordAt(text, skipBlanks(text, j)); w == "most" || w == "least" {
@@ -237,6 +267,64 @@ func IsClosedWord(w string) bool { return closedWords[w] || strings.HasSuffix(w,
 var refusalRE = regexp.MustCompile(`(?i)\bI(?:\s+|'|’)(?:cannot|can't|can’t|can not|am unable to|m unable to|am not able to|m not able to|do not|don't|don’t|am not|m not)\s+(?:\w+\s+){0,2}?(?:know|tell|say|determine|answer|sure|certain|confirm|verify)\b` +
 	`|\b(?:cannot|can't|can’t|can not)\s+be\s+(?:determined|known|said|told|confirmed|verified|answered)\b` +
 	`|\b(?:impossible|not possible|no way)\s+to\s+(?:tell|know|say|determine)\b`)
+
+// takesBack reports whether rest, the text after a leading yes/no answer
+// word, takes the answer back. The clauses of its first sentence (split at
+// , ; : ( ) - – — and a leading "but") are each judged as a whole text
+// would be: a refusal ("I cannot tell", refusalRE anywhere in rest), a
+// "not given" or unknown answer ("unknown", "N/A", "not stated", "the
+// passage does not say"), too little to go on ("not enough information",
+// "nobody knows") or a hedge ("unclear", "maybe", "hard to say", "it
+// depends", "not sure") leaves the text stating no value: "No - unclear."
+// and "Yes, probably, but not sure" state none. A justification keeps it
+// ("No, because the sky is clear.", "Yes, it is.", "No, not at all",
+// "Yes, probably"): "probably" leans to the answer, as in "Probably yes".
+// A None word that agrees with a "no" ("No, none.") is no refusal either.
+func takesBack(rest string) bool {
+	if refusalRE.MatchString(rest) {
+		return true
+	}
+	s := strings.TrimLeft(rest, " \t\u00a0.,;:!?-–—()[]*_\"'`")
+	if end := sentenceEndRE.FindStringIndex(s); end != nil {
+		s = s[:end[0]]
+	}
+	for _, c := range clauseSplitRE.Split(s, -1) {
+		c = strings.Trim(c, " \t\u00a0.!?*_\"'`")
+		for _, lead := range [...]string{"but ", "and ", "yet ", "though ", "although "} {
+			if len(c) > len(lead) && strings.EqualFold(c[:len(lead)], lead) {
+				c = strings.TrimSpace(c[len(lead):])
+			}
+		}
+		if c == "" {
+			continue
+		}
+		if l := strings.ToLower(c); noneWords[l] && l != "none" && l != "null" && l != "nil" {
+			return true // "No; unknown"
+		}
+		if clauseNoneRE.MatchString(c) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// sentenceEndRE ends the first sentence after a yes/no word.
+	sentenceEndRE = regexp.MustCompile(`[.!?](?:\s|$)|\n`)
+	// clauseSplitRE splits a sentence into its clauses.
+	clauseSplitRE = regexp.MustCompile(`[,;:()–—]|\s-+\s|--`)
+	// clauseNoneRE: a clause that, as a whole text, states no value: a
+	// hedge (the hedge words of noItemHedges, "probably" aside), an unknown
+	// or "not given" answer, too little to go on, the source not saying
+	// it; optionally after "it is" / "that is".
+	clauseNoneRE = regexp.MustCompile(`(?i)^(?:(?:it|that|this)(?:\s+is|'s|’s|\s+was|\s+remains|\s+seems)\s+)?(?:` +
+		`maybe|perhaps|possibly|unclear|unsure|uncertain|unknown|(?:it\s+)?depends|(?:hard|difficult|impossible)\s+to\s+(?:say|tell|know|determine)|(?:could|might)\s+be` +
+		`|not\s+(?:enough|sure|certain|clear|known|stated|given|specified|mentioned|provided|determinable|determined|available|applicable|indicated|said)` +
+		`|insufficient|nobody|no\s*one|no-one|undetermined|unspecified|unstated|indeterminate|unavailable|undeterminable` +
+		`|(?:cannot|can't|can’t|can\s+not)\s+(?:say|tell|know|determine|be\s+sure|be\s+certain)` +
+		`|(?:the\s+)?(?:text|context|passage|document|article|excerpt|source|input|question|data|information)s?\s+(?:does|do|did)\s*(?:not|n't)\s+(?:say|mention|specify|state|tell|indicate|give)` +
+		`)\b`)
+)
 
 // errRefusal: a yes/no word taken back by a refusal.
 var errRefusal = fmt.Errorf("%w: the text says it cannot tell", ErrInvalid)
