@@ -143,7 +143,7 @@ var (
 		"it cannot be determined", "cannot say"}
 	keepClauses = []string{"it is.", "it is not.", "because the passage says so.", "the passage says so", "not at all", "not really",
 		"definitely", "probably", "the sky is clear.", "as the passage states", "it is raining.", "clearly", "according to the text",
-		"the text says so.", "never", "I am sure", "I know this", "it is known to be so"}
+		"the text says so.", "never", "I am sure", "I know this", "it is known to be so", "nobody came.", "nobody signed it"}
 )
 
 // sepClose closes a parenthesis a separator opened.

@@ -279,7 +279,8 @@ var refusalRE = regexp.MustCompile(`(?i)\bI(?:\s+|'|’)(?:cannot|can't|can’t|
 // and "Yes, probably, but not sure" state none. A justification keeps it
 // ("No, because the sky is clear.", "Yes, it is.", "No, not at all",
 // "Yes, probably"): "probably" leans to the answer, as in "Probably yes".
-// A None word that agrees with a "no" ("No, none.") is no refusal either.
+// A None word that agrees with a "no" ("No, none.") is no refusal either,
+// nor is a "nobody" that answers ("No, nobody came.").
 func takesBack(rest string) bool {
 	if refusalRE.MatchString(rest) {
 		return true
@@ -320,7 +321,7 @@ var (
 	clauseNoneRE = regexp.MustCompile(`(?i)^(?:(?:it|that|this)(?:\s+is|'s|’s|\s+was|\s+remains|\s+seems)\s+)?(?:` +
 		`maybe|perhaps|possibly|unclear|unsure|uncertain|unknown|(?:it\s+)?depends|(?:hard|difficult|impossible)\s+to\s+(?:say|tell|know|determine)|(?:could|might)\s+be` +
 		`|not\s+(?:enough|sure|certain|clear|known|stated|given|specified|mentioned|provided|determinable|determined|available|applicable|indicated|said)` +
-		`|insufficient|nobody|no\s*one|no-one|undetermined|unspecified|unstated|indeterminate|unavailable|undeterminable` +
+		`|insufficient|(?:nobody|no\s*one|no-one)\s+(?:knows|(?:can|could)\s+(?:say|tell|know|be\s+sure)|is\s+sure)|undetermined|unspecified|unstated|indeterminate|unavailable|undeterminable` +
 		`|(?:cannot|can't|can’t|can\s+not)\s+(?:say|tell|know|determine|be\s+sure|be\s+certain)` +
 		`|(?:the\s+)?(?:text|context|passage|document|article|excerpt|source|input|question|data|information)s?\s+(?:does|do|did)\s*(?:not|n't)\s+(?:say|mention|specify|state|tell|indicate|give)` +
 		`)\b`)
