@@ -312,3 +312,34 @@ func genValue(rng *rand.Rand, depth int) any {
 		return list
 	}
 }
+
+// TestToolCallsWideArguments: a call with tens of thousands of argument
+// keys (a reply can hold one) is read and written again with every key in
+// the model's order. Reading the order decoded each object through a
+// key-by-key scan, quadratic in its keys: 160 000 keys took over a minute
+// to read and two to write (BenchmarkDecodeWideObject in internal/pyjson).
+func TestToolCallsWideArguments(t *testing.T) {
+	const n = 20000
+	var b strings.Builder
+	b.WriteString(`{"name": "f", "args": {`)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", (i*7919)%n) // not sorted
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: %d", keys[i], i)
+	}
+	b.WriteString("}}")
+	var tc types.ToolCalls
+	require.NoError(t, tc.ParseField(b.String()))
+	require.Len(t, tc.Calls, 1)
+	require.Len(t, tc.Calls[0].Args, n)
+	out, err := tc.MarshalJSON()
+	require.NoError(t, err)
+	v, err := pyjson.Decode(out)
+	require.NoError(t, err)
+	calls, _ := v.(pyjson.Object).Get("tool_calls")
+	args, _ := calls.([]any)[0].(pyjson.Object).Get("args")
+	assert.Equal(t, keys, args.(pyjson.Object).Keys())
+}

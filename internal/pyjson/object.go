@@ -28,11 +28,42 @@ type Member struct {
 // NewObject returns an object with members in order; a repeated key keeps
 // its first position and takes the last value, as a Python dict does.
 func NewObject(members ...Member) Object {
-	var o Object
+	var b builder
 	for _, m := range members {
-		o.Set(m.Key, m.Value)
+		b.set(m.Key, m.Value)
 	}
-	return o
+	return b.o
+}
+
+// builder builds an Object as Set would, a member at a time, in time
+// linear in its members: past indexFrom members it finds a repeated key
+// through a map instead of a scan (a model's reply can hold an object of
+// a hundred thousand keys).
+type builder struct {
+	o   Object
+	idx map[string]int
+}
+
+// indexFrom is the size from which builder indexes the keys.
+const indexFrom = 16
+
+func (b *builder) set(key string, v any) {
+	if b.idx == nil {
+		if len(b.o.members) < indexFrom {
+			b.o.Set(key, v)
+			return
+		}
+		b.idx = make(map[string]int, 2*len(b.o.members))
+		for i, m := range b.o.members {
+			b.idx[m.Key] = i
+		}
+	}
+	if i, ok := b.idx[key]; ok {
+		b.o.members[i].Value = v
+		return
+	}
+	b.idx[key] = len(b.o.members)
+	b.o.members = append(b.o.members, Member{key, v})
 }
 
 // Len is the number of members.
@@ -162,7 +193,7 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	case json.Delim:
 		switch x {
 		case '{':
-			var o Object
+			var o builder
 			for dec.More() {
 				k, err := dec.Token()
 				if err != nil {
@@ -176,12 +207,12 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				o.Set(key, v)
+				o.set(key, v)
 			}
 			if _, err := dec.Token(); err != nil {
 				return nil, err
 			}
-			return o, nil
+			return o.o, nil
 		case '[':
 			list := []any{}
 			for dec.More() {

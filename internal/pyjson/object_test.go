@@ -2,6 +2,10 @@ package pyjson
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,4 +58,58 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip changed %q into %q", Str(v), Str(w))
 		}
 	})
+}
+
+// TestObjectBuildsAsSet: NewObject and Decode, which index the keys of a
+// wide object, build the object Set builds a member at a time (first
+// position, last value), over random key sequences either side of
+// indexFrom, repeats included.
+func TestObjectBuildsAsSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		n := r.IntN(4 * indexFrom)
+		keys := r.IntN(2*n+1) + 1
+		var want Object
+		members := make([]Member, n)
+		var text strings.Builder
+		text.WriteByte('{')
+		for i := range members {
+			members[i] = Member{"k" + strconv.Itoa(r.IntN(keys)), i}
+			want.Set(members[i].Key, i)
+			if i > 0 {
+				text.WriteByte(',')
+			}
+			fmt.Fprintf(&text, "%q:%d", members[i].Key, i)
+		}
+		text.WriteByte('}')
+		assert.Equal(t, want.members, NewObject(members...).members, "NewObject(%v)", members)
+		got, err := Decode([]byte(text.String()))
+		require.NoError(t, err)
+		assert.Equal(t, want.members, got.(Object).members, "Decode(%s)", text.String())
+	}
+}
+
+// BenchmarkDecodeWideObject: decoding an object of n keys is linear in n
+// (it was quadratic: 160 000 keys took minutes).
+func BenchmarkDecodeWideObject(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		var text strings.Builder
+		text.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				text.WriteByte(',')
+			}
+			fmt.Fprintf(&text, `"k%d":%d`, i, i)
+		}
+		text.WriteByte('}')
+		data := []byte(text.String())
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
