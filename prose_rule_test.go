@@ -139,7 +139,7 @@ var (
 		"uncertain", "unsure", "not sure", "not certain", "not clear", "not known", "not stated", "not given", "not specified",
 		"not mentioned", "nobody knows", "no one can tell", "no-one knows", "the passage does not say", "the text doesn't say.",
 		"hard to say", "difficult to tell", "it is unclear", "that is uncertain", "it depends", "maybe", "perhaps", "possibly",
-		"probably, but not sure", "but not sure", "I cannot tell", "insufficient information", "n/a", "N/A", "not determinable",
+		"probably, but not sure", "but not sure", "I cannot tell", "insufficient information", "n/a", "N/A", "N/A in the text", "not determinable",
 		"it cannot be determined", "cannot say"}
 	keepClauses = []string{"it is.", "it is not.", "because the passage says so.", "the passage says so", "not at all", "not really",
 		"definitely", "probably", "the sky is clear.", "as the passage states", "it is raining.", "clearly", "according to the text",

@@ -321,7 +321,7 @@ var (
 	clauseNoneRE = regexp.MustCompile(`(?i)^(?:(?:it|that|this)(?:\s+is|'s|’s|\s+was|\s+remains|\s+seems)\s+)?(?:` +
 		`maybe|perhaps|possibly|unclear|unsure|uncertain|unknown|(?:it\s+)?depends|(?:hard|difficult|impossible)\s+to\s+(?:say|tell|know|determine)|(?:could|might)\s+be` +
 		`|not\s+(?:enough|sure|certain|clear|known|stated|given|specified|mentioned|provided|determinable|determined|available|applicable|indicated|said)` +
-		`|insufficient|(?:nobody|no\s*one|no-one)\s+(?:knows|(?:can|could)\s+(?:say|tell|know|be\s+sure)|is\s+sure)|undetermined|unspecified|unstated|indeterminate|unavailable|undeterminable` +
+		`|n/a|insufficient|(?:nobody|no\s*one|no-one)\s+(?:knows|(?:can|could)\s+(?:say|tell|know|be\s+sure)|is\s+sure)|undetermined|unspecified|unstated|indeterminate|unavailable|undeterminable` +
 		`|(?:cannot|can't|can’t|can\s+not)\s+(?:say|tell|know|determine|be\s+sure|be\s+certain)` +
 		`|(?:the\s+)?(?:text|context|passage|document|article|excerpt|source|input|question|data|information)s?\s+(?:does|do|did)\s*(?:not|n't)\s+(?:say|mention|specify|state|tell|indicate|give)` +
 		`)\b`)
