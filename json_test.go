@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -318,5 +319,25 @@ func TestJSONNeverGuessesNumbers(t *testing.T) {
 	for _, raw := range []string{"[1, -]", "[1, 2e]", "[1, 2e-]"} {
 		_, err := adapter.ParseValue(raw, sig.Output(2))
 		assert.Error(t, err, raw)
+	}
+}
+
+// TestJSONUnreadableSaysWhy: a JSON reply that cannot be read says why —
+// over the repair limit, a number repair would guess, too deep — and
+// keeps the reply. It said only "the reply's JSON cannot be read".
+func TestJSONUnreadableSaysWhy(t *testing.T) {
+	sig := mustParse(t, "q -> a: dict[str, Any]")
+	wide := `{"a": {"k": "` + strings.Repeat("x", 20000) + `"},}`
+	for reply, why := range map[string]string{
+		wide:                 "16384-byte repair limit",
+		`{"a": {"x": 1.5e}}`: `"1.5e" is not a number`,
+		`{"a": ` + strings.Repeat("[", 600) + `1` + strings.Repeat("]", 600) + `,}`: "nested over",
+	} {
+		_, err := adapter.JSON{}.Parse(sig, reply)
+		var pe *adapter.ParseError
+		if assert.ErrorAs(t, err, &pe, "%.40q", reply) {
+			assert.Contains(t, err.Error(), why, "%.40q", reply)
+			assert.Equal(t, reply, pe.Completion)
+		}
 	}
 }

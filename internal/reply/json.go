@@ -166,8 +166,9 @@ func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidat
 				return nil, err
 			}
 			if whole || namesOutput(sig, t[sp.Start:sp.End]) {
-				// An object that cannot be read might be the answer.
-				return nil, wrapf(value.ErrInvalid, "the reply's JSON cannot be read")
+				// An object that cannot be read might be the answer; the
+				// error says why (a repair limit, a bad number, …).
+				return nil, wrapf(value.ErrInvalid, "the reply's JSON cannot be read: "+strings.TrimPrefix(err.Error(), "jsonx: "))
 			}
 			continue
 		}
