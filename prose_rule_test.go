@@ -213,16 +213,8 @@ func TestProseRule(t *testing.T) {
 				failures++
 				continue
 			}
-			// Chat and JSON read the same text to the same outcome.
-			for _, c := range []struct {
-				p     adapter.Parser
-				reply string
-			}{
-				{adapter.Chat{}, "[[ ## x ## ]]\n" + text + "\n\n[[ ## completed ## ]]"},
-				{adapter.JSON{}, `{"x": ` + jsonQuote(text) + `}`},
-				{adapter.XML{}, "<x>" + xmlText(text) + "</x>"},
-				{adapter.BAML{}, `{"x": ` + jsonQuote(text) + `}`},
-			} {
+			// Every adapter reads the same text to the same outcome.
+			for _, c := range fieldReplies(text) {
 				vals, perr := c.p.Parse(sig, c.reply)
 				if err != nil {
 					var pe *adapter.ParseError
@@ -334,15 +326,7 @@ func FuzzProseRule(f *testing.F) {
 		}
 		// Every adapter reads the same text, as its field, to the same outcome.
 		sig := sigs[int(typ)%len(types)]
-		for _, c := range []struct {
-			p     adapter.Parser
-			reply string
-		}{
-			{adapter.Chat{}, "[[ ## x ## ]]\n" + text + "\n\n[[ ## completed ## ]]"},
-			{adapter.JSON{}, `{"x": ` + jsonQuote(text) + `}`},
-			{adapter.XML{}, "<x>" + xmlText(text) + "</x>"},
-			{adapter.BAML{}, `{"x": ` + jsonQuote(text) + `}`},
-		} {
+		for _, c := range fieldReplies(text) {
 			vals, perr := c.p.Parse(sig, c.reply)
 			if perr == nil {
 				if !reflect.ValueOf(vals["x"]).IsZero() || f.Spec.Kind() != signature.KindOptional {
@@ -356,6 +340,23 @@ func FuzzProseRule(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fieldReplies are the replies of every adapter that give the output x
+// the text.
+func fieldReplies(text string) []struct {
+	p     adapter.Parser
+	reply string
+} {
+	return []struct {
+		p     adapter.Parser
+		reply string
+	}{
+		{adapter.Chat{}, "[[ ## x ## ]]\n" + text + "\n\n[[ ## completed ## ]]"},
+		{adapter.JSON{}, `{"x": ` + jsonQuote(text) + `}`},
+		{adapter.XML{}, "<x>" + xmlText(text) + "</x>"},
+		{adapter.BAML{}, `{"x": ` + jsonQuote(text) + `}`},
+	}
 }
 
 func isLetters(s string) bool {
