@@ -673,7 +673,7 @@ func readNumber(s string) (json.Number, bool) {
 
 var (
 	hedgeRE         = regexp.MustCompile(`(?i)^(?:approximately|approx\.?|about|around|roughly|circa|ca\.|c\.|~|≈|an estimated|estimated|est\.|probably|likely|most likely|possibly|perhaps|maybe|presumably|i think|i believe|i estimate|i'd estimate|an approximate|some|exactly|precisely|a total of|in total|total of)\s*`)
-	alternativeRE   = regexp.MustCompile(`(?i)^\(\s*[-+~$]?[0-9]|\b(?:or|maybe|perhaps|possibly|either|alternatively|otherwise|might|could|up to|unless|if not)\b`)
+	alternativeRE   = regexp.MustCompile(`(?i)^\(\s*[-+~$]?[0-9]|\b(?:or|maybe|perhaps|possibly|either|alternatively|otherwise|might|could|up to|unless|if not)\b|\b(?:though|although|but|while|whereas|others?|some)\b[^)]*[0-9]|[0-9][^)]*\b(?:possible|likely|also|too)\b`)
 	trailingHedgeRE = regexp.MustCompile(`(?i)\s*(?:or so|or thereabouts|-?ish|approximately|approx\.?|roughly|\(approx\.?\)|\(approximately\)|\(estimated?\)|\(est\.\)|in total|total|exactly)\.?$`)
 	fractionRE      = regexp.MustCompile(`^([+-]?[0-9]{1,15})\s*/\s*([0-9]{1,15})$`)
 	smallWords      = map[string]int{"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
