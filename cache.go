@@ -45,6 +45,19 @@ type FallibleCache interface {
 	Store(ctx context.Context, key string, entry CacheEntry) error
 }
 
+// CacheReleaser is implemented by a [Cache] that holds something for a key
+// from a miss until the entry is stored: a lease that makes other replicas
+// wait for the entry instead of calling the LM themselves (rediscache's
+// Lease). When no entry will be stored after a miss — the call failed, its
+// reply did not finish normally or the pipeline refused it, or every
+// caller waiting for it left — [Cached] calls Release with the key, once,
+// so that the others stop waiting at once. Release is called with a
+// context that is never cancelled; bound it within. A miss that is stored
+// is released by the store (Put or Store), not by Release.
+type CacheReleaser interface {
+	Release(ctx context.Context, key string)
+}
+
 // CacheEntry is one stored reply: the response and what its wire carried
 // beyond go-openai's types (provider citations, see [WireReader]), so that
 // a hit gives the call what the LM gave.
@@ -246,7 +259,9 @@ func valueIdentity(lm LM) (string, bool) {
 // token limit, refused, filtered, empty, or one that failed to parse.
 // Used outside the pipeline, a reply is stored when every choice finished
 // normally. Within the pipeline an entry keeps what the reply carried
-// beyond go-openai's types (citations), and a hit gives it back.
+// beyond go-openai's types (citations), and a hit gives it back. A cache
+// that holds a key from its miss until the entry is stored (a lease other
+// replicas wait on) is told when nothing will be: see [CacheReleaser].
 func Cached(c Cache) Middleware {
 	g := &flights{c: c, m: map[string]*flight{}}
 	return func(next Invoker) Invoker {
@@ -388,7 +403,7 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 	}
 	if g.c != nil {
 		if e, ok := g.get(ctx, f); ok {
-			g.finish(f, outcome{resp: hitResponse(e), hit: true, extras: e.Extras})
+			g.finish(ctx, f, outcome{resp: hitResponse(e), hit: true, extras: e.Extras})
 			return g.wait(ctx, f, w, req)
 		}
 	}
@@ -406,22 +421,30 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 // alone answers a request on its own: from the cache, or by its call,
 // whose reply is stored once the pipeline accepted it.
 func (g *flights) alone(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	st := stateFrom(ctx)
-	if g.c != nil {
-		if e, ok := g.lookup(ctx, st, key); ok {
-			if st != nil {
-				st.cacheHits.Add(1)
-				st.setExtras(e.Extras)
-			}
-			return hitResponse(e), nil
-		}
+	if g.c == nil {
+		return next(ctx, req)
 	}
+	st := stateFrom(ctx)
+	if e, ok := g.lookup(ctx, st, key); ok {
+		if st != nil {
+			st.cacheHits.Add(1)
+			st.setExtras(e.Extras)
+		}
+		return hitResponse(e), nil
+	}
+	handed := false // to store, which stores or releases
+	defer func() {
+		if !handed {
+			g.release(ctx, key)
+		}
+	}()
 	resp, err := next(ctx, req)
 	if err == nil && finishedNormally(resp) {
 		entry := CacheEntry{Response: resp}
 		if st != nil {
 			entry.Extras = st.replyExtras()
 		}
+		handed = true
 		g.store(ctx, st, key, entry, nil)
 	}
 	return resp, err
@@ -435,11 +458,16 @@ func hitResponse(e CacheEntry) openai.ChatCompletionResponse {
 }
 
 // store puts entry in the cache once the pipeline accepted its reply (at
-// once outside the pipeline, st nil), then runs done whatever the verdict.
+// once outside the pipeline, st nil), or releases the key's miss when it
+// refused it; then runs done whatever the verdict.
 func (g *flights) store(ctx context.Context, st *callState, key string, entry CacheEntry, done func()) {
 	settle := func(accepted bool) {
-		if accepted && g.c != nil {
+		switch {
+		case g.c == nil:
+		case accepted:
 			g.put(context.WithoutCancel(ctx), st, key, entry)
+		default:
+			g.release(ctx, key)
 		}
 		if done != nil {
 			done()
@@ -457,7 +485,7 @@ func (g *flights) store(ctx context.Context, st *callState, key string, entry Ca
 func (g *flights) get(ctx context.Context, f *flight) (e CacheEntry, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			g.finish(f, outcome{panicked: p})
+			g.finish(ctx, f, outcome{panicked: p})
 			panic(p)
 		}
 	}()
@@ -493,6 +521,14 @@ func (g *flights) put(ctx context.Context, st *callState, key string, entry Cach
 	}
 }
 
+// release tells a [CacheReleaser] that no entry will be stored under key
+// after its miss.
+func (g *flights) release(ctx context.Context, key string) {
+	if r, ok := g.c.(CacheReleaser); ok {
+		r.Release(context.WithoutCancel(ctx), key)
+	}
+}
+
 // join attaches a caller to the flight of key, starting one if there is
 // none (first).
 func (g *flights) join(key string) (f *flight, w waiter, first bool) {
@@ -520,7 +556,7 @@ func flightContext(ctx context.Context, c *flightCall) context.Context {
 // run makes the flight's call.
 func (f *flight) run(ctx context.Context, c *flightCall, next Invoker, req openai.ChatCompletionRequest) {
 	o := outcome{err: errFlightExited}
-	defer func() { f.g.finish(f, o) }()
+	defer func() { f.g.finish(ctx, f, o) }()
 	defer func() {
 		if p := recover(); p != nil {
 			o = outcome{panicked: p}
@@ -534,8 +570,9 @@ func (f *flight) run(ctx context.Context, c *flightCall, next Invoker, req opena
 // waiter still attached (the one that sent the call, unless it left) takes
 // the reply over; a reply to be stored keeps the flight joinable until
 // that waiter's pipeline settles, so that no identical request in between
-// sends its own.
-func (g *flights) finish(f *flight, o outcome) {
+// sends its own. A call's outcome that will not be stored releases the
+// key's miss.
+func (g *flights) finish(ctx context.Context, f *flight, o outcome) {
 	g.mu.Lock()
 	f.o, f.done = o, true
 	if len(f.waiters) > 0 {
@@ -546,12 +583,15 @@ func (g *flights) finish(f *flight, o outcome) {
 		g.forget(f)
 	}
 	f.wakeAll()
-	c, owned := f.call, f.owner != 0
+	c, owned, kept := f.call, f.owner != 0, f.kept
 	g.mu.Unlock()
 	if c != nil {
 		c.cancel()
 		if !owned {
 			c.state.settle(false) // no one takes it over
+		}
+		if !kept {
+			g.release(ctx, f.key)
 		}
 	}
 }
@@ -616,7 +656,7 @@ func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.Chat
 		if len(log) > 0 {
 			if !started {
 				if err := out.start(); err != nil {
-					g.leave(f, w)
+					g.leave(ctx, f, w)
 					return openai.ChatCompletionResponse{}, err
 				}
 				started = true
@@ -624,7 +664,7 @@ func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.Chat
 			for _, d := range log {
 				d.ToolCalls = slices.Clone(d.ToolCalls) // each caller's own
 				if !out.delta(d) {
-					g.leave(f, w)
+					g.leave(ctx, f, w)
 					return openai.ChatCompletionResponse{}, errStopped
 				}
 			}
@@ -675,8 +715,8 @@ func (g *flights) leaveUnlessDone(f *flight, w waiter) bool {
 // leave detaches a waiter that stopped before it took the outcome (a
 // stream whose consumer broke out): before the outcome, as a cancelled
 // waiter; after it, the next waiter takes the reply over if it was the
-// owner.
-func (g *flights) leave(f *flight, w waiter) {
+// owner, and if none is left the key's miss is released.
+func (g *flights) leave(ctx context.Context, f *flight, w waiter) {
 	if g.leaveUnlessDone(f, w) {
 		return
 	}
@@ -695,6 +735,7 @@ func (g *flights) leave(f *flight, w waiter) {
 	g.mu.Unlock()
 	if orphan != nil {
 		orphan.state.settle(false)
+		g.release(ctx, f.key)
 	}
 }
 

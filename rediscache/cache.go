@@ -170,8 +170,21 @@ func (c *Cache) Store(ctx context.Context, key string, entry adapter.CacheEntry)
 	return nil
 }
 
-// Lookup and Store make a Cache an adapter.FallibleCache.
-var _ adapter.FallibleCache = (*Cache)(nil)
+// Release gives up this Cache's lease on key, taken by a Lookup that
+// missed, when no entry will be stored for it (the call failed, or its
+// reply was refused): the replicas waiting for the entry stop waiting at
+// once, and the next of them to look takes the lease and calls the LM.
+// Without [Lease] it does nothing. adapter.Cached calls it.
+func (c *Cache) Release(ctx context.Context, key string) {
+	c.release(ctx, c.key(key))
+}
+
+// Lookup and Store make a Cache an adapter.FallibleCache; Release an
+// adapter.CacheReleaser.
+var (
+	_ adapter.FallibleCache = (*Cache)(nil)
+	_ adapter.CacheReleaser = (*Cache)(nil)
+)
 
 // Stats returns the cache's counters.
 func (c *Cache) Stats() Stats {

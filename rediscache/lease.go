@@ -16,7 +16,7 @@ import (
 
 // With [Lease], a Cache that misses a key takes a lease on it in Redis
 // (SET NX PX): its caller calls the LM, and storing the entry releases
-// the lease. A Cache that misses while another holds the lease polls for
+// the lease (or Release does, when the call stores nothing). A Cache that misses while another holds the lease polls for
 // the entry, backing off, until the entry is there, the lease is free to
 // take (it lapsed), the wait bound passes or the caller gives up.
 
@@ -146,8 +146,8 @@ func (c *Cache) leasedStore(ctx context.Context, rkey string, b []byte) error {
 }
 
 // release gives up this Cache's lease on rkey, when nothing is stored
-// (an entry too large, or one that does not marshal), so that the
-// replicas waiting stop waiting at once.
+// (an entry too large, one that does not marshal, or none at all: see
+// Release), so that the replicas waiting stop waiting at once.
 func (c *Cache) release(ctx context.Context, rkey string) {
 	if c.s.cfg.lease <= 0 {
 		return

@@ -48,6 +48,11 @@ type replicaResult struct {
 // and adapter.Cached, as separate processes have), asks q through all of
 // them at once, the odd ones by Stream, and returns what each got.
 func askTogether(t *testing.T, srv *lmtest.Server, caches []*rediscache.Cache, q string, during func()) []replicaResult {
+	return askTogetherIn(t.Context(), t, srv, caches, q, during)
+}
+
+// askTogetherIn is askTogether with the callers' context.
+func askTogetherIn(ctx context.Context, t *testing.T, srv *lmtest.Server, caches []*rediscache.Cache, q string, during func()) []replicaResult {
 	sig := mustParse(t, "q -> a")
 	out := make([]replicaResult, len(caches))
 	start := make(chan struct{})
@@ -57,10 +62,10 @@ func askTogether(t *testing.T, srv *lmtest.Server, caches []*rediscache.Cache, q
 		wg.Go(func() {
 			<-start
 			if i%2 == 0 {
-				out[i].res, out[i].err = adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q})
+				out[i].res, out[i].err = adapter.Call(ctx, lm, sig, nil, adapter.Values{"q": q})
 				return
 			}
-			for ch, err := range adapter.Stream(t.Context(), lm.(adapter.StreamingLM), sig, nil, adapter.Values{"q": q}) {
+			for ch, err := range adapter.Stream(ctx, lm.(adapter.StreamingLM), sig, nil, adapter.Values{"q": q}) {
 				if err != nil {
 					out[i].err = err
 				}
@@ -112,8 +117,8 @@ func TestLeaseOneCallAcrossReplicas(t *testing.T) {
 }
 
 // TestLeaseHolderFails: the lease holder's LM call fails, so it stores
-// nothing; the others stop waiting at the lease's bound, call the LM
-// themselves and get the right reply.
+// nothing; the others go on (the lease released, or its short bound
+// passed), call the LM themselves and get the right reply.
 func TestLeaseHolderFails(t *testing.T) {
 	srv := slowEcho(t, 50*time.Millisecond, func(n int64) bool { return n == 1 })
 	p := prefix(t)
@@ -143,6 +148,43 @@ func TestLeaseHolderFails(t *testing.T) {
 	}
 	t.Logf("%d replicas, the holder's call failed: %d LM calls, %d leases taken, %d waits ran out", n, calls, leases, timeouts)
 	assert.GreaterOrEqual(t, leases+timeouts, int64(2), "a waiter took the lapsed lease over, or stopped waiting")
+}
+
+// TestLeaseReleasedWhenHolderFails: a lease holder whose call fails
+// releases the lease at once (adapter.Cached calls Release): with a lease
+// of an hour, the waiting replicas do not wait it out — one takes the
+// lease over and calls the LM, the others get its entry. Before Release,
+// they waited until their callers' contexts ended (a minute here) and
+// failed.
+func TestLeaseReleasedWhenHolderFails(t *testing.T) {
+	srv := slowEcho(t, 50*time.Millisecond, func(n int64) bool { return n == 1 })
+	p := prefix(t)
+	const n = 5
+	caches := make([]*rediscache.Cache, n)
+	for i := range caches {
+		caches[i] = rediscache.New(client(t), rediscache.Prefix(p), slack, rediscache.Lease(time.Hour))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard, not a timing assertion
+	defer cancel()
+	failed := 0
+	for i, r := range askTogetherIn(ctx, t, srv, caches, "x", nil) {
+		if r.err != nil {
+			failed++
+			assert.ErrorContains(t, r.err, "the holder's call fails", "replica %d", i)
+			continue
+		}
+		require.NotNil(t, r.res, "replica %d", i)
+		assert.Equal(t, "answer to x", r.res.Outputs[0]["a"], "replica %d", i)
+	}
+	assert.Equal(t, 1, failed, "the holder's call alone failed")
+	assert.Equal(t, 2, len(srv.Requests()), "the holder's failed call, then the next holder's")
+	var leases, timeouts int64
+	for _, c := range caches {
+		leases += c.Stats().Leases
+		timeouts += c.Stats().WaitTimeouts
+	}
+	assert.Equal(t, int64(2), leases, "the first holder's, then the one that took it over")
+	assert.Zero(t, timeouts, "no wait ran out")
 }
 
 // TestLeaseRedisKilled: Redis dies while a lease is held and replicas

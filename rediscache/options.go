@@ -154,13 +154,16 @@ func BlockWithoutRetryAfter(d time.Duration) Option {
 // It fails open: a wait that runs out is a miss (counted in
 // Stats.WaitTimeouts, not an error) and the caller calls the LM itself;
 // a Redis failure during the wait is a miss with an error, counted and
-// reported as any other. A lease holder whose call fails or whose reply
-// the pipeline refuses stores nothing: its lease lives until d has
-// passed, its own retries keep it (and renew it), and when it lapses
-// one waiter takes it over. Set d a little above the LM's slowest usual
-// reply (its p99): a wait costs a waiting call up to d, a lease lost to a
-// call slower than d costs a second LM call. Storing the entry releases
-// the lease. Cache.
+// reported as any other. Storing the entry releases the lease. A lease
+// holder whose call fails, or whose reply the pipeline refuses, stores
+// nothing and releases the lease at once (adapter.Cached calls
+// [Cache.Release]): the next waiter to look takes it over and calls the
+// LM, and the holder's own retry, if it makes one, waits for that entry
+// as the others do. A holder that cannot release it (its process died,
+// Redis was unreachable) keeps it until d has passed. Set d a little
+// above the LM's slowest usual reply (its p99): a wait costs a waiting
+// call up to d, a lease lost to a call slower than d costs a second LM
+// call.
 func Lease(d time.Duration) Option { return func(c *config) { c.lease = max(d, 0) } }
 
 // Error is a Redis failure, or a corrupt entry, as [OnError] reports it.
