@@ -94,8 +94,11 @@ func TestJSONStreamCall(t *testing.T) {
 
 // FuzzJSONStream: for any reply that is one JSON object, the joined deltas
 // of each string member equal the member's decoded value; through Stream,
-// a consumer that applies deltas and replacements ends with each str
-// output's value, whatever the reply (fuzzDeltasAreTheValue).
+// a consumer that applies deltas and replacements ends with each output's
+// value, whatever the reply (fuzzDeltasAreTheValue): a str output's text,
+// or text ParseValue reads as the typed output's value. The size's bit 64
+// picks the signature: two str outputs, or str beside int, list, dict and
+// Optional outputs.
 func FuzzJSONStream(f *testing.F) {
 	f.Add(`{"answer": "a\u00e9\\\"b", "n": [1, {"x": "}"}]}`, uint8(1))
 	f.Add(`{"answer": "x", "other": {"answer": "y"}}`, uint8(2))
@@ -104,9 +107,18 @@ func FuzzJSONStream(f *testing.F) {
 	f.Add(`{"answer": "Lyon", "n": 1}`+"\nCorrection: "+`{"answer": "Paris", "n": 1}`, uint8(3))
 	f.Add(`{"answer": "a "b": c", "n": 1}`, uint8(2))
 	f.Add(`"{\"answer\": \"Paris\", \"n\": 1}"`, uint8(1))
-	sig := must(signature.Parse("question -> answer, n"))
+	f.Add(`{"answer": "x", "n": 7, "tags": ["a", "b]"], "meta": {"k": 1}, "maybe": null}`, uint8(64+3))
+	f.Add(`{"answer": "x", "n": "7", "tags": "['a', 'b']", "meta": "{'k': 1}", "maybe": "true"}`, uint8(64+1))
+	f.Add(`{"answer": "x", "n": 7.0, "tags": [], "meta": {}, "maybe": false} {"answer": "y", "n": 8}`, uint8(64+5))
+	f.Add("```json\n{\"n\": -0, \"tags\": [\"\\u00e9\"], \"answer\": \"é\", \"meta\": {\"\": 2}, \"maybe\": True}\n```", uint8(64+2))
+	strs := must(signature.Parse("question -> answer, n"))
+	typed := must(signature.Parse("question -> answer, n: int, tags: list[str], meta: dict[str, int], maybe: Optional[bool]"))
 	srv := newValueServer(f)
 	f.Fuzz(func(t *testing.T, text string, size uint8) {
+		sig := strs
+		if size&64 != 0 {
+			sig = typed
+		}
 		got := streamWith(adapter.JSON{}.NewFieldStream(sig), text, int(size%64)+1)
 		fuzzDeltasAreTheValue(t, srv, adapter.JSON{}, sig, text, int(size%64)+1)
 		var obj map[string]json.RawMessage
@@ -115,8 +127,8 @@ func FuzzJSONStream(f *testing.F) {
 		}
 		raw, ok := obj["answer"]
 		var want string
-		if !ok || json.Unmarshal(raw, &want) != nil {
-			return
+		if !ok || len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &want) != nil {
+			return // no string member (null is none: Parse refuses it for str)
 		}
 		if n := countKey(text); n != 1 {
 			return // duplicated keys: encoding/json keeps the last

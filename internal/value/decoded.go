@@ -158,16 +158,30 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 		switch x := v.(type) {
 		case map[string]any:
 			out := reflect.MakeMapWithSize(t, len(x))
+			// Of several entries the type cannot take, the error names
+			// the first key in order, the same one every time (Call and
+			// Stream alike), though a map's order varies.
+			var bad string
+			var badErr error
 			for k, e := range x {
+				if badErr != nil && k >= bad {
+					continue
+				}
 				kv, err := parseText(k, spec.Key(), depth+1, b)
-				if err != nil {
-					return reflect.Value{}, fmt.Errorf("key %s: %w", clip(k), err)
+				var ev reflect.Value
+				if err == nil {
+					ev, err = fromDecoded(e, spec.Elem(), false, depth+1, b)
 				}
-				ev, err := fromDecoded(e, spec.Elem(), false, depth+1, b)
 				if err != nil {
-					return reflect.Value{}, fmt.Errorf("key %s: %w", clip(k), err)
+					bad, badErr = k, fmt.Errorf("key %s: %w", clip(k), err)
+					continue
 				}
-				out.SetMapIndex(kv, ev)
+				if badErr == nil {
+					out.SetMapIndex(kv, ev)
+				}
+			}
+			if badErr != nil {
+				return reflect.Value{}, badErr
 			}
 			return out, nil
 		case string:
