@@ -48,11 +48,13 @@ type Chunk struct {
 	// (predict.ReAct) it holds, once per step, the calls the step chose,
 	// complete, when they were chosen.
 	ToolCalls []openai.ToolCall
-	// Status is a progress message from a module that makes several calls
-	// and runs tools between them (predict.ReAct's Stream: "Calling tool
-	// search...", then "Tool calling finished! ..."), as DSPy's streamify
-	// status messages; such a chunk may carry Step and Tool beside it,
-	// nothing else. Stream itself never sets it.
+	// Status is a progress message from a module that makes several
+	// calls: one that runs tools between them (predict.ReAct's Stream:
+	// "Calling tool search...", then "Tool calling finished! ...", as
+	// DSPy's streamify status messages; such a chunk may carry Step and
+	// Tool beside it, nothing else), or one that makes several attempts
+	// (predict.BestOfN's and predict.Refine's: each attempt's start and
+	// end, with Attempt). Stream itself never sets it.
 	Status string
 	// Step numbers, from 1, the step of an agent a chunk belongs to, in
 	// the stream of a module that works in steps (predict.ReAct): the
@@ -72,6 +74,13 @@ type Chunk struct {
 	// Done's replacements settle the rest, as after a fallback), and the
 	// reasoning and tool calls that follow are the new reply's.
 	Reask int
+	// Attempt numbers, from 1, the attempt a chunk belongs to in the
+	// stream of a module that runs its program several times
+	// (predict.BestOfN, predict.Refine; nested, the outermost's number):
+	// set on every chunk of the attempt, on the Status chunks that begin
+	// and end it, and on the Done chunk, the attempt whose outputs were
+	// chosen. It is 0 on every chunk of any other stream.
+	Attempt int
 	// Adapter names the adapter whose stream this is; after a fallback the
 	// fallback's name.
 	Adapter string

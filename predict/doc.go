@@ -28,6 +28,11 @@
 // as it happens: each step's thought as it is written, the calls chosen,
 // each tool's start and end, then the answer (see ReAct.Stream).
 //
+// BestOfN and Refine run any of these modules several times and keep the
+// prediction a reward scores best (Refine asks the LM for advice between
+// attempts); their Stream streams each attempt, tagged with its number
+// (adapter.Chunk.Attempt), and settles on the chosen one before Done.
+//
 //	type QA struct{ Question string `json:"question"` }
 //	type Answer struct{ Answer string `json:"answer"` }
 //	p, err := predict.New[QA, Answer]()

@@ -29,6 +29,10 @@ import (
 type Runner[In, Out any] interface {
 	// attempt runs the program once with the attempt's options.
 	attempt(ctx context.Context, lm adapter.LM, in In, opts []adapter.CallOption) (Out, *adapter.Result, error)
+	// streamAttempt runs it once as a stream, passing each chunk but the
+	// Done chunk to yield; when yield returns false it stops and returns
+	// errStopped.
+	streamAttempt(ctx context.Context, lm adapter.StreamingLM, in In, opts []adapter.CallOption, yield func(adapter.Chunk) bool) (Out, *adapter.Result, error)
 	// describe lists the program's predictors as DSPy's named_predictors
 	// names them, and the order of its input and output keys.
 	describe() (programInfo, error)
@@ -397,10 +401,12 @@ func funcName(f any) string {
 
 // outcome is a successful attempt.
 type outcome[Out any] struct {
-	out    Out
-	res    *adapter.Result
-	reward float64
-	trace  []traceEntry
+	out     Out
+	res     *adapter.Result
+	reward  float64
+	trace   []traceEntry
+	attempt int        // its number, from 1
+	texts   fieldTexts // in a Stream, the text its chunks gave each field
 }
 
 func (s *search[In, Out]) call(ctx context.Context, lm adapter.LM, in In, opts []adapter.CallOption) (Out, *adapter.Result, error) {
@@ -413,7 +419,7 @@ func (s *search[In, Out]) call(ctx context.Context, lm adapter.LM, in In, opts [
 		return zero, nil, fmt.Errorf("predict: %s: %w", s.kind, err)
 	}
 	ctx, done := adapter.StartModule(ctx, s.kind, vals, opts...)
-	out, res, err := s.run(ctx, lm, in, vals, opts)
+	out, res, _, err := s.run(ctx, lm, in, vals, opts, nil)
 	done(res, err)
 	return out, res, err
 }
@@ -427,7 +433,10 @@ func valuesOf(in any) (adapter.Values, error) {
 	return adapter.ValuesOf(in)
 }
 
-func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals adapter.Values, opts []adapter.CallOption) (Out, *adapter.Result, error) {
+// run makes the attempts and returns the chosen one's outputs, the run's
+// Result and the chosen attempt's number (from 1). With a relay (a
+// Stream), each attempt streams through it.
+func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals adapter.Values, opts []adapter.CallOption, rl *relay) (Out, *adapter.Result, int, error) {
 	var zero Out
 	total := &adapter.Result{}
 	parent := attemptFrom(ctx)
@@ -443,6 +452,9 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 	)
 	// fail records a failure and reports whether the call must end.
 	fail := func(idx, rollout int, err error) error {
+		if rl.end(idx+1, s.n, 0, err) {
+			return errStopped
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("predict: %s: attempt %d: %w", s.kind, idx+1, err)
 		}
@@ -461,8 +473,21 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		}
 		seed := rollout
 		aopts := append(slices.Clip(opts), adapter.WithRequest(openai.ChatCompletionRequest{Temperature: 1, Seed: &seed}))
-		out, res, err := s.program.attempt(context.WithValue(ctx, attemptKey{}, st), lm, in, aopts)
+		actx := context.WithValue(ctx, attemptKey{}, st)
+		var out Out
+		var res *adapter.Result
+		var err error
+		if rl == nil {
+			out, res, err = s.program.attempt(actx, lm, in, aopts)
+		} else if !rl.begin(idx+1, s.n) {
+			return zero, total, 0, errStopped
+		} else {
+			out, res, err = s.program.streamAttempt(actx, rl.lm, in, aopts, rl.forward)
+		}
 		total.Add(res)
+		if errors.Is(err, errStopped) {
+			return zero, total, 0, err
+		}
 		var reward float64
 		if err == nil {
 			if reward, err = s.reward(ctx, in, out); err == nil && math.IsNaN(reward) {
@@ -473,12 +498,15 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		}
 		if err != nil {
 			if err := fail(idx, rollout, err); err != nil {
-				return zero, total, err
+				return zero, total, 0, err
 			}
 			continue
 		}
+		if rl.end(idx+1, s.n, reward, nil) {
+			return zero, total, 0, errStopped
+		}
 		if best == nil || reward > best.reward {
-			best = &outcome[Out]{out: out, res: res, reward: reward, trace: st.entries()}
+			best = &outcome[Out]{out: out, res: res, reward: reward, trace: st.entries(), attempt: idx + 1, texts: rl.attemptTexts()}
 		}
 		if reward >= s.threshold {
 			break
@@ -486,11 +514,14 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		if s.feedback == nil || idx == s.n-1 {
 			continue
 		}
+		if rl.advising(idx + 1) {
+			return zero, total, 0, errStopped
+		}
 		advice, fres, err := s.advise(ctx, lm, vals, res, st, reward, opts)
 		total.Add(fres)
 		if err != nil {
 			if err := fail(idx, rollout, fmt.Errorf("feedback: %w", err)); err != nil {
-				return zero, total, err
+				return zero, total, 0, err
 			}
 			continue
 		}
@@ -507,12 +538,15 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		}
 	}
 	if best == nil {
-		return zero, total, &AttemptsError{Module: s.kind, Attempts: made, N: s.n, Errs: failures}
+		return zero, total, 0, &AttemptsError{Module: s.kind, Attempts: made, N: s.n, Errs: failures}
 	}
 	if parent != nil {
 		parent.add(best.trace...) // DSPy extends the caller's trace with the best attempt's
 	}
-	return best.out, runResult(total, best.res), nil
+	if !rl.settle(best.attempt, best.texts) {
+		return zero, total, 0, errStopped
+	}
+	return best.out, runResult(total, best.res), best.attempt, nil
 }
 
 // runResult is a module run's Result: the counters of every call of the

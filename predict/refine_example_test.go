@@ -46,3 +46,41 @@ func ExampleNewRefine() {
 	// Brussels 3 <nil>
 	// true
 }
+
+// A Refine's stream: each attempt's deltas (a later attempt starts the
+// field anew: Replace), the status of each attempt, and the Done chunk
+// naming the attempt whose outputs were chosen.
+func ExampleRefine_Stream() {
+	srv := lmtest.NewServer(
+		lmtest.Text("[[ ## answer ## ]]\nIt is Brussels.").ChunkSize(6),
+		lmtest.Text("[[ ## discussion ## ]]\nThe answer has four words.\n\n[[ ## advice ## ]]\n"+
+			`{"self": "Answer with the name alone."}`),
+		lmtest.Text("[[ ## answer ## ]]\nBrussels").ChunkSize(6))
+	defer srv.Close()
+	qa, _ := predict.New[Question, Answer]()
+	refine, _ := predict.NewRefine(qa, 3, oneWord, 1.0)
+	answer := ""
+	for ch, err := range refine.Stream(context.Background(), srv.Client(), Question{"What is the capital of Belgium?"}) {
+		switch {
+		case err != nil:
+			fmt.Println(err)
+			return
+		case ch.Done:
+			fmt.Printf("chosen: attempt %d, %q (the stream holds %q)\n", ch.Attempt, ch.Out.Answer, answer)
+		case ch.Status != "":
+			fmt.Printf("[%s]\n", ch.Status)
+		case ch.Field == "answer":
+			if ch.Replace {
+				answer = ""
+			}
+			answer += ch.Delta
+		}
+	}
+	// Output:
+	// [Attempt 1 of 3]
+	// [Attempt 1 of 3: reward 0]
+	// [Asking for advice after attempt 1]
+	// [Attempt 2 of 3]
+	// [Attempt 2 of 3: reward 1]
+	// chosen: attempt 2, "Brussels" (the stream holds "Brussels")
+}

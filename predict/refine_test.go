@@ -249,6 +249,14 @@ func TestBestOfNTrace(t *testing.T) {
 	_, _, err = best.Call(adapter.WithTrace(context.Background(), tr), srv.Client(), adapter.Values{"question": "q"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"BestOfN in ", "Predict in BestOfN", "Predict in BestOfN"}, events)
+
+	// Stream reports the same runs.
+	srv.Push(answerReply("x"), answerReply("Paris"))
+	events = nil
+	for _, err := range best.Stream(adapter.WithTrace(context.Background(), tr), srv.Client(), adapter.Values{"question": "q"}) {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{"BestOfN in ", "Predict in BestOfN", "Predict in BestOfN"}, events)
 }
 
 func TestBestOfNConstruction(t *testing.T) {

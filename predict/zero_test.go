@@ -103,6 +103,20 @@ func TestZeroModules(t *testing.T) {
 			"Load":      withErr(func() error { _, err := c.Load(prog, "generate_answer.predict"); return err }),
 		})
 	}
+	bests := map[string]*predict.BestOfN[Question, Answer]{"nil *BestOfN": nil, "zero BestOfN": {}}
+	for recv, b := range bests {
+		check(t, recv, methodsOf[*predict.BestOfN[Question, Answer]](), map[string]zeroCall{
+			"Call":   withErr(func() error { _, _, err := b.Call(ctx, lm, q); return err }),
+			"Stream": withErr(func() error { return lastErr(b.Stream(ctx, lm, q)) }),
+		})
+	}
+	refines := map[string]*predict.Refine[Question, Answer]{"nil *Refine": nil, "zero Refine": {}}
+	for recv, r := range refines {
+		check(t, recv, methodsOf[*predict.Refine[Question, Answer]](), map[string]zeroCall{
+			"Call":   withErr(func() error { _, _, err := r.Call(ctx, lm, q); return err }),
+			"Stream": withErr(func() error { return lastErr(r.Stream(ctx, lm, q)) }),
+		})
+	}
 	assert.Empty(t, srv.Requests(), "no request from a zero module")
 }
 
