@@ -189,17 +189,33 @@ func convertDict(v reflect.Value, spec *signature.TypeSpec, depth int) (reflect.
 		return reflect.Value{}, notA(v, spec)
 	}
 	out := reflect.MakeMapWithSize(t, v.Len())
+	var bad firstBad
 	iter := v.MapRange()
 	for iter.Next() {
+		var name string
+		if bad.err != nil {
+			if name = pyjson.Repr(iter.Key().Interface()); bad.after(name) {
+				continue
+			}
+		}
 		k, err := convert(iter.Key(), spec.Key(), depth+1)
-		if err != nil {
-			return reflect.Value{}, fmt.Errorf("key %s: %w", Brief(pyjson.Repr(iter.Key().Interface())), err)
+		var e reflect.Value
+		if err == nil {
+			e, err = convert(iter.Value(), spec.Elem(), depth+1)
 		}
-		e, err := convert(iter.Value(), spec.Elem(), depth+1)
 		if err != nil {
-			return reflect.Value{}, fmt.Errorf("key %s: %w", Brief(pyjson.Repr(iter.Key().Interface())), err)
+			if name == "" {
+				name = pyjson.Repr(iter.Key().Interface())
+			}
+			bad.note(name, fmt.Errorf("key %s: %w", Brief(name), err))
+			continue
 		}
-		out.SetMapIndex(k, e)
+		if bad.err == nil {
+			out.SetMapIndex(k, e)
+		}
+	}
+	if bad.err != nil {
+		return reflect.Value{}, bad.err
 	}
 	return out, nil
 }

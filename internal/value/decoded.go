@@ -158,13 +158,9 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 		switch x := v.(type) {
 		case map[string]any:
 			out := reflect.MakeMapWithSize(t, len(x))
-			// Of several entries the type cannot take, the error names
-			// the first key in order, the same one every time (Call and
-			// Stream alike), though a map's order varies.
-			var bad string
-			var badErr error
+			var bad firstBad
 			for k, e := range x {
-				if badErr != nil && k >= bad {
+				if bad.after(k) {
 					continue
 				}
 				kv, err := parseText(k, spec.Key(), depth+1, b)
@@ -173,15 +169,15 @@ func fromDecoded(v any, spec *signature.TypeSpec, top bool, depth int, b *jsonx.
 					ev, err = fromDecoded(e, spec.Elem(), false, depth+1, b)
 				}
 				if err != nil {
-					bad, badErr = k, fmt.Errorf("key %s: %w", clip(k), err)
+					bad.note(k, fmt.Errorf("key %s: %w", clip(k), err))
 					continue
 				}
-				if badErr == nil {
+				if bad.err == nil {
 					out.SetMapIndex(kv, ev)
 				}
 			}
-			if badErr != nil {
-				return reflect.Value{}, badErr
+			if bad.err != nil {
+				return reflect.Value{}, bad.err
 			}
 			return out, nil
 		case string:
@@ -334,6 +330,20 @@ func structFromMap(m map[string]any, spec *signature.TypeSpec, depth int, b *jso
 	}
 	return out, nil
 }
+
+// firstBad keeps, of a map's entries that fail, the one whose key sorts
+// first, so that the error names the same entry every time (Call and
+// Stream alike) though a map's order varies.
+type firstBad struct {
+	key string
+	err error
+}
+
+// after reports whether an entry of key cannot come before the one kept.
+func (f *firstBad) after(key string) bool { return f.err != nil && key >= f.key }
+
+// note keeps err of key, which after said comes first.
+func (f *firstBad) note(key string, err error) { f.key, f.err = key, err }
 
 func lookupFolded(m map[string]any, name string) (any, bool) {
 	n := normChoice(name)

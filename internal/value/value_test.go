@@ -321,3 +321,24 @@ func TestDictErrorDeterministic(t *testing.T) {
 	}
 	assert.Zero(t, other, "of 50 reads, errors naming another key than \"a\"")
 }
+
+// TestConvertDictErrorDeterministic: Convert (a Go value given as an
+// input or demo) names the same bad entry of a map every time too.
+func TestConvertDictErrorDeterministic(t *testing.T) {
+	s := spec(reflect.TypeFor[map[string]int]())
+	in := map[string]any{"m": []int{1}, "b": true, "z": "w", "a": 1.5, "k": 1, "c": []int{2}}
+	var first string
+	other := 0
+	for range 50 {
+		_, err := value.Convert(in, s)
+		require.Error(t, err)
+		if first == "" {
+			first = err.Error()
+		}
+		if err.Error() != first {
+			other++
+		}
+	}
+	assert.Zero(t, other, "of 50 conversions, errors other than the first: %s", first)
+	assert.True(t, strings.HasPrefix(first, `key 'a': `), first)
+}
