@@ -499,3 +499,28 @@ func FuzzDecodeArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeArgsMapErrorDeterministic: of several entries of a map
+// argument whose keys are wrong, the error names the same one every time
+// (the first key in order), as it does for a struct's keys.
+func TestDecodeArgsMapErrorDeterministic(t *testing.T) {
+	type item struct {
+		Amount int `json:"amount"`
+	}
+	raw := []byte(`{"m": {"AMOUNT": 1}, "b": {"Amount": 2}, "z": {"amt": 3}, "a": {"amounT": 4}, "c": {"x": 5}}`)
+	var first string
+	other := 0
+	for range 50 {
+		var m map[string]item
+		err := types.DecodeArgs(raw, &m)
+		require.ErrorIs(t, err, types.ErrArgumentName)
+		if first == "" {
+			first = err.Error()
+		}
+		if err.Error() != first {
+			other++
+		}
+	}
+	assert.Zero(t, other, "of 50 reads, errors other than the first: %s", first)
+	assert.Contains(t, first, `"[\"a\"].amounT" is not an argument`)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -123,8 +124,8 @@ func checkNames(v any, t reflect.Type, path string, depth int) error {
 		}
 	case reflect.Map:
 		if obj, ok := v.(map[string]any); ok {
-			for k, e := range obj {
-				if err := checkNames(e, t.Elem(), path+"["+strconv.Quote(k)+"]", depth+1); err != nil {
+			for _, k := range slices.Sorted(maps.Keys(obj)) { // the same error every time
+				if err := checkNames(obj[k], t.Elem(), path+"["+strconv.Quote(k)+"]", depth+1); err != nil {
 					return err
 				}
 			}
