@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -357,8 +358,11 @@ func matchesAnyOutput(sig *signature.Signature, obj map[string]any) bool {
 
 // members files an answer object's members under the outputs they name:
 // exact names, then a unique case-insensitive match, then one left-over
-// key that is a rename of the one missing output.
-func members(sig *signature.Signature, obj map[string]any, fields []Field) {
+// key that is a rename of the one missing output. Without the exact name,
+// case variants that give different values ({"Answer": "a", "ANSWER":
+// "b"}) are ErrAmbiguous, the error of the first such output.
+func members(sig *signature.Signature, obj map[string]any, fields []Field) error {
+	var clashes []int // outputs whose case variants disagree
 	for k, v := range obj {
 		i := outputIndex(sig, k)
 		if i < 0 {
@@ -366,16 +370,29 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) {
 		}
 		f := &fields[i]
 		if f.Source == Member {
-			if f.Text == sig.OutputName(i) || k != sig.OutputName(i) {
+			name := sig.OutputName(i)
+			if f.Text == name {
 				continue // the exact name wins over a case variant
+			}
+			if k != name {
+				if !reflect.DeepEqual(f.Value, v) {
+					clashes = append(clashes, i)
+				}
+				continue
 			}
 		}
 		*f = Field{Source: Member, Text: k, Value: v}
 	}
+	slices.Sort(clashes)
+	for _, i := range clashes {
+		if fields[i].Text != sig.OutputName(i) {
+			return &Error{Field: i, Err: wrapf(errAmbiguous, "keys that differ only in case name the field, with different values")}
+		}
+	}
 	liftMisplaced(sig, fields)
 	missing := onlyMissing(sig, fields)
 	if missing < 0 {
-		return
+		return nil
 	}
 	var left []string
 	for k := range obj {
@@ -384,11 +401,12 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) {
 		}
 	}
 	if len(left) != 1 {
-		return // which left-over key is the field, the reply does not say
+		return nil // which left-over key is the field, the reply does not say
 	}
 	if k, ok := renameTarget(sig, missing, left); ok {
 		fields[missing] = Field{Source: Member, Text: k, Value: obj[k]}
 	}
+	return nil
 }
 
 // liftMisplaced reads a missing output from inside another output's

@@ -224,8 +224,7 @@ func readJSONShape(sig *signature.Signature, text string, fields []Field, b *jso
 	case found.obj == nil:
 		return false, nil
 	}
-	members(sig, unwrap(sig, found.obj), fields)
-	return true, nil
+	return true, members(sig, unwrap(sig, found.obj), fields)
 }
 
 // readScalar reads a reply that is exactly one JSON scalar (a number, a
