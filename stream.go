@@ -35,6 +35,10 @@ type Chunk struct {
 	//
 	// and ends, for every str output, with exactly the Result's value
 	// (for other types, with text that ParseValue reads as the value).
+	// An output the provider answers natively, outside the text (a
+	// NativeHook's field: types.Reasoning from reasoning_content,
+	// types.ToolCalls from tool_calls), has no deltas of its own: it
+	// arrives in Reasoning and ToolCalls chunks, and in the Result.
 	// The stream sends it when a later part of the reply replaces what it
 	// streamed — a second, corrected JSON object, a key or section given
 	// again, a fallback's reply — at the latest just before

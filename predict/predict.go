@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 // Option configures a module. It is an adapter.CallOption: a module takes
@@ -29,7 +31,34 @@ type config struct {
 	demos        []adapter.Values
 	demosSet     bool
 	maxIters     *int // ReAct's step limit (MaxIters); nil means the default
+	// nativeReasoning: a ChainOfThought's reasoning is a types.Reasoning
+	// (WithNativeReasoning).
+	nativeReasoning bool
 }
+
+type nativeReasoningOption struct{ adapter.EmptyCallOption }
+
+func (nativeReasoningOption) applyModule(c *config) { c.nativeReasoning = true }
+
+// WithNativeReasoning, given to NewChainOfThought or
+// NewChainOfThoughtModule, types the reasoning output as types.Reasoning,
+// as DSPy's dspy.ChainOfThought(sig, rationale_field_type=dspy.Reasoning)
+// does: with an LM that reasons natively (adapter.Capabilities.Reasoning:
+// the o-series, DeepSeek's reasoner, or any declared with
+// adapter.WithCapabilities), the reasoning field leaves the prompt,
+// reasoning_effort is sent ("low" unless the call's request sets it;
+// "none" keeps the field in the prompt), and the reasoning is the reply's
+// reasoning_content — the model thinks once, natively, instead of also
+// writing a reasoning field (DSPy's open requests #8764, #9646). With any
+// other LM, and with GPT-5 models over Chat Completions (which return no
+// reasoning text), the prompt is DSPy's for that signature: ChainOfThought's,
+// except that the user message asks for the reasoning "formatted as a
+// valid Python str". The value in Result.Outputs is a types.Reasoning;
+// ChainOfThought.Call returns its text; a Stream carries native reasoning
+// in Reasoning chunks, not as field deltas. A model that reasons natively
+// but returns no reasoning text leaves it empty. Other modules, and a
+// call, ignore the option.
+func WithNativeReasoning() Option { return nativeReasoningOption{} }
 
 type instructionsOption struct {
 	adapter.EmptyCallOption
@@ -108,7 +137,8 @@ func NewChainOfThoughtModule(sig *signature.Signature, opts ...Option) (*Module,
 	if sig == nil {
 		return nil, errors.New("predict: nil signature")
 	}
-	cot, err := withReasoning(sig)
+	c, _ := split(opts)
+	cot, err := withReasoning(sig, c.nativeReasoning)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +147,14 @@ func NewChainOfThoughtModule(sig *signature.Signature, opts ...Option) (*Module,
 	return m, nil
 }
 
-// withReasoning prepends ChainOfThought's reasoning output.
-func withReasoning(sig *signature.Signature) (*signature.Signature, error) {
-	s, err := sig.Prepend(signature.Output, signature.Field{Name: "reasoning"})
+// withReasoning prepends ChainOfThought's reasoning output: a str, or a
+// types.Reasoning (native).
+func withReasoning(sig *signature.Signature, native bool) (*signature.Signature, error) {
+	f := signature.Field{Name: "reasoning"}
+	if native {
+		f.Type = reflect.TypeFor[types.Reasoning]()
+	}
+	s, err := sig.Prepend(signature.Output, f)
 	if err != nil {
 		return nil, fmt.Errorf("predict: ChainOfThought adds its own reasoning output before the others: rename yours, or use Predict: %w", err)
 	}
@@ -366,7 +401,8 @@ func NewChainOfThought[In, Out any](opts ...Option) (*ChainOfThought[In, Out], e
 	if err != nil {
 		return nil, err
 	}
-	sig, err := withReasoning(p.m.sig)
+	c, _ := split(opts)
+	sig, err := withReasoning(p.m.sig, c.nativeReasoning)
 	if err != nil {
 		return nil, err
 	}
@@ -409,8 +445,19 @@ func (c *ChainOfThought[In, Out]) Call(ctx context.Context, lm adapter.LM, in In
 	if err != nil {
 		return out, "", res, err
 	}
-	reasoning, _ := res.Outputs[0]["reasoning"].(string)
-	return out, reasoning, res, nil
+	return out, reasoningText(res.Outputs[0]["reasoning"]), res, nil
+}
+
+// reasoningText is a ChainOfThought's reasoning as text: a str, or a
+// types.Reasoning (WithNativeReasoning).
+func reasoningText(v any) string {
+	switch r := v.(type) {
+	case string:
+		return r
+	case types.Reasoning:
+		return string(r)
+	}
+	return ""
 }
 
 // zeroError is ErrZeroModule for one type.
