@@ -260,7 +260,9 @@ func UnmarshalCacheEntry(key string, b []byte) (CacheEntry, error) {
 	}
 	num, rest, ok := bytes.Cut(rest, []byte{'\n'})
 	n, err := strconv.Atoi(string(num))
-	if !ok || len(num) > 20 || err != nil || n < 0 || len(rest) < n+1 || rest[n] != '\n' {
+	// n is compared with no arithmetic on it: a stored length near
+	// math.MaxInt would wrap n+1 (the value is untrusted).
+	if !ok || len(num) > 20 || err != nil || n < 0 || n >= len(rest) || rest[n] != '\n' {
 		return CacheEntry{}, fmt.Errorf("%w: bad key length", ErrCorruptCacheEntry)
 	}
 	if string(rest[:n]) != key {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -146,6 +147,9 @@ func TestDiskCacheCorruptIgnored(t *testing.T) {
 		"bad json":    string(good[:strings.Index(string(good), "{")]) + "{\"response\": 42}",
 		"no choices":  string(good[:strings.Index(string(good), "{")]) + `{"response":{"choices":[]}}`,
 		"old version": strings.Replace(string(good), "sigwire-cache v1", "sigwire-cache v0", 1),
+		// A key length near math.MaxInt: n+1 wrapped, and the check
+		// indexed past the end (security review 4, P1).
+		"key length overflow": "sigwire-cache v1 9223372036854775807\nx",
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, os.WriteFile(files[0], []byte(content), 0o600))
@@ -392,6 +396,38 @@ func ExampleOpenDiskCache() {
 	// run 2: Paris (cache hits: 1)
 }
 
+// TestUnmarshalCacheEntryKeyLengths: whatever length a header claims for
+// the key — every length near the value's size, near math.MaxInt and past
+// it — the bytes are an entry for the key they hold or an error matching
+// ErrCorruptCacheEntry, never a panic (security review 4, P1: a length of
+// 2^63-1 indexed past the end and crashed every caller of the lookup).
+func TestUnmarshalCacheEntryKeyLengths(t *testing.T) {
+	good, err := adapter.MarshalCacheEntry("key", diskEntry("key"))
+	require.NoError(t, err)
+	_, body, _ := strings.Cut(string(good), "\n") // "key\n{…}"
+	var lengths []string
+	for _, base := range []uint64{0, uint64(len(body)), math.MaxInt64, math.MaxUint64} {
+		for d := uint64(0); d < 4; d++ {
+			lengths = append(lengths, strconv.FormatUint(base+d, 10), strconv.FormatUint(base-d, 10))
+		}
+	}
+	lengths = append(lengths, "-1", "+3", "3 ", "03", "")
+	for _, n := range lengths {
+		b := []byte("sigwire-cache v1 " + n + "\n" + body)
+		for cut := range 4 { // and shorter values, down to the header alone
+			b := b[:max(len(b)-cut*len(body)/3, 0)]
+			var e adapter.CacheEntry
+			require.NotPanics(t, func() { e, err = adapter.UnmarshalCacheEntry("key", b) }, "length %q", n)
+			if err != nil {
+				require.ErrorIs(t, err, adapter.ErrCorruptCacheEntry, "length %q", n)
+				continue
+			}
+			assert.Contains(t, []string{"3", "03", "+3"}, n, "only the key's own length reads")
+			assert.Equal(t, diskEntry("key").Response.ID, e.Response.ID)
+		}
+	}
+}
+
 // FuzzUnmarshalCacheEntry: bytes from a shared store are untrusted: any
 // input is an entry or an error matching ErrCorruptCacheEntry, never a
 // panic, and an entry read for a key re-encodes to one that reads back
@@ -405,6 +441,7 @@ func FuzzUnmarshalCacheEntry(f *testing.F) {
 	f.Add("", []byte("sigwire-cache v1 0\n\n{\"response\":{\"choices\":[{}]}}"))
 	f.Add("k", []byte("sigwire-cache v1 -1\nk\n{}"))
 	f.Add("k", []byte("sigwire-cache v1 99999999999999999999\nk\n{}"))
+	f.Add("k", []byte("sigwire-cache v1 9223372036854775807\nk\n{}"))
 	f.Fuzz(func(t *testing.T, key string, b []byte) {
 		e, err := adapter.UnmarshalCacheEntry(key, b)
 		if err != nil {
