@@ -3,6 +3,7 @@ package adapter
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,13 +48,20 @@ import (
 // crashed writer left more than an hour ago.
 //
 // The directory is trusted as the cache itself is: whoever can write it
-// can answer your calls. It is created readable by its owner only, and
-// entries hold prompts and replies in clear text.
+// can answer your calls. So it must be this user's own: OpenDiskCache
+// creates dir/v1 readable by its owner only (0700, files 0600), tightens
+// one of the user's own that others may read, and refuses one that is a
+// symbolic link, that belongs to another user, or that others may write
+// (a directory planted before the first use, on a shared machine). Every
+// file is reached through an [os.Root] on dir/v1, so no link leads a read,
+// a write or an eviction out of it, and an entry that is not a regular
+// file (a FIFO, a device) is ignored as corrupt without blocking.
 //
 // A DiskCache is safe for concurrent use. Errors reading or writing are
 // counted, never returned: a failing disk makes the calls go to the LM.
 type DiskCache struct {
-	dir        string // dir/v1
+	dir        string   // dir/v1, for errors
+	root       *os.Root // dir/v1: every file is reached through it
 	maxBytes   int64
 	maxEntries int
 
@@ -130,9 +139,10 @@ const diskTempPrefix = ".tmp-"
 //	cache, err := adapter.OpenDiskCache(".cache/lm", adapter.DiskCacheMaxBytes(256<<20))
 //	lm := adapter.WithMiddleware(client, adapter.Cached(cache))
 //
-// It scans the directory once, to learn its size and to evict what passes
-// the bound. The returned Cache is a *DiskCache, for its Stats.
-func OpenDiskCache(dir string, opts ...DiskCacheOption) (Cache, error) {
+// It refuses a dir/v1 that is not this user's own directory (see
+// [DiskCache]), and scans the directory once, to learn its size and to
+// evict what passes the bound.
+func OpenDiskCache(dir string, opts ...DiskCacheOption) (*DiskCache, error) {
 	if dir == "" {
 		return nil, errors.New("adapter: OpenDiskCache: empty directory name")
 	}
@@ -142,13 +152,71 @@ func OpenDiskCache(dir string, opts ...DiskCacheOption) (Cache, error) {
 			o(c)
 		}
 	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+	root, err := openCacheRoot(c.dir)
+	if err != nil {
 		return nil, fmt.Errorf("adapter: OpenDiskCache: %w", err)
 	}
+	c.root = root
 	if err := c.scan(); err != nil {
 		return nil, fmt.Errorf("adapter: OpenDiskCache: %w", err)
 	}
 	return c, nil
+}
+
+// openCacheRoot creates dir (and its parents) if need be and opens it as
+// a root, once it is sure the directory is the user's own: not a link,
+// not another user's, not writable by others; others' read permission is
+// taken away.
+func openCacheRoot(dir string) (*os.Root, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link: the cache's directory must be its own (remove the link)", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	// The directory opened is the one checked: Lstat saw no link, and
+	// the root's own Stat (of the open directory) must be the same file.
+	opened, err := root.Stat(".")
+	if err == nil && !os.SameFile(fi, opened) {
+		err = fmt.Errorf("%s changed while it was opened", dir)
+	}
+	if err == nil {
+		err = checkOwnDir(dir, opened)
+	}
+	if err == nil && opened.Mode().Perm()&0o077 != 0 {
+		err = root.Chmod(".", 0o700) // the user's own, readable by others: readable by its owner only
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// checkOwnDir refuses a directory that others may write, or that belongs
+// to another user (see ownerOf).
+func checkOwnDir(dir string, fi fs.FileInfo) error {
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if uid, mine := ownerOf(fi); !mine {
+		return fmt.Errorf("%s belongs to another user (uid %d): the cache's directory must be its user's own (remove it, or give the cache another directory)", dir, uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by others (mode %v): whoever wrote it could answer the calls (check what it holds, then chmod 700 it, or remove it)", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // Stats returns the cache's counters.
@@ -163,11 +231,11 @@ func (c *DiskCache) Stats() DiskCacheStats {
 	}
 }
 
-// path returns the shard index and the file of key.
+// path returns the shard index and the file of key, beneath the root.
 func (c *DiskCache) path(key string) (int, string) {
 	sum := sha256.Sum256([]byte(key))
 	name := hex.EncodeToString(sum[:])
-	return int(sum[0]), filepath.Join(c.dir, name[:2], name)
+	return int(sum[0]), name[:2] + "/" + name
 }
 
 // Get returns the entry stored for key: a miss when there is none, or the
@@ -184,7 +252,7 @@ func (c *DiskCache) Get(ctx context.Context, key string) (CacheEntry, bool) {
 // in Result.CacheErrors and reported to [Trace].CacheError.
 func (c *DiskCache) Lookup(_ context.Context, key string) (CacheEntry, bool, error) {
 	_, name := c.path(key)
-	e, mod, err := readDiskEntry(name, key, c.maxBytes)
+	e, mod, err := readDiskEntry(c.root, name, key, c.maxBytes)
 	if err != nil {
 		c.stats.misses.Add(1)
 		switch {
@@ -198,16 +266,17 @@ func (c *DiskCache) Lookup(_ context.Context, key string) (CacheEntry, bool, err
 		return CacheEntry{}, false, fmt.Errorf("adapter: disk cache: %w", err)
 	}
 	if now := time.Now(); now.Sub(mod) > diskTouchEvery {
-		_ = os.Chtimes(name, now, now) // the file may be gone already: fine
+		_ = c.root.Chtimes(name, now, now) // the file may be gone already: fine
 	}
 	c.stats.hits.Add(1)
 	return e, true, nil
 }
 
 // readDiskEntry reads and checks the file of key, returning its entry and
-// modification time.
-func readDiskEntry(name, key string, limit int64) (CacheEntry, time.Time, error) {
-	f, err := os.Open(name)
+// modification time. It opens the file without blocking (a FIFO in its
+// place is refused, not waited on) and reads only a regular file.
+func readDiskEntry(root *os.Root, name, key string, limit int64) (CacheEntry, time.Time, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|openNonBlocking, 0)
 	if err != nil {
 		return CacheEntry{}, time.Time{}, err
 	}
@@ -316,14 +385,15 @@ func (c *DiskCache) Store(_ context.Context, key string, entry CacheEntry) error
 // write puts b at name atomically: a temporary file in the same
 // directory, renamed into place.
 func (c *DiskCache) write(shard int, name string, b []byte) error {
-	dir := filepath.Dir(name)
+	dir := path.Dir(name)
 	if !c.shards[shard].Load() {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := c.root.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		c.shards[shard].Store(true)
 	}
-	f, err := os.CreateTemp(dir, diskTempPrefix+"*")
+	tmp := dir + "/" + diskTempPrefix + randomSuffix()
+	f, err := c.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // the directory was removed under us
 			c.shards[shard].Store(false)
@@ -335,12 +405,19 @@ func (c *DiskCache) write(shard int, name string, b []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), name)
+		err = c.root.Rename(tmp, name)
 	}
 	if err != nil {
-		_ = os.Remove(f.Name())
+		_ = c.root.Remove(tmp)
 	}
 	return err
+}
+
+// randomSuffix names a temporary file.
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
+	return hex.EncodeToString(b[:])
 }
 
 // over reports sizes past the bound.
@@ -370,7 +447,7 @@ type diskFile struct {
 // scan measures the directory, removes stale temporary files and, past
 // the bound, the least recently used entries, and records the size left.
 func (c *DiskCache) scan() error {
-	shards, err := os.ReadDir(c.dir)
+	shards, err := readDirOf(c.root, ".")
 	if err != nil {
 		return err
 	}
@@ -379,10 +456,9 @@ func (c *DiskCache) scan() error {
 	staleTemp := time.Now().Add(-time.Hour)
 	for _, s := range shards {
 		if !s.IsDir() || len(s.Name()) != 2 {
-			continue
+			continue // not ours (a link is no directory here: never followed)
 		}
-		dir := filepath.Join(c.dir, s.Name())
-		ents, err := os.ReadDir(dir)
+		ents, err := readDirOf(c.root, s.Name())
 		if err != nil {
 			continue // removed meanwhile
 		}
@@ -391,10 +467,10 @@ func (c *DiskCache) scan() error {
 			if err != nil || !info.Mode().IsRegular() {
 				continue // vanished meanwhile, or not ours
 			}
-			name := filepath.Join(dir, e.Name())
+			name := s.Name() + "/" + e.Name()
 			if strings.HasPrefix(e.Name(), diskTempPrefix) {
 				if info.ModTime().Before(staleTemp) {
-					_ = os.Remove(name)
+					_ = c.root.Remove(name)
 				}
 				continue
 			}
@@ -410,7 +486,7 @@ func (c *DiskCache) scan() error {
 			if total <= keepBytes && (c.maxEntries == 0 || n <= keepEntries) {
 				break
 			}
-			err := os.Remove(f.name)
+			err := c.root.Remove(f.name)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -425,4 +501,14 @@ func (c *DiskCache) scan() error {
 	c.bytes, c.entries = total, n
 	c.mu.Unlock()
 	return nil
+}
+
+// readDirOf lists the directory name beneath root.
+func readDirOf(root *os.Root, name string) ([]fs.DirEntry, error) {
+	d, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
 }

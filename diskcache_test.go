@@ -39,7 +39,7 @@ func openDisk(t testing.TB, dir string, opts ...adapter.DiskCacheOption) *adapte
 	t.Helper()
 	c, err := adapter.OpenDiskCache(dir, opts...)
 	require.NoError(t, err)
-	return c.(*adapter.DiskCache)
+	return c
 }
 
 // diskFiles lists the entry files under dir (temporary files left out).
@@ -275,7 +275,7 @@ func diskWorkload(dir, me string) (adapter.DiskCacheStats, int, error) {
 		}
 		c.Put(ctx, key, diskEntry(key))
 	}
-	return c.(*adapter.DiskCache).Stats(), wrong, nil
+	return c.Stats(), wrong, nil
 }
 
 type diskWorkloadResult struct {
@@ -462,4 +462,146 @@ func FuzzUnmarshalCacheEntry(f *testing.F) {
 		_, err = adapter.UnmarshalCacheEntry(key+"x", again)
 		require.ErrorIs(t, err, adapter.ErrCorruptCacheEntry)
 	})
+}
+
+// TestDiskCacheDirectoryRules: OpenDiskCache uses dir/v1 only when it is
+// the user's own directory (security review 4, P6): one that others may
+// write, that belongs to another user or that is a symbolic link is
+// refused, and one that others may only read is made the owner's alone.
+// Before, each was used as it was found; through a linked v1, opening the
+// cache with a small bound deleted the files of the directory it pointed
+// to.
+func TestDiskCacheDirectoryRules(t *testing.T) {
+	planted := func(t *testing.T, mode os.FileMode) string {
+		dir := t.TempDir()
+		v1 := filepath.Join(dir, "v1")
+		require.NoError(t, os.Mkdir(v1, 0o700))
+		require.NoError(t, os.Chmod(v1, mode)) // past the umask
+		return dir
+	}
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o722, 0o702, 0o777 | os.ModeSticky} {
+		t.Run(fmt.Sprintf("writable by others %o", mode), func(t *testing.T) {
+			_, err := adapter.OpenDiskCache(planted(t, mode))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "writable by others")
+		})
+	}
+	t.Run("readable by others", func(t *testing.T) {
+		dir := planted(t, 0o755)
+		openDisk(t, dir)
+		fi, err := os.Stat(filepath.Join(dir, "v1"))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "readable by its owner only")
+	})
+	t.Run("another user's", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("giving a directory to another user needs root")
+		}
+		dir := planted(t, 0o700)
+		require.NoError(t, os.Chown(filepath.Join(dir, "v1"), 65534, 65534))
+		_, err := adapter.OpenDiskCache(dir)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "belongs to another user (uid 65534)")
+	})
+	t.Run("a link", func(t *testing.T) {
+		// The review's reproduction: v1 links to a project whose
+		// two-letter folders look like shards.
+		project := t.TempDir()
+		precious := filepath.Join(project, "db", "customers.sqlite")
+		require.NoError(t, os.MkdirAll(filepath.Dir(precious), 0o700))
+		require.NoError(t, os.WriteFile(precious, make([]byte, 4096), 0o600))
+		dir := t.TempDir()
+		require.NoError(t, os.Symlink(project, filepath.Join(dir, "v1")))
+		_, err := adapter.OpenDiskCache(dir, adapter.DiskCacheMaxBytes(1024))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "symbolic link")
+		assert.FileExists(t, precious, "nothing outside the cache is removed")
+	})
+	t.Run("not a directory", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "v1"), nil, 0o600))
+		_, err := adapter.OpenDiskCache(dir)
+		assert.Error(t, err)
+	})
+}
+
+// TestDiskCacheNoLinksOut: links inside the cache's directory never lead
+// a read, a write or an eviction out of it (security review 4, P6): a
+// shard replaced by a link to another directory is neither read nor
+// written through, and eviction removes nothing there; an entry that is
+// a link to a file outside is not served.
+func TestDiskCacheNoLinksOut(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	c := openDisk(t, dir, adapter.DiskCacheMaxEntries(3))
+	c.Put(ctx, "k", diskEntry("k"))
+	files := diskFiles(t, dir)
+	require.Len(t, files, 1)
+	entry, shard := files[0], filepath.Dir(files[0])
+	good, err := os.ReadFile(entry)
+	require.NoError(t, err)
+
+	t.Run("a linked entry", func(t *testing.T) {
+		outside := filepath.Join(t.TempDir(), "entry")
+		require.NoError(t, os.WriteFile(outside, good, 0o600))
+		require.NoError(t, os.Remove(entry))
+		require.NoError(t, os.Symlink(outside, entry))
+		_, ok, err := c.Lookup(ctx, "k")
+		assert.False(t, ok, "a link out of the cache is not followed")
+		assert.Error(t, err)
+		require.NoError(t, os.Remove(entry))
+	})
+	t.Run("a linked shard", func(t *testing.T) {
+		outside := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(outside, filepath.Base(entry)), good, 0o600))
+		require.NoError(t, os.RemoveAll(shard))
+		require.NoError(t, os.Symlink(outside, shard))
+		_, ok, err := c.Lookup(ctx, "k")
+		assert.False(t, ok, "a read does not follow the link")
+		assert.Error(t, err)
+		assert.Error(t, c.Store(ctx, "k", diskEntry("k")), "nor does a write")
+		ents, err := os.ReadDir(outside)
+		require.NoError(t, err)
+		assert.Len(t, ents, 1, "nothing was written outside")
+		// Eviction scans past the bound: nothing outside is removed.
+		for i := range 10 {
+			c.Put(ctx, strconv.Itoa(i), diskEntry(strconv.Itoa(i)))
+		}
+		_, err = adapter.OpenDiskCache(dir, adapter.DiskCacheMaxEntries(1))
+		require.NoError(t, err)
+		assert.FileExists(t, filepath.Join(outside, filepath.Base(entry)), "eviction stays inside the cache")
+	})
+}
+
+// TestDiskCacheFIFO: a FIFO planted at an entry's path is a corrupt entry,
+// found at once; before, opening it blocked the lookup (and the call)
+// until a writer came, past any deadline (security review 4, P6).
+func TestDiskCacheFIFO(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	c := openDisk(t, dir)
+	c.Put(ctx, "k", diskEntry("k"))
+	files := diskFiles(t, dir)
+	require.Len(t, files, 1)
+	require.NoError(t, os.Remove(files[0]))
+	if err := mkfifo(files[0]); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	type lookup struct {
+		ok  bool
+		err error
+	}
+	done := make(chan lookup, 1)
+	go func() {
+		_, ok, err := c.Lookup(ctx, "k")
+		done <- lookup{ok, err}
+	}()
+	select {
+	case l := <-done:
+		assert.False(t, l.ok)
+		assert.ErrorIs(t, l.err, adapter.ErrCorruptCacheEntry)
+	case <-time.After(time.Minute): // a hang, not a slow lookup
+		t.Fatal("Lookup blocked on a FIFO")
+	}
+	assert.Equal(t, int64(1), c.Stats().Corrupt)
 }
