@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -307,3 +308,43 @@ func (e *RefusalError) Is(target error) bool { return target == ErrRefusal }
 
 // Unwrap returns the provider's error, if any.
 func (e *RefusalError) Unwrap() error { return e.Err }
+
+// PanicError is a panic the library recovered in code it runs for a
+// call on the caller's behalf: a tool run for the model ([Trace.RunTool],
+// so ReAct's steps, native or not, and ToolCalls.Execute) or a
+// Refine/BestOfN reward. Such code often runs on goroutines the library
+// starts, where no caller could recover the panic, so one bad tool input
+// would take the whole process down; instead it is that tool's (or that
+// reward's) error, as net/http keeps serving after a handler panics and as
+// DSPy turns a tool's exception into an observation. A caller who wants
+// the crash re-panics from a hook (Trace.ToolDone: panic(pe.Value)); a
+// panic in a hook is not recovered.
+type PanicError struct {
+	// Value is what the code passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack, as runtime/debug.Stack
+	// writes it.
+	Stack []byte
+}
+
+// Error is "panic: " and the value, as the runtime prints it (the stack
+// is left out: the text may reach the model).
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Unwrap returns the value when it is an error (panic(err)), so that
+// errors.Is and errors.As see it.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// recovered runs f and turns its panic into a *PanicError.
+func recovered[T any](f func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, err = zero, &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return f()
+}

@@ -246,8 +246,12 @@ type ToolDoneInfo struct {
 // RunTool runs a tool for a call, reporting it to t: ToolStart before,
 // ToolDone after with run's result or error and the time it took. Code that
 // runs tools for a model (predict.ReAct, types.ToolCalls.Execute) runs each
-// one through it, so that every tool run can be traced; t may be nil. A
-// panic in run is not recovered.
+// one through it, so that every tool run can be traced; t may be nil.
+//
+// A panic in run is recovered: it is the tool's error, a *[PanicError]
+// holding the value and the stack, which ToolDone gets and the model is
+// shown as the tool's failure ("panic: " and the value). A panic in a hook
+// is not recovered.
 func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
 	if info.ParentID == 0 {
 		info.ParentID = runFrom(ctx).parent
@@ -256,7 +260,7 @@ func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(contex
 		t.ToolStart(info)
 	}
 	start := time.Now()
-	res, err := run(ctx)
+	res, err := recovered(func() (any, error) { return run(ctx) })
 	if t != nil && t.ToolDone != nil {
 		t.ToolDone(ToolDoneInfo{ToolStartInfo: info, Result: res, Err: err, Duration: time.Since(start)})
 	}

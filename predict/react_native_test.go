@@ -379,25 +379,6 @@ func TestNativeReActLoadV1(t *testing.T) {
 	assert.ErrorContains(t, err, "react")
 }
 
-// TestNativeReActPanic: a tool's panic reaches the caller's goroutine,
-// after the step's other tool runs ended.
-func TestNativeReActPanic(t *testing.T) {
-	boom, err := types.NewTool("boom", "", func(context.Context, queryArgs) (string, error) { panic("boom") })
-	require.NoError(t, err)
-	var other atomic.Bool
-	ok, err := types.NewTool("ok", "", func(context.Context, queryArgs) (string, error) { other.Store(true); return "", nil })
-	require.NoError(t, err)
-	sig, _ := signature.Parse("question -> answer")
-	r, err := predict.NewReAct(sig, []types.Tool{boom, ok}, predict.WithNativeTools())
-	require.NoError(t, err)
-	srv := lmtest.NewServer(nativeStep("x", fcall("1", "ok", `{"query": "a"}`), fcall("2", "boom", `{"query": "b"}`)))
-	defer srv.Close()
-	assert.PanicsWithValue(t, "boom", func() {
-		_, _ = r.Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q"})
-	})
-	assert.True(t, other.Load())
-}
-
 // TestNativeReActStreamStop: breaking out while a step's tools run stops
 // the run: no further tool starts, and the running ones get a cancelled
 // context and have ended when the loop returns.

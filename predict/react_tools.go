@@ -13,8 +13,10 @@ import (
 // their steps in the model's order. A Stream's caller gets a chunk as each
 // starts (in the model's order) and as each ends; once it stops, no
 // further call starts, those running get a cancelled context and are
-// waited for, and the error is errStopped. A tool's panic reaches the
-// caller's goroutine once the other runs ended.
+// waited for, and the error is errStopped. A tool's panic is its error
+// (adapter.Trace.RunTool recovers it); a panic in a trace hook, which runs
+// on the tools' goroutines, reaches the caller's goroutine once the other
+// runs ended, where the caller may recover it.
 func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought string, calls []toolCall) ([]Step, error) {
 	steps := make([]Step, len(calls))
 	for i, c := range calls {

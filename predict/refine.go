@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,8 +127,9 @@ func (r *ReAct) describe() (programInfo, error) {
 
 // Reward scores an attempt: the program's inputs and outputs in, a number
 // out, higher is better (DSPy's reward_fn(args, pred)). An error, or NaN,
-// is the attempt's failure (see FailCount). ctx is the call's, for a
-// reward that calls an LM itself.
+// is the attempt's failure (see FailCount), and so is a panic, recovered
+// as an *adapter.PanicError (its value and stack). ctx is the call's, for
+// a reward that calls an LM itself.
 type Reward[In, Out any] func(ctx context.Context, in In, out Out) (float64, error)
 
 // AttemptOption configures BestOfN and Refine.
@@ -490,7 +492,7 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		}
 		var reward float64
 		if err == nil {
-			if reward, err = s.reward(ctx, in, out); err == nil && math.IsNaN(reward) {
+			if reward, err = s.score(ctx, in, out); err == nil && math.IsNaN(reward) {
 				err = errors.New("the reward is NaN")
 			} else if err != nil {
 				err = fmt.Errorf("reward: %w", err)
@@ -974,4 +976,15 @@ func orjsonFloat(f float64) string {
 		sign = "-"
 	}
 	return mant + "e" + sign + strings.TrimLeft(exp[1:], "0")
+}
+
+// score runs the reward on an attempt; its panic is the attempt's error,
+// an *adapter.PanicError, as a tool's is (adapter.Trace.RunTool).
+func (s *search[In, Out]) score(ctx context.Context, in In, out Out) (reward float64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			reward, err = 0, &adapter.PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return s.reward(ctx, in, out)
 }
