@@ -356,7 +356,10 @@ type Step struct {
 	Args ToolArgs
 	// Observation is the tool's result or, when it failed, the text the
 	// model was shown: "Execution error in <tool>: <error>", or what
-	// WithToolErrorText made of the error.
+	// WithToolErrorText made of the error. Where the library added to
+	// the result or cut it before the model saw it (the calls a reply
+	// asked for past MaxToolCallsPerStep, noted after its last call), it
+	// is that text.
 	Observation any
 	// Err is the tool's error, nil when it succeeded.
 	Err error
@@ -737,6 +740,9 @@ type toolCall struct {
 	// the call runs nothing.
 	err error
 	raw string
+	// dropped counts, on a native reply's last call kept, the calls past
+	// MaxToolCallsPerStep, which the model is told of.
+	dropped int
 }
 
 // readStep reads a react reply: its thought and the calls it asks for.

@@ -58,8 +58,11 @@ type nativeToolsOption struct{ adapter.EmptyCallOption }
 func (nativeToolsOption) applyModule(*config) {}
 
 // MaxToolCallsPerStep is how many of one reply's tool calls run, at most
-// (a stream cannot carry more; a blocking reply may): the calls past it
-// run nothing and are answered with an error.
+// (a stream cannot carry more; a blocking reply may). The calls past it
+// run nothing and are left out of the trajectory and of every later
+// request, so that one reply cannot make each later prompt larger than
+// itself; the model is told how many were left out, in the tool message
+// of the step's last call (and that step's Observation).
 const MaxToolCallsPerStep = 128
 
 // DefaultToolConcurrency is how many of a step's tool calls run at once
@@ -271,8 +274,9 @@ func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
 	if st.ids == nil {
 		st.ids = map[string]bool{}
 	}
-	calls := make([]toolCall, len(tc.Calls))
-	for i, c := range tc.Calls {
+	kept := tc.Calls[:min(len(tc.Calls), MaxToolCallsPerStep)]
+	calls := make([]toolCall, len(kept))
+	for i, c := range kept {
 		id := c.ID
 		for k := 0; id == "" || st.ids[id]; k++ {
 			id = fmt.Sprintf("call_%d_%d", turn, i)
@@ -283,9 +287,6 @@ func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
 		st.ids[id] = true
 		call := toolCall{id: id, name: c.Name}
 		switch {
-		case i >= MaxToolCallsPerStep:
-			call.err = fmt.Errorf("the call to %q was not run: a step runs at most %d calls", c.Name, MaxToolCallsPerStep)
-			call.raw = c.RawArgs
 		case c.Err != nil:
 			call.err = fmt.Errorf("the call to %q was not run: its arguments could not be read (%w); send them again as one JSON object", c.Name, c.Err)
 			call.raw = c.RawArgs
@@ -294,7 +295,16 @@ func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
 		}
 		calls[i] = call
 	}
+	if len(calls) > 0 {
+		calls[len(calls)-1].dropped = len(tc.Calls) - len(kept)
+	}
 	return thought, calls
+}
+
+// droppedNote is what the model is told, after the result of a step's
+// last call, of the calls past MaxToolCallsPerStep.
+func droppedNote(n int) string {
+	return fmt.Sprintf("\n\n[%d more tool calls of this reply were not run: a step runs at most %d calls; call them again if they are still needed.]", n, MaxToolCallsPerStep)
 }
 
 // nativeArgs are a call's arguments as ToolArgs, in the model's order: its

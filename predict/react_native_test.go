@@ -449,25 +449,48 @@ func TestNativeReActAdapters(t *testing.T) {
 }
 
 // TestNativeReActCallsPerStep: a blocking reply may ask for any number of
-// calls; a step runs MaxToolCallsPerStep of them and answers the others
-// with an error.
+// calls; a step runs MaxToolCallsPerStep of them, and the others neither
+// run nor ride along in the trajectory and later requests; the model is
+// told after the last call's result. The review's reproduction (security
+// review 4, P5): 20 000 calls in one reply made the next request 5.2 MB
+// with 20 000 tool messages.
 func TestNativeReActCallsPerStep(t *testing.T) {
 	var runs atomic.Int64
 	tool, err := types.NewTool("work", "", func(context.Context, queryArgs) (string, error) { runs.Add(1); return "ok", nil })
 	require.NoError(t, err)
 	sig, _ := signature.Parse("question -> answer")
-	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.WithNativeTools(), predict.MaxIters(1))
+	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.WithNativeTools(), predict.ToolConcurrency(1))
 	require.NoError(t, err)
-	var calls []openai.ToolCall
-	for i := range predict.MaxToolCallsPerStep + 5 {
-		calls = append(calls, fcall(fmt.Sprint(i), "work", `{"query": "x"}`))
+	const asked = 20_000
+	calls := make([]openai.ToolCall, asked)
+	for i := range calls {
+		calls[i] = fcall(fmt.Sprint(i), "work", `{"query": "x"}`)
 	}
-	srv := lmtest.NewServer(nativeStep("many", calls...), answer("x"))
+	srv := lmtest.NewServer(nativeStep("many", calls...), nativeStep("done", fcall("f", "finish", "{}")), answer("x"))
 	defer srv.Close()
 	res, err := r.Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(predict.MaxToolCallsPerStep), runs.Load())
 	traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
-	require.Len(t, traj, len(calls), "every call is answered")
-	assert.ErrorContains(t, traj[len(traj)-1].Err, "at most 128 calls")
+	require.Equal(t, predict.MaxToolCallsPerStep+1, len(traj), "the calls run, then finish")
+	last := traj[predict.MaxToolCallsPerStep-1]
+	assert.Equal(t, "ok\n\n[19872 more tool calls of this reply were not run: a step runs at most 128 calls; call them again if they are still needed.]", last.Observation)
+	for _, s := range traj[:predict.MaxToolCallsPerStep-1] {
+		assert.Equal(t, "ok", s.Observation)
+	}
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 3)
+	var tools []openai.ChatCompletionMessage
+	for _, m := range reqs[1].Chat.Messages {
+		if m.Role == openai.ChatMessageRoleTool {
+			tools = append(tools, m)
+		}
+	}
+	require.Len(t, tools, predict.MaxToolCallsPerStep, "the next request replays the calls that ran, no more")
+	assert.Contains(t, tools[len(tools)-1].Content, "19872 more tool calls", "the model is told")
+	body, err := json.Marshal(reqs[1].Chat)
+	require.NoError(t, err)
+	assert.Less(t, len(body), 64<<10, "the reply does not make every later request larger than itself")
+	assert.Equal(t, predict.MaxToolCallsPerStep+1, strings.Count(requestText(reqs[2]), "[[ ## tool_name_"), "nor the extract request")
 }

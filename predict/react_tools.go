@@ -38,6 +38,13 @@ func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought stri
 		} else {
 			s.Observation = obs
 		}
+		if n := calls[i].dropped; n > 0 {
+			text, ferr := observationText(s.Observation)
+			if ferr != nil { // runTool made such a result an error
+				text = fmt.Sprint(s.Observation)
+			}
+			s.Observation = text + droppedNote(n)
+		}
 		return st.send(adapter.Chunk{Step: step, Status: toolEndStatus, Tool: &adapter.ToolRun{ID: s.CallID, Name: s.Tool,
 			Args: calls[i].argsJSON(), Done: true, Observation: s.Observation, Err: s.Err}})
 	}
