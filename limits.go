@@ -11,6 +11,9 @@ import (
 // a call allocate without bound. A reply past a limit ends the call with
 // an *LMError matching [ErrReplyTooLarge], never with a shortened reply
 // passed off as whole; it is not retried and not sent to a fallback.
+// It also bounds the tool results the library shows the model (a tool,
+// an MCP server, is as untrusted as a reply), which ride along in every
+// later request of an agent's run: those are cut, with a note saying so.
 //
 // Set them with [WithLimits]. A zero field keeps the default; a negative
 // one turns that limit off. Whatever the limits, a reply or stream event
@@ -29,6 +32,16 @@ type Limits struct {
 	// ([ChoiceExtras]), each of which a [WireReader] decodes. Default
 	// [DefaultWireItems].
 	WireItems int
+	// ToolResultBytes bounds the text of one tool result the model is
+	// shown (see [Trace.RunTool]): past it the text is cut on a rune
+	// boundary and a note says how many bytes were left out. Default
+	// [DefaultToolResultBytes].
+	ToolResultBytes int
+	// RequestToolBytes bounds the tool results one request carries, all
+	// together: an agent's run (predict.ReAct) gives each new result its
+	// share of what the results already in its trajectory left, and never
+	// less than [MinToolResultShare]. Default [DefaultRequestToolBytes].
+	RequestToolBytes int
 }
 
 // The default limits and the fixed bound on choices.
@@ -44,6 +57,15 @@ const (
 	// MaxChoices bounds the choices of a reply and of one stream event:
 	// OpenAI's n is at most 128.
 	MaxChoices = wire.MaxChoices
+	// DefaultToolResultBytes is the default bound on one tool result's
+	// text: 64 KiB, some 16 000 tokens.
+	DefaultToolResultBytes = 64 << 10
+	// DefaultRequestToolBytes is the default bound on the tool results one
+	// request carries: 1 MiB, more than most context windows hold.
+	DefaultRequestToolBytes = 1 << 20
+	// MinToolResultShare is the least of a result an agent's run shows
+	// once RequestToolBytes is spent: its first 256 bytes and the note.
+	MinToolResultShare = 256
 )
 
 // WithLimits sets this call's (or, given to a module, its calls') limits
@@ -57,7 +79,34 @@ func WithLimits(l Limits) CallOption {
 		if l.WireItems != 0 {
 			c.limits.WireItems = l.WireItems
 		}
+		if l.ToolResultBytes != 0 {
+			c.limits.ToolResultBytes = l.ToolResultBytes
+		}
+		if l.RequestToolBytes != 0 {
+			c.limits.RequestToolBytes = l.RequestToolBytes
+		}
 	})
+}
+
+// CallLimits returns the limits in force for a call with opts: every
+// field set, to the default where no [WithLimits] gave it and to the
+// largest value where one turned it off. Code that works for a call
+// outside the pipeline, such as running the tools a reply asked for,
+// reads its bounds there.
+func CallLimits(opts ...CallOption) Limits {
+	var l Limits
+	if len(opts) > 0 {
+		c := traceConfigs.Get().(*callConfig)
+		c.apply(opts)
+		l = c.limits
+		*c = callConfig{}
+		traceConfigs.Put(c)
+	}
+	return Limits{
+		ReplyBytes: l.replyBytes(), WireItems: l.wireItems(),
+		ToolResultBytes:  inForce(l.ToolResultBytes, DefaultToolResultBytes, math.MaxInt),
+		RequestToolBytes: inForce(l.RequestToolBytes, DefaultRequestToolBytes, math.MaxInt),
+	}
 }
 
 // replyBytes is the bound on a reply's bytes in force.

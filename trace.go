@@ -3,12 +3,17 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -232,13 +237,24 @@ type ToolStartInfo struct {
 	Tool, ToolCallID string
 	// Args are the arguments as JSON.
 	Args json.RawMessage
+	// ResultBytes bounds the text of the result the model is shown, as
+	// [Limits].ToolResultBytes does (0: its default; negative: no
+	// bound). The code that runs the tool sets it: ToolCalls.Execute to
+	// its limits', an agent's run to the result's share of what a request
+	// may carry.
+	ResultBytes int
 }
 
 // ToolDoneInfo reports a tool's outcome: its result, or the error it
 // returned (an unknown tool or arguments it could not take included).
 type ToolDoneInfo struct {
 	ToolStartInfo
-	Result   any
+	// Result is the tool's result as the model is shown it: when its text
+	// passed ResultBytes, that text cut, with the note that says so.
+	Result any
+	// Cut counts the bytes of the result's text the model was not shown
+	// (0 when it was shown whole).
+	Cut      int
 	Err      error
 	Duration time.Duration
 }
@@ -252,6 +268,12 @@ type ToolDoneInfo struct {
 // holding the value and the stack, which ToolDone gets and the model is
 // shown as the tool's failure ("panic: " and the value). A panic in a hook
 // is not recovered.
+//
+// A result whose text (as a str field shows it) passes info.ResultBytes
+// is cut on a rune boundary, and a note after it says how many bytes the
+// model is not shown; RunTool returns that text, and ToolDone gets it with
+// the count (ToolDoneInfo.Cut). A result holding content parts (an image)
+// is not cut.
 func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
 	if info.ParentID == 0 {
 		info.ParentID = runFrom(ctx).parent
@@ -261,10 +283,42 @@ func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(contex
 	}
 	start := time.Now()
 	res, err := recovered(func() (any, error) { return run(ctx) })
+	cut := 0
+	if err == nil {
+		res, cut = clipToolResult(res, inForce(info.ResultBytes, DefaultToolResultBytes, math.MaxInt))
+	}
 	if t != nil && t.ToolDone != nil {
-		t.ToolDone(ToolDoneInfo{ToolStartInfo: info, Result: res, Err: err, Duration: time.Since(start)})
+		t.ToolDone(ToolDoneInfo{ToolStartInfo: info, Result: res, Cut: cut, Err: err, Duration: time.Since(start)})
 	}
 	return res, err
+}
+
+// strSpec is a str field's type: a tool result is shown as one.
+var strSpec = func() *signature.TypeSpec {
+	s, err := signature.SpecOf(stringType)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// clipToolResult returns v as the model is shown it within n bytes: v
+// itself when its text fits (or cannot be shown, or holds content parts),
+// else the text cut on a rune boundary with a note, and the bytes cut.
+func clipToolResult(v any, n int) (any, int) {
+	if s, ok := v.(string); ok && len(s) <= n {
+		return v, 0 // the usual case, without formatting
+	}
+	s, err := value.Format(v, strSpec)
+	if err != nil || len(s) <= n || strings.Contains(s, value.PartsOpen) {
+		return v, 0
+	}
+	k := n
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	cut := len(s) - k
+	return s[:k] + fmt.Sprintf("\n\n[%d more bytes of this result were cut: the model is shown at most %d bytes of it]", cut, n), cut
 }
 
 // CallTrace returns the hooks a call with ctx and opts reports to: the

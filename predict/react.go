@@ -453,6 +453,9 @@ type run struct {
 	stepOpts []adapter.CallOption
 	// next is the Index of the next step.
 	next int
+	// limits are the call's; their tool-result bounds cut what the
+	// model is shown of each result.
+	limits adapter.Limits
 	// stream is set for Stream: the LM, and yield, which sends a chunk to
 	// the caller (false: the caller stopped).
 	stream adapter.StreamingLM
@@ -558,7 +561,8 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 		}
 	}
 	st := &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
-		concurrency: concurrency, errorText: errorText, stepOpts: opts}
+		concurrency: concurrency, errorText: errorText, stepOpts: opts,
+		limits: adapter.CallLimits(r.react.callOptions(opts)...)}
 	if r.native {
 		st.stepOpts = r.nativeOptions(ctx, opts)
 	}

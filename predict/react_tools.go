@@ -27,6 +27,7 @@ func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought stri
 		st.next++
 	}
 	step := turn + 1
+	share := st.resultShare(len(calls))
 	start := func(i int) bool {
 		c := calls[i]
 		return st.send(adapter.Chunk{Step: step, Status: toolStartStatus(c.name), Tool: &adapter.ToolRun{ID: c.id, Name: c.name, Args: c.argsJSON()}})
@@ -54,7 +55,7 @@ func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought stri
 			if !start(i) {
 				return nil, errStopped
 			}
-			obs, err := st.runTool(st.ctx, tr, callID, calls[i])
+			obs, err := st.runTool(st.ctx, tr, callID, calls[i], share)
 			if !end(i, obs, err) {
 				return nil, errStopped
 			}
@@ -94,7 +95,7 @@ func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought stri
 					}
 					out <- o
 				}()
-				o.obs, o.err = st.runTool(ctx, tr, callID, calls[i])
+				o.obs, o.err = st.runTool(ctx, tr, callID, calls[i], share)
 			}()
 			continue
 		}
@@ -136,12 +137,33 @@ func (c toolCall) argsJSON() json.RawMessage {
 	return b
 }
 
+// resultShare is how much of each of a step's n results the model is
+// shown: the call's bound on one result, and an equal share of what the
+// results already in the trajectory left of the bound on a request's,
+// never less than adapter.MinToolResultShare.
+func (st *run) resultShare(n int) int {
+	left := st.limits.RequestToolBytes
+	for _, s := range st.traj {
+		if s.Tool == "" {
+			continue
+		}
+		text, err := observationText(s.Observation)
+		if err != nil {
+			continue
+		}
+		left -= len(text)
+	}
+	return min(max(left/max(n, 1), adapter.MinToolResultShare), st.limits.ToolResultBytes)
+}
+
 // runTool runs one call, reported to tr: the tool of its name with its
 // arguments, unless they could not be read; a result the model cannot be
-// shown is an error.
-func (st *run) runTool(ctx context.Context, tr *adapter.Trace, callID uint64, c toolCall) (any, error) {
+// shown is an error. Of a longer result the model is shown share bytes
+// (adapter.Trace.RunTool cuts it).
+func (st *run) runTool(ctx context.Context, tr *adapter.Trace, callID uint64, c toolCall, share int) (any, error) {
 	args := c.argsJSON()
-	obs, err := tr.RunTool(ctx, adapter.ToolStartInfo{CallID: callID, Tool: c.name, ToolCallID: c.id, Args: args}, func(ctx context.Context) (any, error) {
+	info := adapter.ToolStartInfo{CallID: callID, Tool: c.name, ToolCallID: c.id, Args: args, ResultBytes: share}
+	obs, err := tr.RunTool(ctx, info, func(ctx context.Context) (any, error) {
 		if c.err != nil {
 			return nil, c.err
 		}

@@ -80,7 +80,10 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 // its arguments — the JSON the tool is handed, Args as encoding/json
 // writes them but in the model's key order (see [ToolCall]); for a call
 // whose arguments could not be read, their text as a JSON string — ToolDone with its result or error (an unknown tool,
-// unreadable arguments and a call not run included).
+// unreadable arguments and a call not run included). A result whose text
+// passes the bound on one result (WithLimits; 64 KiB by default) is cut,
+// with a note saying how much the model is not shown; a tool's panic is
+// its error (see adapter.Trace.RunTool).
 func (tc ToolCalls) Execute(ctx context.Context, tools []Tool, opts ...ExecuteOption) ToolCallResults {
 	var cfg executeConfig
 	for _, o := range opts {
@@ -118,7 +121,7 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool, opts ...ExecuteOp
 			args, err = argsJSON(c.argsInOrder())
 		}
 		if err == nil {
-			info := adapter.ToolStartInfo{Tool: c.Name, ToolCallID: c.ID, Args: args}
+			info := adapter.ToolStartInfo{Tool: c.Name, ToolCallID: c.ID, Args: args, ResultBytes: cfg.resultBytes}
 			res.Value, err = tr.RunTool(ctx, info, func(ctx context.Context) (any, error) {
 				if c.Err != nil {
 					return nil, fmt.Errorf("the call to %q was not run: its arguments could not be read (%w); send them again as one JSON object", c.Name, c.Err)
@@ -145,7 +148,17 @@ func (tc ToolCalls) Execute(ctx context.Context, tools []Tool, opts ...ExecuteOp
 type ExecuteOption func(*executeConfig)
 
 type executeConfig struct {
-	errorText func(tool string, err error) string
+	errorText   func(tool string, err error) string
+	resultBytes int
+}
+
+// WithLimits sets the bound on each result's text the model is shown
+// (l.ToolResultBytes; its other fields do not apply to Execute): a
+// longer result's Value is its text cut, with a note saying so, as
+// adapter.Trace.RunTool cuts it. The default is
+// adapter.DefaultToolResultBytes; a negative bound turns it off.
+func WithLimits(l adapter.Limits) ExecuteOption {
+	return func(c *executeConfig) { c.resultBytes = l.ToolResultBytes }
 }
 
 // WithToolErrorText sets the text a failed call's result shows the model
