@@ -243,36 +243,48 @@ func (p Program) Names() []string {
 // max_tokens, top_p, n, stop, seed and the penalties. The model is left
 // out: DSPy saves LiteLLM's provider-prefixed name ("openai/gpt-4o-mini"),
 // which an OpenAI-compatible endpoint does not know; LM["model"] has it.
+//
+// What a program file sets through Request is configuration: n and
+// max_tokens multiply what every call costs. Apply it only to files you
+// trust as you trust your code (your own optimiser's output), never to a
+// file a user uploaded. Whatever the file says, each option stays within
+// what a provider accepts, and an option outside it is left out: n from 1
+// to adapter.MaxChoices (128), max_tokens from 1 to MaxSavedTokens,
+// temperature 0 to 2, top_p 0 to 1, the penalties -2 to 2, at most 4 stop
+// sequences.
 func (sp SavedPredictor) Request() openai.ChatCompletionRequest {
 	var req openai.ChatCompletionRequest
-	num := func(k string) (float64, bool) {
+	num := func(k string, lo, hi float64) (float64, bool) {
 		f, ok := sp.LM[k].(float64)
-		return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+		return f, ok && f >= lo && f <= hi // NaN is in no range
 	}
-	if f, ok := num("temperature"); ok {
+	whole := func(k string, lo, hi float64) (int, bool) {
+		f, ok := num(k, lo, hi)
+		return int(f), ok && f == math.Trunc(f)
+	}
+	if f, ok := num("temperature", 0, 2); ok {
 		req.Temperature = float32(f)
 		if f == 0 {
 			req.Temperature = adapter.ZeroTemperature
 		}
 	}
-	if f, ok := num("top_p"); ok {
+	if f, ok := num("top_p", 0, 1); ok {
 		req.TopP = float32(f)
 	}
-	if f, ok := num("presence_penalty"); ok {
+	if f, ok := num("presence_penalty", -2, 2); ok {
 		req.PresencePenalty = float32(f)
 	}
-	if f, ok := num("frequency_penalty"); ok {
+	if f, ok := num("frequency_penalty", -2, 2); ok {
 		req.FrequencyPenalty = float32(f)
 	}
-	if f, ok := num("max_tokens"); ok && f >= 1 && f <= math.MaxInt32 {
-		req.MaxTokens = int(f)
+	if n, ok := whole("max_tokens", 1, MaxSavedTokens); ok {
+		req.MaxTokens = n
 	}
-	if f, ok := num("n"); ok && f >= 1 && f <= 128 {
-		req.N = int(f)
+	if n, ok := whole("n", 1, adapter.MaxChoices); ok {
+		req.N = n
 	}
-	if f, ok := num("seed"); ok && f >= math.MinInt32 && f <= math.MaxInt32 {
-		s := int(f)
-		req.Seed = &s
+	if n, ok := whole("seed", math.MinInt32, math.MaxInt32); ok {
+		req.Seed = &n
 	}
 	switch s := sp.LM["stop"].(type) {
 	case string:
@@ -284,8 +296,19 @@ func (sp SavedPredictor) Request() openai.ChatCompletionRequest {
 			}
 		}
 	}
+	if len(req.Stop) > maxSavedStops {
+		req.Stop = nil
+	}
 	return req
 }
+
+// MaxSavedTokens is the most max_tokens a saved program's LM settings may
+// set through SavedPredictor.Request: 262 144, above every model's output
+// limit today.
+const MaxSavedTokens = 1 << 18
+
+// maxSavedStops is OpenAI's bound on stop sequences.
+const maxSavedStops = 4
 
 // Load returns a copy of m with the saved predictor name's instructions,
 // field prefixes and descriptions, and demos (augmented ones included), as

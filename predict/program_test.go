@@ -92,6 +92,30 @@ func TestSavedLMRequest(t *testing.T) {
 	assert.Equal(t, []string{`lm: the saved LM settings are not applied (model 'openai/gpt-4o-mini'); pass SavedPredictor.Request() to WithRequest to use its options`}, cot.Module().Ignored())
 }
 
+// TestSavedLMRequestBounded: a program file is configuration, but what it
+// sets through Request stays within what a provider accepts (security
+// review 4): n up to 128, max_tokens up to MaxSavedTokens (2^31-1 went
+// through before), temperature, top_p and the penalties in their ranges,
+// at most four stops; anything outside is left out, never clamped into a
+// value the file did not give.
+func TestSavedLMRequestBounded(t *testing.T) {
+	load := func(lm string) openai.ChatCompletionRequest {
+		t.Helper()
+		prog, err := predict.LoadProgram(strings.NewReader(`{"predict": {"demos": [], "signature": {"instructions": "", "fields": [{"prefix": "Q:", "description": "${q}"}, {"prefix": "A:", "description": "${a}"}]}, "lm": ` + lm + `}}`))
+		require.NoError(t, err)
+		return prog.Predictors["predict"].Request()
+	}
+	assert.Equal(t, openai.ChatCompletionRequest{}, load(`{"n": 100000, "max_tokens": 2147483647, "temperature": 50, "top_p": 3,
+		"presence_penalty": -9, "frequency_penalty": 9, "seed": 1e300, "stop": ["a", "b", "c", "d", "e"]}`), "every option out of range is left out")
+	seed := 7
+	assert.Equal(t, openai.ChatCompletionRequest{N: 128, MaxTokens: predict.MaxSavedTokens, Temperature: 2, TopP: 1,
+		PresencePenalty: -2, FrequencyPenalty: 2, Seed: &seed, Stop: []string{"a", "b", "c", "d"}},
+		load(`{"n": 128, "max_tokens": 262144, "temperature": 2, "top_p": 1, "presence_penalty": -2, "frequency_penalty": 2, "seed": 7, "stop": ["a", "b", "c", "d"]}`),
+		"the bounds themselves are in")
+	assert.Zero(t, load(`{"max_tokens": 262145}`).MaxTokens)
+	assert.Zero(t, load(`{"n": 2.5}`).N, "a count is whole")
+}
+
 // spellings returns every upper/lower-case spelling of s, and s with its
 // separators as '-', none, or camel case.
 func spellings(s string) []string {
