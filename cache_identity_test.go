@@ -294,3 +294,40 @@ func TestCacheKeyFormat(t *testing.T) {
 	other.Temperature = 0.5
 	assert.NotEqual(t, k, key("sk-test", "https://api.example.com/v1", other))
 }
+
+// globalLM is a package-level LM: its identity is a value's, held by a
+// weak pointer to a variable that never dies.
+var globalLM = &tenantLM{tenant: "G"}
+
+// twoLMs holds two LMs inside one struct: pointers into one allocation.
+type twoLMs struct{ x, y tenantLM }
+
+// TestCacheIdentityGlobalAndInteriorLMs: the security review's probe
+// (review 4, re-checked N1/N2), kept as a test: a package-level LM and two
+// LMs that point inside one struct each get an identity of their own, so
+// one shared LRU keeps their entries apart, and none of them panics (a
+// cleanup cannot be attached to a global).
+func TestCacheIdentityGlobalAndInteriorLMs(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := secretServer(t)
+	shared := adapter.NewLRU(10)
+	pair := &twoLMs{x: tenantLM{tenant: "X"}, y: tenantLM{tenant: "Y"}}
+	lms := map[string]*tenantLM{"G": globalLM, "X": &pair.x, "Y": &pair.y}
+	for _, lm := range lms {
+		lm.client = srv.Client()
+	}
+	for range 2 {
+		for name, lm := range lms {
+			var res *adapter.Result
+			var err error
+			require.NotPanics(t, func() {
+				res, err = adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}, adapter.UseMiddleware(adapter.Cached(shared)))
+			})
+			require.NoError(t, err)
+			assert.Equal(t, "secret of "+name, res.Outputs[0]["a"], "%s got its own reply", name)
+		}
+	}
+	for name, lm := range lms {
+		assert.Equal(t, 1, lm.calls, "%s: the second call was its own cache hit", name)
+	}
+}

@@ -855,3 +855,50 @@ func TestCoalescedNoGoroutineLeft(t *testing.T) {
 	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 }, 5*time.Second, 20*time.Millisecond,
 		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
 }
+
+// TestCoalescedLeaderCancelledMixed: the security review's probe (review
+// 4, "checked and found sound"), kept as a test: twelve callers of one
+// request, six Call and six Stream; the one that sent the call gives up
+// while the reply is held. It gets its context's error, the eleven others
+// the answer, from one LM request (run under -race in CI).
+func TestCoalescedLeaderCancelledMixed(t *testing.T) {
+	const text = "[[ ## a ## ]]\nParis is the capital of France."
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	g := newGate(t)
+	srv := heldServer(t, g, lmtest.Text(text).WithUsage(40, 8))
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(10)))
+	joined := joins(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	leader := make(chan error, 1)
+	go func() {
+		_, err := adapter.Call(ctx, lm, sig, nil, in)
+		leader <- err
+	}()
+	eventually(t, "the leader's request", func() bool { return len(srv.Requests()) == 1 })
+	var wg sync.WaitGroup
+	t.Cleanup(func() { g.open(); wg.Wait() }) // a failing test leaves no caller behind
+	calls := make([]*adapter.Result, 5)
+	callErrs := make([]error, 5)
+	streams := make([]streamed, 6)
+	for i := range 5 {
+		wg.Go(func() { calls[i], callErrs[i] = adapter.Call(t.Context(), lm, sig, nil, in) })
+	}
+	for i := range 6 {
+		wg.Go(func() { streams[i] = consume(adapter.Stream(t.Context(), lm, sig, nil, in), nil) })
+	}
+	eventually(t, "every follower joined", func() bool { return joined.Load() == 11 })
+	cancel()
+	assert.ErrorIs(t, <-leader, context.Canceled)
+	g.open()
+	wg.Wait()
+	for i := range 5 {
+		require.NoError(t, callErrs[i])
+		assert.Equal(t, "Paris is the capital of France.", calls[i].Outputs[0]["a"])
+	}
+	for i := range 6 {
+		require.NoError(t, streams[i].err)
+		assert.Equal(t, "Paris is the capital of France.", streams[i].deltas("a"))
+	}
+	assert.Equal(t, 1, len(srv.Requests()))
+}
