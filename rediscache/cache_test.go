@@ -396,8 +396,8 @@ func TestSignedEntries(t *testing.T) {
 		c := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Sign([]byte(secret)), rediscache.OnError(log.add))
 		return adapter.WithMiddleware(srv.Client(), adapter.Cached(c)), c
 	}
-	one, _ := signed("s3cret")
-	two, cache := signed("s3cret")
+	one, _ := signed("s3cret, sixteen bytes or more")
+	two, cache := signed("s3cret, sixteen bytes or more")
 	ask := func(lm adapter.LM) *adapter.Result {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
 		require.NoError(t, err)
@@ -427,7 +427,7 @@ func TestSignedEntries(t *testing.T) {
 			assert.ErrorIs(t, log.all()[len(log.all())-1], adapter.ErrCorruptCacheEntry)
 		})
 	}
-	other, _ := signed("another secret")
+	other, _ := signed("another secret, as long")
 	assert.Zero(t, ask(other).CacheHits, "entries signed with another secret are not served")
 }
 

@@ -21,7 +21,8 @@ type config struct {
 	timeout  time.Duration
 	cooldown time.Duration
 	onError  func(context.Context, error)
-	secret   []byte
+	sign     bool   // Sign was given: a Cache signs and verifies, whatever the secret
+	secret   []byte // Sign's secret
 	fallback *RateLimit
 	maxWait  time.Duration
 	block    time.Duration
@@ -72,9 +73,18 @@ func MaxEntryBytes(n int) Option {
 // one is ignored as corrupt. Without it, whoever can write to the Redis
 // can forge replies for the keys they see there; with it, only holders of
 // the secret can. Give every replica the same secret; changing it makes
-// the entries written before misses. Cache.
+// the entries written before misses. Cache; NewLimiter ignores it.
+//
+// The secret must be at least [MinSecretBytes] (16) bytes: random bytes,
+// 32 of them for HMAC-SHA256's full strength. [New] panics, with an error
+// matching [ErrShortSecret] that names the length, when it is shorter, an
+// empty one included: a Cache given Sign never stores or accepts an
+// unsigned value, and an empty secret is most often an environment
+// variable that was not set (Sign([]byte(os.Getenv("CACHE_HMAC_SECRET"))))
+// rather than a choice. Check a secret read from outside before New when a
+// panic is not the way to report it.
 func Sign(secret []byte) Option {
-	return func(c *config) { c.secret = append([]byte(nil), secret...) }
+	return func(c *config) { c.sign, c.secret = true, append([]byte(nil), secret...) }
 }
 
 // Timeout bounds each Redis command (100 ms by default; d ≤ 0 keeps the
@@ -271,4 +281,21 @@ func (s *store) report(ctx context.Context, err error) {
 	if s.cfg.onError != nil {
 		s.cfg.onError(ctx, err)
 	}
+}
+
+// MinSecretBytes is the shortest secret [Sign] takes: 16 bytes (128 bits).
+const MinSecretBytes = 16
+
+// ErrShortSecret is what [New] panics with, wrapped, when [Sign] was given
+// a secret shorter than [MinSecretBytes].
+var ErrShortSecret = errors.New("rediscache: Sign's secret is too short")
+
+// checkSecret refuses a Cache's configuration whose Sign secret is too
+// short to sign with.
+func (c *config) checkSecret() error {
+	if !c.sign || len(c.secret) >= MinSecretBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: rediscache.New was given Sign with a secret of %d bytes, fewer than the minimum of %d "+
+		"(an empty secret is most often an environment variable that is not set)", ErrShortSecret, len(c.secret), MinSecretBytes)
 }
