@@ -116,9 +116,11 @@ func Cooldown(d time.Duration) Option {
 
 // OnError reports each failure as it happens, with the context of the call
 // it happened in (for a log line or a span event): an *[Error] whose Err
-// is the Redis error, context.DeadlineExceeded for a timeout, or one
-// matching adapter.ErrCorruptCacheEntry for an entry that was ignored. f runs on the calling
-// goroutine and must be safe for concurrent use. Cache and Limiter.
+// is the Redis error, context.DeadlineExceeded for a timeout, one
+// matching adapter.ErrCorruptCacheEntry for an entry that was ignored, or
+// one matching [ErrImplausibleUsage] for a reply whose usage a Limiter
+// did not believe. f runs on the calling goroutine and must be safe for
+// concurrent use. Cache and Limiter.
 func OnError(f func(ctx context.Context, err error)) Option {
 	return func(c *config) { c.onError = f }
 }
@@ -176,7 +178,8 @@ func BlockWithoutRetryAfter(d time.Duration) Option {
 // call.
 func Lease(d time.Duration) Option { return func(c *config) { c.lease = max(d, 0) } }
 
-// Error is a Redis failure, or a corrupt entry, as [OnError] reports it.
+// Error is a Redis failure, a corrupt entry, or a reply's implausible
+// usage, as [OnError] reports it.
 type Error struct {
 	// Op is what failed: "get", "put", "release" (Cache), "admit", "settle", "block"
 	// (Limiter).
