@@ -63,8 +63,16 @@ type Stats struct {
 // New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
 // *redis.Ring or a failover client). The options: [Prefix], [TTL],
 // [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError], [Lease].
+//
+// New panics if [Sign] was given a secret shorter than [MinSecretBytes]
+// (an empty one included), with an error matching [ErrShortSecret] that
+// names the secret's length and the minimum: a Cache that was asked to
+// sign never runs unsigned.
 func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 	c := &Cache{s: newStore(rdb, opts)}
+	if err := c.s.cfg.checkSecret(); err != nil {
+		panic(err)
+	}
 	if c.s.cfg.lease > 0 {
 		c.token = newToken()
 	}
@@ -198,7 +206,7 @@ func (c *Cache) Stats() Stats {
 
 // sign appends the value's MAC when the cache signs its entries.
 func (c *Cache) sign(rkey string, b []byte) []byte {
-	if c.s.cfg.secret == nil {
+	if !c.s.cfg.sign {
 		return b
 	}
 	return append(b, c.mac(rkey, b)...)
@@ -207,7 +215,7 @@ func (c *Cache) sign(rkey string, b []byte) []byte {
 // verify checks and removes the value's MAC when the cache signs its
 // entries.
 func (c *Cache) verify(rkey string, b []byte) ([]byte, error) {
-	if c.s.cfg.secret == nil {
+	if !c.s.cfg.sign {
 		return b, nil
 	}
 	if len(b) < sha256.Size {

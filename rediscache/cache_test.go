@@ -210,6 +210,52 @@ func TestCorruptEntryIgnored(t *testing.T) {
 	}
 }
 
+// TestCorruptKeyLength: an unsigned value whose header names a key length
+// of 2^63-1 (security review 4, P1) is a miss like any corrupt entry, with
+// or without a Lease (whose lookup decodes the value too): the call does
+// not panic, goes to the LM and is answered; the entry is counted Corrupt,
+// reported, and is the call's one CacheError.
+func TestCorruptKeyLength(t *testing.T) {
+	for name, opts := range map[string][]rediscache.Option{
+		"lookup": nil,
+		"lease":  {rediscache.Lease(30 * time.Second)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sig := mustParse(t, "q -> a")
+			srv := echoServer(t)
+			rdb := client(t)
+			p := prefix(t)
+			var log errorLog
+			cache := rediscache.New(rdb, append([]rediscache.Option{rediscache.Prefix(p), slack, rediscache.OnError(log.add)}, opts...)...)
+			lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
+			_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+			require.NoError(t, err)
+			keys := cacheKeys(t, rdb, p+"cache:")
+			require.Len(t, keys, 1, "the entry stored")
+			require.NoError(t, rdb.Set(t.Context(), keys[0], "sigwire-cache v1 9223372036854775807\nx", time.Minute).Err())
+
+			var res *adapter.Result
+			require.NotPanics(t, func() {
+				res, err = adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
+			})
+			require.NoError(t, err)
+			assert.Equal(t, "answer to x", res.Outputs[0]["a"])
+			assert.Zero(t, res.CacheHits)
+			assert.Equal(t, 1, res.CacheErrors, "the corrupt entry, counted in the call")
+			assert.Len(t, srv.Requests(), 2, "the second call went to the LM")
+			st := cache.Stats()
+			assert.Equal(t, int64(1), st.Corrupt)
+			assert.Zero(t, st.Hits)
+			errs := log.all()
+			require.Len(t, errs, 1)
+			assert.ErrorIs(t, errs[0], adapter.ErrCorruptCacheEntry)
+			var re *rediscache.Error
+			require.ErrorAs(t, errs[0], &re)
+			assert.Equal(t, "get", re.Op)
+		})
+	}
+}
+
 // TestOversizeNotStored: a reply past MaxEntryBytes is served but not
 // stored, and counted.
 func TestOversizeNotStored(t *testing.T) {
@@ -350,8 +396,8 @@ func TestSignedEntries(t *testing.T) {
 		c := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Sign([]byte(secret)), rediscache.OnError(log.add))
 		return adapter.WithMiddleware(srv.Client(), adapter.Cached(c)), c
 	}
-	one, _ := signed("s3cret")
-	two, cache := signed("s3cret")
+	one, _ := signed("s3cret, sixteen bytes or more")
+	two, cache := signed("s3cret, sixteen bytes or more")
 	ask := func(lm adapter.LM) *adapter.Result {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
 		require.NoError(t, err)
@@ -381,7 +427,7 @@ func TestSignedEntries(t *testing.T) {
 			assert.ErrorIs(t, log.all()[len(log.all())-1], adapter.ErrCorruptCacheEntry)
 		})
 	}
-	other, _ := signed("another secret")
+	other, _ := signed("another secret, as long")
 	assert.Zero(t, ask(other).CacheHits, "entries signed with another secret are not served")
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -22,9 +25,10 @@ import (
 type RateLimit struct {
 	RPM int // requests per minute
 	TPM int // tokens per minute, prompt and completion
-	// Estimate is the tokens a request is charged before it is sent; after
-	// the reply, the charge is corrected to the usage it reports (and a
-	// request that failed is refunded). Nil estimates a token per four
+	// Estimate is the tokens a request is charged before it is sent (at
+	// most TPM); after the reply, the charge is corrected to the usage it
+	// reports, up to what the request could have cost (see [Limiter]), and
+	// a request that failed is refunded. Nil estimates a token per four
 	// bytes of the messages' text, plus MaxCompletionTokens (or MaxTokens,
 	// or 256 when neither is set) for each choice asked for.
 	Estimate func(openai.ChatCompletionRequest) int
@@ -49,6 +53,24 @@ type RateLimit struct {
 // [BlockWithoutRetryAfter]. A call that would wait past its context's
 // deadline or [MaxWait] fails at once with a *[LimitError].
 //
+// A reply's usage is the endpoint's word, so what one reply is charged is
+// bounded by what its request could have cost, and never more than TPM
+// (a minute's budget): the request's JSON bytes (a token is at least a
+// byte of the text it stands for, and the JSON holds every text of the
+// prompt: messages, tool definitions and calls, the response format),
+// plus 16 tokens for each message's framing and 512 when the request has
+// tools (the tool-use instructions some providers add), plus its
+// MaxCompletionTokens (else MaxTokens) for each choice asked for (and a
+// Prediction's bytes). A request with neither max set, with a content
+// part other than text (an image, audio, a file, whose tokens no byte
+// count bounds) or with a hosted tool (a search, a file search) is
+// bounded by TPM alone. A reply that reports more is charged the bound,
+// counted (LimiterStats.Implausible) and reported to [OnError] as an
+// *[Error] with Op "settle" matching [ErrImplausibleUsage]: a broken or
+// hostile endpoint, a proxy, or a server that reports cumulative counters
+// can make the replicas wait at most about a minute more, never lock them
+// out.
+//
 // When Redis is unreachable or slower than [Timeout], each process keeps
 // the limit on its own ([Fallback]) until Redis answers again, and
 // remembers the 429s it saw itself. A Limiter is safe for concurrent use.
@@ -59,6 +81,7 @@ type Limiter struct {
 	local localLimits
 
 	admitted, waits, waited, refused, blocks, fallbacks atomic.Int64
+	implausible                                         atomic.Int64
 }
 
 // LimiterStats counts what a [Limiter] did since [NewLimiter], in this
@@ -78,7 +101,16 @@ type LimiterStats struct {
 	// unreachable; Errors and Bypassed are as in [Stats].
 	Fallbacks        int64
 	Errors, Bypassed int64
+	// Implausible counts replies that reported more tokens than their
+	// request could have cost: each was charged that bound instead, and
+	// reported to [OnError] (an *[Error] matching [ErrImplausibleUsage]).
+	Implausible int64
 }
+
+// ErrImplausibleUsage is a reply whose usage is more tokens than its
+// request could have cost (see [Limiter]): the limiter charges the bound
+// and reports an *[Error] with Op "settle" that wraps this.
+var ErrImplausibleUsage = errors.New("rediscache: implausible usage")
 
 // NewLimiter returns a Limiter on rdb for the account name. The options:
 // [Prefix], [Timeout], [Cooldown], [OnError], [Fallback], [MaxWait],
@@ -98,6 +130,7 @@ func (l *Limiter) Stats() LimiterStats {
 		Admitted: l.admitted.Load(), Waits: l.waits.Load(), Waited: time.Duration(l.waited.Load()),
 		Refused: l.refused.Load(), Blocks: l.blocks.Load(), Fallbacks: l.fallbacks.Load(),
 		Errors: l.s.errors.Load(), Bypassed: l.s.bypassed.Load(),
+		Implausible: l.implausible.Load(),
 	}
 }
 
@@ -150,7 +183,7 @@ func (l *Limiter) Middleware() adapter.Middleware {
 				}
 				l.settle(after, b, viaRedis, -cost)
 			case resp.Usage.TotalTokens > 0:
-				l.settle(after, b, viaRedis, resp.Usage.TotalTokens-cost)
+				l.settle(after, b, viaRedis, l.charge(after, b, req, resp.Usage.TotalTokens)-cost)
 			}
 			return resp, err
 		}
@@ -168,6 +201,86 @@ func rateLimited(err error) bool {
 		return re.HTTPStatusCode == http.StatusTooManyRequests
 	}
 	return false
+}
+
+// charge is what a reply to req that reports used tokens is charged:
+// used, or the most the request could have cost when used is more (counted
+// and reported).
+func (l *Limiter) charge(ctx context.Context, b bucket, req openai.ChatCompletionRequest, used int) int {
+	if l.limit.TPM <= 0 {
+		return used // no tokens are counted
+	}
+	bound := replyBound(req, l.limit.TPM)
+	if used <= bound {
+		return used
+	}
+	l.implausible.Add(1)
+	l.s.report(ctx, &Error{Op: "settle", Key: b.keys[1], Err: fmt.Errorf(
+		"%w: the reply reports %d tokens, more than its request could cost (at most %d); charged %d",
+		ErrImplausibleUsage, used, bound, bound)})
+	return bound
+}
+
+// Framing the bound allows beyond the request's bytes: for each message
+// (roles, separators), and once for a request with tools (the tool-use
+// instructions some providers put in the prompt).
+const (
+	messageOverhead = 16
+	toolsOverhead   = 512
+)
+
+// replyBound is the most one reply to req may be charged, at most tpm
+// (see [Limiter]).
+func replyBound(req openai.ChatCompletionRequest, tpm int) int {
+	out := req.MaxCompletionTokens
+	if out <= 0 {
+		out = req.MaxTokens
+	}
+	if out <= 0 {
+		return tpm // the completion is unbounded
+	}
+	for _, m := range req.Messages {
+		for _, p := range m.MultiContent {
+			if p.Type != openai.ChatMessagePartTypeText || p.ImageURL != nil {
+				return tpm // an image, audio, a file: no byte count bounds its tokens
+			}
+		}
+	}
+	for _, t := range req.Tools {
+		if t.Type != "" && t.Type != openai.ToolTypeFunction {
+			return tpm // a hosted tool (a search, a file search) adds what it finds
+		}
+	}
+	js, err := json.Marshal(req) // every text of the prompt, and its structure
+	if err != nil {
+		return tpm
+	}
+	n := max(req.N, 1)
+	bound := satAdd(len(js), satMul(messageOverhead, len(req.Messages)))
+	if len(req.Tools) > 0 || len(req.Functions) > 0 {
+		bound = satAdd(bound, toolsOverhead)
+	}
+	bound = satAdd(bound, satMul(out, n))
+	if req.Prediction != nil {
+		bound = satAdd(bound, satMul(len(req.Prediction.Content), n))
+	}
+	return min(bound, tpm)
+}
+
+// satAdd is a+b for a, b ≥ 0, math.MaxInt past it.
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// satMul is a×b for a, b ≥ 0, math.MaxInt past it.
+func satMul(a, b int) int {
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
 }
 
 // bucket is the state of one limiter name and model.
@@ -200,12 +313,12 @@ func (l *Limiter) estimate(req openai.ChatCompletionRequest) int {
 func defaultEstimate(req openai.ChatCompletionRequest) int {
 	var text int
 	for _, m := range req.Messages {
-		text += len(m.Content) + len(m.ReasoningContent)
+		text = satAdd(text, satAdd(len(m.Content), len(m.ReasoningContent)))
 		for _, p := range m.MultiContent {
-			text += len(p.Text)
+			text = satAdd(text, len(p.Text))
 		}
 		for _, tc := range m.ToolCalls {
-			text += len(tc.Function.Arguments)
+			text = satAdd(text, len(tc.Function.Arguments))
 		}
 	}
 	out := req.MaxCompletionTokens
@@ -215,18 +328,23 @@ func defaultEstimate(req openai.ChatCompletionRequest) int {
 	if out <= 0 {
 		out = 256
 	}
-	return text/4 + 4*len(req.Messages) + out*max(req.N, 1)
+	// Saturating: a huge max_tokens times n is the whole minute's budget
+	// (estimate clamps it to TPM), not a wrapped negative charge.
+	return satAdd(satAdd(text/4, satMul(4, len(req.Messages))), satMul(out, max(req.N, 1)))
 }
 
 // The scripts keep times in microseconds of Redis's clock (TIME), so that
 // every process agrees whatever its own clock says. A limit of n per
 // minute is a GCRA with an emission interval of a minute/n and a burst of
-// a minute's worth.
+// a minute's worth. The tokens a script is given (a cost, a settle's
+// delta) are within ±TPM, so that one request moves the tokens' TAT by a
+// minute at most either way.
 var (
 	admitScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local period = 60000000
+local maxwait = 1e12 -- about 11 days: a forged TAT makes an integer reply, never a wrapped one
 local rpm, tpm, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local wait, blocked = 0, 0
 local b = tonumber(redis.call('GET', KEYS[3]) or '0')
@@ -242,7 +360,7 @@ if tpm > 0 and cost > 0 then
   newt = tat + cost * period / tpm
   if newt - period - now > wait then wait, blocked = newt - period - now, 0 end
 end
-if wait > 0 then return {math.ceil(wait), blocked} end
+if wait > 0 then return {math.ceil(math.min(wait, maxwait)), blocked} end
 if newr then redis.call('SET', KEYS[1], string.format('%.0f', newr), 'PX', math.ceil((newr - now) / 1000) + 1) end
 if newt then redis.call('SET', KEYS[2], string.format('%.0f', newt), 'PX', math.ceil((newt - now) / 1000) + 1) end
 return {0, 0}
@@ -302,7 +420,7 @@ func (l *Limiter) try(ctx context.Context, b bucket, cost int) (time.Duration, b
 		return admitScript.Run(ctx, l.s.rdb, b.keys, l.limit.RPM, l.limit.TPM, cost).Int64Slice()
 	})
 	if err == nil && len(r) == 2 {
-		return time.Duration(r[0]) * time.Microsecond, r[1] == 1, true
+		return time.Duration(min(r[0], math.MaxInt64/int64(time.Microsecond))) * time.Microsecond, r[1] == 1, true
 	}
 	l.fallbacks.Add(1)
 	wait, blocked := l.local.admit(b.model, cost, time.Now())
@@ -310,11 +428,14 @@ func (l *Limiter) try(ctx context.Context, b bucket, cost int) (time.Duration, b
 }
 
 // settle corrects the tokens charged to a request by delta, where it was
-// charged.
+// charged. The Middleware keeps delta within [-cost, bound-cost]; settle
+// keeps it within ±TPM whatever it is given, so that one correction
+// moves the tokens' TAT by a minute at most.
 func (l *Limiter) settle(ctx context.Context, b bucket, viaRedis bool, delta int) {
 	if l.limit.TPM <= 0 || delta == 0 {
 		return
 	}
+	delta = min(max(delta, -l.limit.TPM), l.limit.TPM)
 	if !viaRedis {
 		l.local.settle(b.model, delta, time.Now())
 		return
@@ -381,8 +502,7 @@ func (ll *localLimits) admit(model string, cost int, now time.Time) (time.Durati
 		}
 	}
 	if ll.limit.TPM > 0 && cost > 0 {
-		cost = min(cost, ll.limit.TPM)
-		newT = later(b.tokTAT, now).Add(time.Duration(cost) * time.Minute / time.Duration(ll.limit.TPM))
+		newT = later(b.tokTAT, now).Add(atRate(cost, ll.limit.TPM))
 		if w := newT.Add(-time.Minute).Sub(now); w > wait {
 			wait, blocked = w, false
 		}
@@ -406,7 +526,7 @@ func (ll *localLimits) settle(model string, delta int, now time.Time) {
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
 	b := ll.get(model)
-	b.tokTAT = later(b.tokTAT, now).Add(time.Duration(delta) * time.Minute / time.Duration(ll.limit.TPM))
+	b.tokTAT = later(b.tokTAT, now).Add(atRate(delta, ll.limit.TPM))
 }
 
 func (ll *localLimits) block(model string, until time.Time) {
@@ -415,6 +535,24 @@ func (ll *localLimits) block(model string, until time.Time) {
 	if b := ll.get(model); until.After(b.blocked) {
 		b.blocked = until
 	}
+}
+
+// atRate is the time tokens take at tpm (> 0) a minute, tokens clamped to
+// ±tpm: a minute at most either way. It is computed in 128 bits, so that
+// no TPM and no count of tokens overflows it (time.Duration(tokens) *
+// time.Minute does past 153 million tokens).
+func atRate(tokens, tpm int) time.Duration {
+	abs := uint64(tokens)
+	if tokens < 0 {
+		abs = -abs // math.MinInt too: its two's complement is its magnitude
+	}
+	abs = min(abs, uint64(tpm))
+	hi, lo := bits.Mul64(abs, uint64(time.Minute))
+	q, _ := bits.Div64(hi, lo, uint64(tpm)) // hi < tpm, since abs ≤ tpm: no overflow
+	if tokens < 0 {
+		return -time.Duration(q)
+	}
+	return time.Duration(q)
 }
 
 func later(a, b time.Time) time.Time {

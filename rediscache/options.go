@@ -21,7 +21,8 @@ type config struct {
 	timeout  time.Duration
 	cooldown time.Duration
 	onError  func(context.Context, error)
-	secret   []byte
+	sign     bool   // Sign was given: a Cache signs and verifies, whatever the secret
+	secret   []byte // Sign's secret
 	fallback *RateLimit
 	maxWait  time.Duration
 	block    time.Duration
@@ -72,9 +73,18 @@ func MaxEntryBytes(n int) Option {
 // one is ignored as corrupt. Without it, whoever can write to the Redis
 // can forge replies for the keys they see there; with it, only holders of
 // the secret can. Give every replica the same secret; changing it makes
-// the entries written before misses. Cache.
+// the entries written before misses. Cache; NewLimiter ignores it.
+//
+// The secret must be at least [MinSecretBytes] (16) bytes: random bytes,
+// 32 of them for HMAC-SHA256's full strength. [New] panics, with an error
+// matching [ErrShortSecret] that names the length, when it is shorter, an
+// empty one included: a Cache given Sign never stores or accepts an
+// unsigned value, and an empty secret is most often an environment
+// variable that was not set (Sign([]byte(os.Getenv("CACHE_HMAC_SECRET"))))
+// rather than a choice. Check a secret read from outside before New when a
+// panic is not the way to report it.
 func Sign(secret []byte) Option {
-	return func(c *config) { c.secret = append([]byte(nil), secret...) }
+	return func(c *config) { c.sign, c.secret = true, append([]byte(nil), secret...) }
 }
 
 // Timeout bounds each Redis command (100 ms by default; d ≤ 0 keeps the
@@ -106,9 +116,11 @@ func Cooldown(d time.Duration) Option {
 
 // OnError reports each failure as it happens, with the context of the call
 // it happened in (for a log line or a span event): an *[Error] whose Err
-// is the Redis error, context.DeadlineExceeded for a timeout, or one
-// matching adapter.ErrCorruptCacheEntry for an entry that was ignored. f runs on the calling
-// goroutine and must be safe for concurrent use. Cache and Limiter.
+// is the Redis error, context.DeadlineExceeded for a timeout, one
+// matching adapter.ErrCorruptCacheEntry for an entry that was ignored, or
+// one matching [ErrImplausibleUsage] for a reply whose usage a Limiter
+// did not believe. f runs on the calling goroutine and must be safe for
+// concurrent use. Cache and Limiter.
 func OnError(f func(ctx context.Context, err error)) Option {
 	return func(c *config) { c.onError = f }
 }
@@ -166,7 +178,8 @@ func BlockWithoutRetryAfter(d time.Duration) Option {
 // call.
 func Lease(d time.Duration) Option { return func(c *config) { c.lease = max(d, 0) } }
 
-// Error is a Redis failure, or a corrupt entry, as [OnError] reports it.
+// Error is a Redis failure, a corrupt entry, or a reply's implausible
+// usage, as [OnError] reports it.
 type Error struct {
 	// Op is what failed: "get", "put", "release" (Cache), "admit", "settle", "block"
 	// (Limiter).
@@ -271,4 +284,21 @@ func (s *store) report(ctx context.Context, err error) {
 	if s.cfg.onError != nil {
 		s.cfg.onError(ctx, err)
 	}
+}
+
+// MinSecretBytes is the shortest secret [Sign] takes: 16 bytes (128 bits).
+const MinSecretBytes = 16
+
+// ErrShortSecret is what [New] panics with, wrapped, when [Sign] was given
+// a secret shorter than [MinSecretBytes].
+var ErrShortSecret = errors.New("rediscache: Sign's secret is too short")
+
+// checkSecret refuses a Cache's configuration whose Sign secret is too
+// short to sign with.
+func (c *config) checkSecret() error {
+	if !c.sign || len(c.secret) >= MinSecretBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: rediscache.New was given Sign with a secret of %d bytes, fewer than the minimum of %d "+
+		"(an empty secret is most often an environment variable that is not set)", ErrShortSecret, len(c.secret), MinSecretBytes)
 }
