@@ -17,6 +17,12 @@ type BatchResult struct {
 // Batch runs Call for each input, at most concurrency at a time (at least
 // 1), and returns one BatchResult per input, in input order. Once ctx is
 // done, inputs not yet started fail with its error without an LM call.
+//
+// The calls run on goroutines Batch starts, where no caller could recover
+// a panic; so a panic in one call (in the LM, a middleware, a hook) is
+// that input's error, a *[PanicError] with the value and the stack, and
+// the other inputs go on, as DSPy's batch keeps going past one input's
+// exception.
 func Batch(ctx context.Context, lm LM, sig *signature.Signature, demos []Values, inputs []Values, concurrency int, opts ...CallOption) []BatchResult {
 	out := make([]BatchResult, len(inputs))
 	if ctx == nil {
@@ -44,7 +50,7 @@ func Batch(ctx context.Context, lm LM, sig *signature.Signature, demos []Values,
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := Call(ctx, lm, sig, demos, in, opts...)
+			res, err := recovered(func() (*Result, error) { return Call(ctx, lm, sig, demos, in, opts...) })
 			out[i] = BatchResult{res, err}
 		}()
 	}

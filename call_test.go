@@ -494,6 +494,36 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// TestBatchPanic: Batch runs the calls on goroutines of its own, where no
+// caller could recover a panic: a panic in one input's call (here a
+// middleware's, for one input) is that input's error, a *PanicError, and the
+// others answer. Before, it crashed the process.
+func TestBatchPanic(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(r lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nok") })
+	lm := adapter.WithMiddleware(srv.Client(), func(next adapter.Invoker) adapter.Invoker {
+		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			if strings.Contains(req.Messages[len(req.Messages)-1].Content, "boom") {
+				panic("the LM broke")
+			}
+			return next(ctx, req)
+		}
+	})
+	sig := mustParse(t, "q -> a")
+	inputs := []adapter.Values{{"q": "one"}, {"q": "boom"}, {"q": "three"}}
+	out := adapter.Batch(t.Context(), lm, sig, nil, inputs, 3)
+	require.Len(t, out, 3)
+	var pe *adapter.PanicError
+	require.ErrorAs(t, out[1].Err, &pe)
+	assert.Equal(t, "the LM broke", pe.Value)
+	assert.Contains(t, string(pe.Stack), "TestBatchPanic")
+	for _, i := range []int{0, 2} {
+		require.NoError(t, out[i].Err)
+		assert.Equal(t, "ok", out[i].Result.Outputs[0]["a"])
+	}
+}
+
 func filter(events []string, prefix string) []string {
 	var out []string
 	for _, e := range events {

@@ -311,8 +311,9 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 
 // PanicError is a panic the library recovered in code it runs for a
 // call on the caller's behalf: a tool run for the model ([Trace.RunTool],
-// so ReAct's steps, native or not, and ToolCalls.Execute) or a
-// Refine/BestOfN reward. Such code often runs on goroutines the library
+// so ReAct's steps, native or not, and ToolCalls.Execute), a
+// Refine/BestOfN reward, or one input's call in [Batch]. Such code often
+// runs on goroutines the library
 // starts, where no caller could recover the panic, so one bad tool input
 // would take the whole process down; instead it is that tool's (or that
 // reward's) error, as net/http keeps serving after a handler panics and as
