@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -296,11 +297,20 @@ type Result struct {
 	// Logprobs holds each choice's log probabilities when the request asked
 	// for them (Logprobs: true), else nil.
 	Logprobs []*openai.LogProbs
+	// Notes says what a module did that DSPy does silently, where it kept
+	// DSPy's requests: what it left out of a reply or of the outputs (a
+	// ReActV2's extra submit arguments, a reply's text beside its tool
+	// calls that was not in the adapter's format, the calls a forced
+	// submit's reply asked for besides submit), or calls that ran after a
+	// submit ended the run. Empty when there is nothing to say; Add keeps
+	// both sides'.
+	Notes []string
 }
 
 // Add adds the counters of o, the Result of another call of the same run
 // (a module's step, an attempt), to r: Calls, Reasks, Retries, CacheHits,
-// Coalesced, RetryWait, CacheErrors, Usage and UsageByModel; ReaskCause becomes o's
+// Coalesced, RetryWait, CacheErrors, Usage and UsageByModel, and appends
+// o's Notes; ReaskCause becomes o's
 // when o re-asked, so that it stays the latest re-ask's. The fields that
 // describe one call's reply (Outputs, Adapter, FallbackCause,
 // Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
@@ -311,6 +321,9 @@ func (r *Result) Add(o *Result) {
 		return
 	}
 	r.Calls += o.Calls
+	if len(o.Notes) > 0 {
+		r.Notes = append(slices.Clip(r.Notes), o.Notes...)
+	}
 	r.Reasks += o.Reasks
 	if o.ReaskCause != nil {
 		r.ReaskCause = o.ReaskCause

@@ -16,7 +16,7 @@ import (
 // re-ask's cause; the fields that describe one call's reply stay. Every
 // field of Result is one or the other, so that a new field is a decision.
 func TestResultAdd(t *testing.T) {
-	counters := []string{"Calls", "Reasks", "ReaskCause", "Retries", "CacheHits", "Coalesced", "RetryWait", "CacheErrors", "Usage", "UsageByModel"}
+	counters := []string{"Calls", "Reasks", "ReaskCause", "Retries", "CacheHits", "Coalesced", "RetryWait", "CacheErrors", "Usage", "UsageByModel", "Notes"}
 	perCall := []string{"Outputs", "Adapter", "FallbackCause", "Completions", "Mode", "Model", "SystemFingerprint", "Logprobs"}
 	var fields []string
 	for f := range reflect.TypeFor[adapter.Result]().Fields() {
@@ -34,7 +34,7 @@ func TestResultAdd(t *testing.T) {
 			Outputs: []adapter.Values{{"a": model}}, Adapter: model, FallbackCause: cause, Completions: []string{model}, Mode: model,
 			Model: model, SystemFingerprint: model, Logprobs: []*openai.LogProbs{{}},
 			Calls: n, Reasks: n, ReaskCause: cause, Retries: n, CacheHits: n, Coalesced: n, RetryWait: time.Duration(n), CacheErrors: n,
-			Usage: usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)},
+			Usage: usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)}, Notes: []string{model},
 		}
 	}
 	r, o := result(1, first, "a"), result(2, second, "b")
@@ -43,6 +43,7 @@ func TestResultAdd(t *testing.T) {
 	want := result(3, first, "a")
 	want.ReaskCause = second
 	want.UsageByModel = map[string]openai.Usage{"a": usage(1), "b": usage(2)}
+	want.Notes = []string{"a", "b"}
 	assert.Equal(t, want, r)
 	assert.Equal(t, map[string]openai.Usage{"a": usage(1)}, shared, "a map r shared is not changed")
 

@@ -11,4 +11,7 @@ var (
 	// NewChainOfThoughtModule, New, NewChainOfThought or NewReAct. The
 	// accessors (Signature, Demos, Module, Ignored) return nil instead.
 	ErrZeroModule = errors.New("predict: a nil or zero module")
+	// ErrNoSubmit matches the *NoSubmitError of a ReActV2 run that ended
+	// without outputs: no submit succeeded, the forced submit included.
+	ErrNoSubmit = errors.New("predict: the agent ended without submitting its outputs")
 )

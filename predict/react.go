@@ -73,8 +73,12 @@ type ReAct struct {
 	native bool
 	// concurrency bounds the tool runs of one step (ToolConcurrency).
 	concurrency int
-	react       *Module
-	extract     *Module
+	// v2: DSPy's ReActV2 (NewReActV2): the react predictor is the
+	// conversation one (as with native), the steps end on submit, and no
+	// extract call follows.
+	v2      bool
+	react   *Module
+	extract *Module
 }
 
 // finishName is the tool that ends a run.
@@ -142,7 +146,7 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 
 	reactSig, err := r.reactSignature()
 	if r.native {
-		reactSig, err = r.nativeSignature()
+		reactSig, err = r.conversationSignature("When all the information for producing " + outputs + " is available, call `finish`.")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("predict: ReAct: %w", err)
@@ -232,7 +236,7 @@ var errNotBuilt error = zeroError{"ReAct", "NewReAct"}
 
 // built reports whether r was made by NewReAct (or Load).
 func (r *ReAct) built() bool {
-	return r != nil && r.sig != nil && r.react != nil && r.extract != nil && r.byName != nil
+	return r != nil && r.sig != nil && r.react != nil && (r.extract != nil || r.v2) && r.byName != nil
 }
 
 // Signature returns the task signature (nil for a nil or zero ReAct).
@@ -377,6 +381,9 @@ type Step struct {
 	// rawArgs is what the model wrote, replayed as it was.
 	unread  bool
 	rawArgs string
+	// noThought marks a ReActV2 step whose reply gave no next_thought
+	// (Thought is then ""): its turn has none, where an empty one shows.
+	noThought bool
 }
 
 // MarshalJSON writes DSPy's trajectory object.
@@ -462,6 +469,12 @@ type run struct {
 	yield  func(adapter.Chunk) bool
 	// ids are the native calls' ids so far.
 	ids map[string]bool
+	// prior are the turns of a ReActV2's "history" input; submitted the
+	// outputs of the run's last successful submit.
+	prior     []map[string]any
+	submitted *submitted
+	// notes become the Result's Notes.
+	notes []string
 }
 
 // Call runs the agent on inputs: up to MaxIters steps, each an LM call
@@ -650,7 +663,7 @@ func (st *run) steps() error {
 		if !st.send(adapter.Chunk{Step: turn + 1, ToolCalls: chosenCalls(calls)}) {
 			return errStopped
 		}
-		steps, err := st.runCalls(tr, callID, turn, thought, calls)
+		steps, err := st.runCalls(tr, callID, turn, thought, false, calls)
 		if err != nil {
 			return err
 		}
@@ -752,7 +765,8 @@ type toolCall struct {
 // readStep reads a react reply: its thought and the calls it asks for.
 func (st *run) readStep(res *adapter.Result, turn int) (string, []toolCall) {
 	if st.r.native {
-		return st.readNative(res, turn)
+		thought, _, calls := st.readNative(res, turn)
+		return thought, calls
 	}
 	pred := res.Outputs[0]
 	thought, _ := pred["next_thought"].(string)

@@ -113,17 +113,22 @@ const (
 	toolCallsField = "tool_calls"
 )
 
-// nativeSignature is DSPy's ReActV2 react signature: the task's inputs,
-// made optional (the conversation's first turn holds them), "history" and
-// "tools"; "next_thought" and "tool_calls"; ReActV2's instructions with
-// finish.
-func (r *ReAct) nativeSignature() (*signature.Signature, error) {
+// conversationSignature is DSPy's ReActV2 react signature: the task's
+// inputs, made optional (the conversation's first turn holds them),
+// "history" and "tools"; "next_thought" (a types.Reasoning for ReActV2,
+// as DSPy's) and "tool_calls"; ReActV2's instructions, whose fourth line
+// says how the run ends (submit, or finish for a native ReAct).
+func (r *ReAct) conversationSignature(ending string) (*signature.Signature, error) {
 	sig := r.sig
 	react := sig
 	for _, f := range sig.Outputs() {
 		react = react.Delete(f.Name)
 	}
 	var err error
+	thoughtType := reflect.TypeFor[string]()
+	if r.v2 {
+		thoughtType = reflect.TypeFor[types.Reasoning]()
+	}
 	conv := reflect.TypeFor[adapter.Conversation]()
 	for _, f := range sig.Inputs() {
 		if f.Type.Implements(conv) || reflect.PointerTo(f.Type).Implements(conv) {
@@ -132,7 +137,8 @@ func (r *ReAct) nativeSignature() (*signature.Signature, error) {
 		if f.Spec.Nullable() {
 			continue
 		}
-		if react, err = react.Update(f.Name, func(o *signature.Field) { o.Type, o.Spec = reflect.PointerTo(f.Type), nil }); err != nil {
+		opt := f.Spec.OrNone()
+		if react, err = react.Update(f.Name, func(o *signature.Field) { o.Type, o.Spec = opt.GoType(), opt }); err != nil {
 			return nil, err
 		}
 	}
@@ -142,7 +148,7 @@ func (r *ReAct) nativeSignature() (*signature.Signature, error) {
 	}{
 		{signature.Input, signature.Field{Name: historyField, Type: reflect.TypeFor[types.History]()}},
 		{signature.Input, signature.Field{Name: toolsField, Type: reflect.TypeFor[[]types.Tool]()}},
-		{signature.Output, signature.Field{Name: "next_thought"}},
+		{signature.Output, signature.Field{Name: "next_thought", Type: thoughtType}},
 		{signature.Output, signature.Field{Name: toolCallsField, Type: reflect.TypeFor[types.ToolCalls]()}},
 	} {
 		if react, err = react.Append(f.role, f.field); err != nil {
@@ -158,7 +164,7 @@ func (r *ReAct) nativeSignature() (*signature.Signature, error) {
 		sig.Instructions(),
 		"You are an Agent. Use the supplied tools to produce " + outputs + " from " + inputs + ".",
 		"Call tools when more information is needed.",
-		"When all the information for producing " + outputs + " is available, call `finish`.",
+		ending,
 		"The available tools are: " + strings.Join(names, ", ") + ".",
 	}, "\n")
 	return react.WithInstructions(strings.TrimSpace(instr)), nil
@@ -178,7 +184,7 @@ func (r *ReAct) nativeOptions(ctx context.Context, opts []adapter.CallOption) []
 // conversation so far, whose first turn holds the task's inputs (the
 // request itself, before any step).
 func (st *run) nativeInputs() (adapter.Values, error) {
-	turns, err := st.traj.conversation()
+	turns, err := st.traj.conversation(false)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +204,11 @@ func (st *run) nativeInputs() (adapter.Values, error) {
 // conversation: per reply, its thought and its tool calls with their
 // results, which the adapter replays as the assistant's tool calls and
 // tool messages.
-func (t Trajectory) conversation() ([]map[string]any, error) {
+// With v2 (ReActV2), a turn has next_thought unless the reply gave none
+// (an empty one included, as DSPy's), and the results keep their values
+// (DSPy writes a non-str one as JSON); otherwise the results are their
+// text.
+func (t Trajectory) conversation(v2 bool) ([]map[string]any, error) {
 	var turns []map[string]any
 	for i := 0; i < len(t); {
 		j := i + 1
@@ -206,7 +216,7 @@ func (t Trajectory) conversation() ([]map[string]any, error) {
 			j++
 		}
 		turn := map[string]any{}
-		if t[i].Thought != "" {
+		if v2 && !t[i].noThought || !v2 && t[i].Thought != "" {
 			turn["next_thought"] = t[i].Thought
 		}
 		var tc types.ToolCalls
@@ -223,9 +233,13 @@ func (t Trajectory) conversation() ([]map[string]any, error) {
 				// types.ToolCall); Args, its values.
 				call.Args, call.RawArgs = argsMap(s.Args), string(s.Args)
 			}
-			obs, err := observationText(s.Observation)
-			if err != nil {
-				return nil, err
+			var obs any = s.Observation
+			if !v2 {
+				text, err := observationText(s.Observation)
+				if err != nil {
+					return nil, err
+				}
+				obs = text
 			}
 			tc.Calls = append(tc.Calls, call)
 			results.Results = append(results.Results, types.ToolCallResult{CallID: s.CallID, Name: s.Tool, Value: obs, IsError: s.Err != nil})
@@ -260,12 +274,16 @@ func observationText(v any) (string, error) {
 	return adapter.FormatValue(v, signature.Field{Name: "observation", Spec: strSpec})
 }
 
-// readNative reads a native react reply: its thought and its calls, each
-// with an id unique in the run (the provider's, else "call_<turn>_<n>")
-// and its arguments in the model's order.
-func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
+// readNative reads a native react reply: its thought (ok false when the
+// reply gave none) and its calls, each with an id unique in the run (the
+// provider's, else "call_<turn>_<n>") and its arguments in the model's
+// order.
+func (st *run) readNative(res *adapter.Result, turn int) (string, bool, []toolCall) {
 	pred := res.Outputs[0]
-	thought, _ := pred["next_thought"].(string)
+	thought, ok := pred["next_thought"].(string)
+	if r, isReasoning := pred["next_thought"].(types.Reasoning); isReasoning {
+		thought, ok = string(r), true
+	}
 	tc, _ := pred[toolCallsField].(types.ToolCalls)
 	completion := ""
 	if len(res.Completions) > 0 {
@@ -298,7 +316,7 @@ func (st *run) readNative(res *adapter.Result, turn int) (string, []toolCall) {
 	if len(calls) > 0 {
 		calls[len(calls)-1].dropped = len(tc.Calls) - len(kept)
 	}
-	return thought, calls
+	return thought, ok, calls
 }
 
 // droppedNote is what the model is told, after the result of a step's

@@ -3,6 +3,7 @@ package predict
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -17,12 +18,12 @@ import (
 // (adapter.Trace.RunTool recovers it); a panic in a trace hook, which runs
 // on the tools' goroutines, reaches the caller's goroutine once the other
 // runs ended, where the caller may recover it.
-func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought string, calls []toolCall) ([]Step, error) {
+func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought string, noThought bool, calls []toolCall) ([]Step, error) {
 	steps := make([]Step, len(calls))
 	for i, c := range calls {
 		steps[i] = Step{Index: st.next, Turn: turn, Tool: c.name, Args: c.args, CallID: c.id, unread: c.err != nil, rawArgs: c.raw}
 		if i == 0 {
-			steps[i].Thought = thought
+			steps[i].Thought, steps[i].noThought = thought, noThought
 		}
 		st.next++
 	}
@@ -34,9 +35,13 @@ func (st *run) runCalls(tr *adapter.Trace, callID uint64, turn int, thought stri
 	}
 	end := func(i int, obs any, err error) bool {
 		s := &steps[i]
-		if err != nil {
+		var unknown *unknownToolError
+		switch {
+		case st.r.v2 && errors.As(err, &unknown):
+			s.Observation, s.Err = "Unknown tool: "+s.Tool, err // DSPy's ReActV2 text
+		case err != nil:
 			s.Observation, s.Err = st.errorText(s.Tool, err), err
-		} else {
+		default:
 			s.Observation = obs
 		}
 		if n := calls[i].dropped; n > 0 {
@@ -169,7 +174,7 @@ func (st *run) runTool(ctx context.Context, tr *adapter.Trace, callID uint64, c 
 		}
 		tool, ok := st.r.byName[c.name]
 		if !ok {
-			return nil, fmt.Errorf("no tool named %q", c.name)
+			return nil, &unknownToolError{c.name}
 		}
 		return tool.Call(ctx, args)
 	})
@@ -205,3 +210,8 @@ func lockedTrace(tr *adapter.Trace) *adapter.Trace {
 	}
 	return &c
 }
+
+// unknownToolError: a call names no tool the agent has.
+type unknownToolError struct{ name string }
+
+func (e *unknownToolError) Error() string { return fmt.Sprintf("no tool named %q", e.name) }

@@ -1,11 +1,15 @@
 package signature
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // PromptSchema returns the JSON Schema DSPy shows the model for this type in
@@ -34,7 +38,87 @@ func (t *TypeSpec) PromptSchema() (map[string]any, error) {
 	return s, nil
 }
 
+// PydanticSchema returns the type's JSON Schema as pydantic's
+// TypeAdapter(T).json_schema() returns it, written as JSON in pydantic's
+// key order: every object's keys sorted, except a model's properties,
+// which keep the fields' order, and a default value, which keeps its own.
+// (PromptSchema's maps hold no order; DSPy shows those with the keys of
+// every object sorted, "type" first.) It is what DSPy puts in a tool's
+// argument schemas, such as ReActV2's submit tool.
+func (t *TypeSpec) PydanticSchema() ([]byte, error) {
+	g := &schemaGen{defs: map[string]any{}, defNames: map[reflect.Type]string{}, busy: map[reflect.Type]bool{}, order: map[unsafe.Pointer][]string{}}
+	s, err := g.schema(t, true)
+	if err != nil {
+		return nil, err
+	}
+	if g.rootRecursive {
+		name := g.defNames[t.goType]
+		g.defs[name] = s
+		s = map[string]any{"$ref": "#/$defs/" + name}
+	}
+	if len(g.defs) > 0 {
+		s["$defs"] = g.defs
+	}
+	var b bytes.Buffer
+	if err := g.writeOrdered(&b, s, ""); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeOrdered writes v as JSON in pydantic's key order (see
+// PydanticSchema); parent is the key v is the value of.
+func (g *schemaGen) writeOrdered(b *bytes.Buffer, v any, parent string) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if l, ok := v.([]any); ok && parent != "default" {
+			b.WriteByte('[')
+			for i, e := range l {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				if err := g.writeOrdered(b, e, ""); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+			return nil
+		}
+		enc := json.NewEncoder(b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+		return nil
+	}
+	keys := g.order[reflect.ValueOf(m).UnsafePointer()]
+	if keys == nil || parent != "properties" {
+		keys = slices.Sorted(maps.Keys(m))
+	}
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		b.Write(kb)
+		b.WriteString(": ")
+		if err := g.writeOrdered(b, m[k], k); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
 type schemaGen struct {
+	// order, when set (PydanticSchema), records each model's property
+	// names in field order, by their map.
+	order         map[unsafe.Pointer][]string
 	defs          map[string]any
 	defNames      map[reflect.Type]string
 	busy          map[reflect.Type]bool // struct types being expanded (recursion guard)
@@ -241,6 +325,13 @@ func (g *schemaGen) model(t *TypeSpec) (map[string]any, error) {
 			addConstraint(p, f.Spec, c)
 		}
 		props[f.Name] = p
+	}
+	if g.order != nil {
+		names := make([]string, len(fields))
+		for i, sf := range fields {
+			names[i] = sf.Field.Name
+		}
+		g.order[reflect.ValueOf(props).UnsafePointer()] = names
 	}
 	s := map[string]any{"properties": props, "title": t.name, "type": "object"}
 	if len(required) > 0 {

@@ -609,6 +609,17 @@ func structName(t reflect.Type) string {
 	return n
 }
 
+// OrNone returns the type written `T | None` in Python, as DSPy names it
+// (UnionType[T, NoneType]), with the Go type Optional[T] has; a type that
+// already takes None is returned as it is (DSPy's ReActV2 makes its
+// inputs optional so).
+func (t *TypeSpec) OrNone() *TypeSpec {
+	if t.Nullable() {
+		return t
+	}
+	return optionalOf(t, true)
+}
+
 // optionalOf returns Optional[elem], choosing the Go type per the package
 // rules: *T for scalars and structs, the type itself for containers and Any.
 // An optional of an optional collapses to one optional, and an optional
