@@ -231,6 +231,9 @@ func (s *v2Script) tools(specs []reactTool) []types.Tool {
 				return s.answer(n, a)
 			})
 		},
+		"count_items": func(n, d string) (types.Tool, error) {
+			return types.NewTool(n, d, func(_ context.Context, a itemsArgs) (any, error) { return s.answer(n, a) })
+		},
 		"divide": func(n, d string) (types.Tool, error) {
 			return types.NewTool(n, d, func(_ context.Context, a divideArgs) (any, error) { return s.answer(n, a) })
 		},
@@ -360,11 +363,21 @@ func v2Replies(t *testing.T, c *v2Case) []lmtest.Reply {
 	return replies
 }
 
+// TestReActV2Golden runs the public split and testdata/
+// dspy_reactv2_local.json, more scenarios DSPy's own code produced the same
+// way (its _about says how); SIGWIRE_REACTV2_CASES names another split of
+// the same schema to run instead.
 func TestReActV2Golden(t *testing.T) {
-	for _, c := range readV2Cases(t, "testdata/dspy_reactv2_public.json") {
-		t.Run(c.ID, func(t *testing.T) {
-			runV2Case(t, &c)
-		})
+	paths := []string{"testdata/dspy_reactv2_public.json", "testdata/dspy_reactv2_local.json"}
+	if p := os.Getenv("SIGWIRE_REACTV2_CASES"); p != "" {
+		paths = []string{p}
+	}
+	for _, path := range paths {
+		for _, c := range readV2Cases(t, path) {
+			t.Run(c.ID, func(t *testing.T) {
+				runV2Case(t, &c)
+			})
+		}
 	}
 }
 

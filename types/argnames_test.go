@@ -174,11 +174,11 @@ func TestToolArgumentNamesNative(t *testing.T) {
 // key is an argument's name as written, and then with exactly the values
 // those keys give: what a trace of the arguments shows.
 func TestToolArgumentNamesProperty(t *testing.T) {
-	type args struct {
-		Ask    int `json:"ask"`
-		Amount int `json:"amount"`
-		Kind   int `json:"kind"`
-		Plain  int
+	type args struct { // all optional: the property is about names
+		Ask    int `json:"ask,omitempty"`
+		Amount int `json:"amount,omitempty"`
+		Kind   int `json:"kind,omitempty"`
+		Plain  int `json:",omitempty"`
 	}
 	names := []string{"ask", "amount", "kind", "Plain"}
 	variants := func(r *rand.Rand, name string) string {

@@ -28,6 +28,13 @@ var (
 	// (inside a string, or right after a number: {"amount": 10 may have been
 	// 100) and adapter.ErrAmbiguous for an argument given twice.
 	ErrToolArguments = errors.New("tool call arguments are not one readable JSON object")
+	// ErrMissingArgument is matched (errors.Is) by the error of a tool call
+	// that leaves out a required argument: a field of the argument struct
+	// without omitempty and without a default in its schema. Decoding
+	// would give it its zero value, and the tool would run with a value
+	// the model never gave; the call is refused instead, as DSPy's Python
+	// tools refuse a missing argument, and the model is shown the names.
+	ErrMissingArgument = errors.New("a required argument is missing")
 	// ErrTooLarge is returned for inline data (bytes, a file, a data URI) over
 	// its type's limit.
 	ErrTooLarge = errors.New("types: too large")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/invopop/jsonschema"
 
@@ -44,14 +45,52 @@ func NewTool[A, R any](name, desc string, fn Func[A, R]) (Tool, error) {
 		}
 		props = b
 	}
+	required := requiredArgs(s)
 	call := func(ctx context.Context, raw []byte) (any, error) {
 		var args A
 		if err := DecodeArgs(raw, &args); err != nil {
 			return nil, fmt.Errorf("types: tool %s: arguments: %w", name, err)
 		}
+		if missing := missingArgs(raw, required); len(missing) > 0 {
+			return nil, fmt.Errorf("types: tool %s: arguments: %w: %s", name, ErrMissingArgument, strings.Join(missing, ", "))
+		}
 		return fn(ctx, args)
 	}
 	return Tool{Name: name, Desc: desc, Args: props, call: call}, nil
+}
+
+// requiredArgs are the arguments a call must give: those the struct's
+// schema requires (no omitempty) that have no default.
+func requiredArgs(s *jsonschema.Schema) []string {
+	var out []string
+	for _, name := range s.Required {
+		if s.Properties != nil {
+			if p, ok := s.Properties.Get(name); ok && p != nil && p.Default != nil {
+				continue
+			}
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// missingArgs lists the required arguments raw (one JSON object, already
+// decoded once by DecodeArgs) does not give, in the struct's order.
+func missingArgs(raw []byte, required []string) []string {
+	if len(required) == 0 {
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil // DecodeArgs read it: not reached
+	}
+	var missing []string
+	for _, name := range required {
+		if _, ok := keys[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // Callable reports whether the tool has a function to call (NewTool made

@@ -676,7 +676,7 @@ func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletion
 		if c.Err != nil {
 			arguments = c.RawArgs // what the model wrote: the turn replays it as it was
 		} else {
-			a, err := pyjson.Marshal(c.argsInOrder())
+			a, err := pyjson.MarshalASCII(c.argsInOrder()) // json.dumps(args), as DSPy replays them
 			if err != nil {
 				return nil, nil, false
 			}

@@ -366,7 +366,12 @@ func TestNewToolAndExecute(t *testing.T) {
 	require.Len(t, res.Results, 3)
 	assert.Equal(t, types.ToolCallResult{CallID: "1", Name: "weather", Value: "sunny in Rome"}, res.Results[0])
 	assert.True(t, res.Results[1].IsError)
-	assert.Equal(t, "no city", res.Results[2].Value)
+	// A required argument left out is the call's error: the tool does not
+	// run with the zero value the model never gave (before, it ran with
+	// City "" and said "no city").
+	assert.Equal(t, "types: tool weather: arguments: a required argument is missing: city", res.Results[2].Value)
+	_, err = tool.Call(context.Background(), json.RawMessage(`{"units": "C"}`))
+	assert.ErrorIs(t, err, types.ErrMissingArgument)
 }
 
 // FuzzToolCalls: parsing tool calls never panics; what it accepts has

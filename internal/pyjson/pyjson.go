@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -370,6 +371,53 @@ func Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return reformat(c, "", ""), nil
+}
+
+// MarshalASCII is Python's json.dumps(v) with its default
+// ensure_ascii=True: Marshal's layout, every non-ASCII character written
+// as a \uXXXX escape (two, a surrogate pair, beyond U+FFFF). DSPy writes
+// the arguments of the tool calls it replays so.
+func MarshalASCII(v any) ([]byte, error) {
+	b, err := Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return escapeNonASCII(b), nil
+}
+
+// escapeNonASCII escapes the non-ASCII characters of JSON text (they can
+// only be inside strings).
+func escapeNonASCII(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(b)/2)
+	out = append(out, b[:i]...)
+	const hex = "0123456789abcdef"
+	esc := func(r rune) {
+		out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+	}
+	for i < len(b) {
+		if b[i] < utf8.RuneSelf {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		i += size
+		if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			esc(r1)
+			esc(r2)
+			continue
+		}
+		esc(r)
+	}
+	return out
 }
 
 // MarshalIndent is json.dumps(v, indent=len(indent)) in Python's layout,

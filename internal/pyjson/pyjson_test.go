@@ -85,3 +85,24 @@ func TestWriteQuoteMatchesQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalASCII: Python's json.dumps with ensure_ascii=True: each
+// non-ASCII character a \uXXXX escape, beyond U+FFFF a surrogate pair;
+// ASCII text as Marshal writes it.
+func TestMarshalASCII(t *testing.T) {
+	for v, want := range map[string]string{
+		"Zürich":   `"Z\u00fcrich"`,
+		"neige ❄":  `"neige \u2744"`,
+		"𝄞 clef":   `"\ud834\udd1e clef"`,
+		"plain\n":  `"plain\n"`,
+		"tab\tend": `"tab\tend"`,
+	} {
+		b, err := MarshalASCII(map[string]any{"k": v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(b); got != `{"k": `+want+`}` {
+			t.Errorf("%q: got %s, want %s", v, got, want)
+		}
+	}
+}
