@@ -233,7 +233,7 @@ func (s submitted) MarshalJSON() ([]byte, error) {
 	return o.MarshalJSON()
 }
 
-var errV2NotBuilt error = zeroError{"ReActV2", "NewReActV2"}
+var errV2NotBuilt error = zeroError{"ReActV2", "predict.NewReActV2"}
 
 func (a *ReActV2) built() bool { return a != nil && a.r.built() }
 

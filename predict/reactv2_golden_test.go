@@ -409,33 +409,7 @@ func runV2Case(t *testing.T, c *v2Case) {
 		require.NoError(t, err)
 	}
 
-	// The server answers each request with the scripted reply of the
-	// DSPy request it stands for. Where DSPy's Chat or XML adapter fell
-	// back to JSON for a reply the library reads (bare text for the one
-	// output, a JSON object: format slips it recovers without a second
-	// call, docs/compatibility.md), the library sends no such request:
-	// that request and its reply are skipped.
-	replies := v2Replies(t, c)
-	var mu sync.Mutex
-	cursor := 0
-	var paired []int // DSPy's request for each of ours
-	skipped := 0
-	srv := lmtest.NewServer()
-	defer srv.Close()
-	srv.Handle(func(r lmtest.Request) lmtest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		for cursor < len(c.LMRequests) && c.LMRequests[cursor].Adapter == "JSONAdapter" && c.Adapter.Class != "JSONAdapter" && !jsonRequest(r) {
-			cursor++
-			skipped++
-		}
-		if cursor >= len(c.LMRequests) {
-			return lmtest.Error(500, "more requests than DSPy made")
-		}
-		paired = append(paired, cursor)
-		cursor++
-		return replies[c.LMRequests[cursor-1].ScriptIndex]
-	})
+	srv, al := newV2Server(t, c)
 	var lm adapter.LM = srv.Client()
 	caps := adapter.Capabilities{Tools: c.LM.SupportsFunctionCalling, Reasoning: c.LM.SupportsReasoning,
 		StructuredOutputs: c.LM.SupportsResponseSchema}
@@ -464,6 +438,9 @@ func runV2Case(t *testing.T, c *v2Case) {
 	res, err := a.Call(ctx, lm, inputs)
 
 	reqs := srv.Requests()
+	al.mu.Lock()
+	paired, skipped := al.paired, al.skipped
+	al.mu.Unlock()
 	require.Len(t, paired, len(reqs))
 	for i, j := range paired {
 		want := c.LMRequests[j]
@@ -519,6 +496,74 @@ func runV2Case(t *testing.T, c *v2Case) {
 		}
 	}
 	assert.Equal(t, len(reqs), res.Calls, "Result.Calls counts every LM call")
+
+	// Stream gives what Call gives for the same replies: the same
+	// requests, outputs, history, termination reason and error.
+	script.mu.Lock()
+	script.started, script.entered = 0, 0
+	script.mu.Unlock()
+	srv2, _ := newV2Server(t, c)
+	var sres *adapter.Result
+	var serr error
+	for ch, err := range a.Stream(ctx, adapter.WithCapabilities(srv2.Client(), caps), inputs) {
+		if err != nil {
+			sres, serr = ch.Result, err
+			break
+		}
+		if ch.Done {
+			sres = ch.Result
+		}
+	}
+	reqs2 := srv2.Requests()
+	require.Len(t, reqs2, len(reqs), "Stream's requests")
+	for i := range reqs {
+		assert.Equal(t, reqs[i].Chat.Messages, reqs2[i].Chat.Messages, "Stream's request %d", i)
+	}
+	assert.Equal(t, errors.Is(err, predict.ErrNoSubmit), errors.Is(serr, predict.ErrNoSubmit), "Stream's error: %v", serr)
+	require.NotNil(t, sres)
+	want, err := json.Marshal(res.Outputs)
+	require.NoError(t, err)
+	got, err := json.Marshal(sres.Outputs)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got), "Stream's outputs")
+	assert.Equal(t, res.Calls, sres.Calls)
+	assert.Equal(t, res.Notes, sres.Notes)
+}
+
+// v2Aligner pairs our requests with DSPy's (see newV2Server).
+type v2Aligner struct {
+	mu      sync.Mutex
+	cursor  int
+	paired  []int // DSPy's request for each of ours
+	skipped int
+}
+
+// newV2Server answers each request with the scripted reply of the DSPy
+// request it stands for. Where DSPy's Chat or XML adapter fell back to
+// JSON for a reply the library reads (bare text for the one output, a
+// JSON object: format slips it recovers without a second call,
+// docs/compatibility.md), the library sends no such request: that request
+// and its reply are skipped.
+func newV2Server(t *testing.T, c *v2Case) (*lmtest.Server, *v2Aligner) {
+	replies := v2Replies(t, c)
+	al := &v2Aligner{}
+	srv := lmtest.NewServer()
+	t.Cleanup(srv.Close)
+	srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		al.mu.Lock()
+		defer al.mu.Unlock()
+		for al.cursor < len(c.LMRequests) && c.LMRequests[al.cursor].Adapter == "JSONAdapter" && c.Adapter.Class != "JSONAdapter" && !jsonRequest(r) {
+			al.cursor++
+			al.skipped++
+		}
+		if al.cursor >= len(c.LMRequests) {
+			return lmtest.Error(500, "more requests than DSPy made")
+		}
+		al.paired = append(al.paired, al.cursor)
+		al.cursor++
+		return replies[c.LMRequests[al.cursor-1].ScriptIndex]
+	})
+	return srv, al
 }
 
 // v2ToolCallsJSON is a ToolCalls value as the golden writes a history's:

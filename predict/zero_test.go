@@ -117,6 +117,29 @@ func TestZeroModules(t *testing.T) {
 			"Stream": withErr(func() error { return lastErr(r.Stream(ctx, lm, q)) }),
 		})
 	}
+	v2s := map[string]*predict.ReActV2{"nil *ReActV2": nil, "zero ReActV2": {}}
+	for recv, a := range v2s {
+		check(t, recv, methodsOf[*predict.ReActV2](), map[string]zeroCall{
+			"Signature": noErr(func() { assert.Nil(t, a.Signature()) }),
+			"React":     noErr(func() { assert.Nil(t, a.React()) }),
+			"Tools":     noErr(func() { assert.Nil(t, a.Tools()) }),
+			"Ignored":   noErr(func() { assert.Nil(t, a.Ignored()) }),
+			"Call":      withErr(func() error { _, err := a.Call(ctx, lm, in); return err }),
+			"Stream":    withErr(func() error { return lastErr(a.Stream(ctx, lm, in)) }),
+			"Load":      withErr(func() error { _, err := a.Load(prog); return err }),
+		})
+	}
+	agents := map[string]*predict.Agent[Question, Answer]{"nil *Agent": nil, "zero Agent": {}}
+	for recv, g := range agents {
+		check(t, recv, methodsOf[*predict.Agent[Question, Answer]](), map[string]zeroCall{
+			"ReActV2":   noErr(func() { assert.Nil(t, g.ReActV2()) }),
+			"Signature": noErr(func() { assert.Nil(t, g.Signature()) }),
+			"Tools":     noErr(func() { assert.Nil(t, g.Tools()) }),
+			"Call":      withErr(func() error { _, _, err := g.Call(ctx, lm, q); return err }),
+			"Stream":    withErr(func() error { return lastErr(g.Stream(ctx, lm, q)) }),
+			"Load":      withErr(func() error { _, err := g.Load(prog); return err }),
+		})
+	}
 	assert.Empty(t, srv.Requests(), "no request from a zero module")
 }
 
