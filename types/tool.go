@@ -15,8 +15,19 @@ import (
 
 	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 )
+
+// strSpec is a str field's type: an attachment's marker is written as a
+// str value shows it.
+var strSpec = func() *signature.TypeSpec {
+	s, err := signature.SpecOf(reflect.TypeFor[string]())
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 // Tool is DSPy's dspy.Tool as an input: a function the model may call,
 // shown by name, description and argument schemas. Args keeps the order
@@ -667,6 +678,7 @@ func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletion
 	}
 	calls := make([]openai.ToolCall, len(tc.Calls))
 	msgs := make([]openai.ChatCompletionMessage, len(tc.Calls))
+	var attached []attachment
 	for i, c := range tc.Calls {
 		r := tc.Results.Results[i]
 		if c.ID == "" || r.CallID != c.ID {
@@ -683,17 +695,139 @@ func (tc ToolCalls) NativeToolTurn() ([]openai.ToolCall, []openai.ChatCompletion
 			arguments = string(a)
 		}
 		calls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: c.Name, Arguments: arguments}}
-		content, ok := r.Value.(string)
-		if !ok {
-			b, err := pyjson.Marshal(r.Value)
-			if err != nil {
-				return nil, nil, false
-			}
-			content = string(b)
+		content, media, err := toolResultContent(r.Value)
+		if err != nil {
+			return nil, nil, false
+		}
+		for k, m := range media {
+			attached = append(attached, attachment{call: c.ID, tool: r.Name, n: k + 1, v: m})
 		}
 		msgs[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: r.Name, Content: content}
 	}
+	if len(attached) > 0 {
+		m, err := attachmentsMessage(attached)
+		if err != nil {
+			return nil, nil, false
+		}
+		msgs = append(msgs, m)
+	}
 	return calls, msgs, true
+}
+
+// An attachment is a media value (an Image, Audio, File or Document: an
+// adapter.Formatter) a tool call's result holds: the n-th of the call's.
+type attachment struct {
+	call, tool string
+	n          int
+	v          adapter.Formatter
+}
+
+// toolResultContent is a result as its tool message shows it: a str as it
+// is, another value as JSON (DSPy's); a result that holds media — a
+// Formatter, or a list with some — shows its text items, one per line,
+// and a line for each attachment, which follow as content parts in the
+// user message after the turn's tool messages (a tool message can only
+// hold text on OpenAI-compatible routes).
+func toolResultContent(v any) (string, []adapter.Formatter, error) {
+	items, media := mediaOf(v)
+	if len(media) == 0 {
+		if s, ok := v.(string); ok {
+			return s, nil, nil
+		}
+		b, err := pyjson.Marshal(v)
+		return string(b), nil, err
+	}
+	var lines []string
+	k := 0
+	for _, it := range items {
+		if f, ok := it.(adapter.Formatter); ok && f != nil {
+			k++
+			lines = append(lines, fmt.Sprintf("[attachment %d: %s, in the message after the tool results]", k, attachmentKind(f)))
+			continue
+		}
+		if s, ok := it.(string); ok {
+			lines = append(lines, s)
+			continue
+		}
+		b, err := pyjson.Marshal(it)
+		if err != nil {
+			return "", nil, err
+		}
+		lines = append(lines, string(b))
+	}
+	return strings.Join(lines, "\n"), media, nil
+}
+
+// mediaOf returns a result's items (the result itself, or a list's
+// elements) and the media values among them.
+func mediaOf(v any) ([]any, []adapter.Formatter) {
+	if f, ok := v.(adapter.Formatter); ok && f != nil {
+		return []any{v}, []adapter.Formatter{f}
+	}
+	var items []any
+	switch l := v.(type) {
+	case []any:
+		items = l
+	default:
+		rv := reflect.ValueOf(v)
+		if !rv.IsValid() || rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() == reflect.Uint8 {
+			return nil, nil
+		}
+		items = make([]any, rv.Len())
+		for i := range items {
+			items[i] = rv.Index(i).Interface()
+		}
+	}
+	var media []adapter.Formatter
+	for _, it := range items {
+		if f, ok := it.(adapter.Formatter); ok && f != nil {
+			media = append(media, f)
+		}
+	}
+	return items, media
+}
+
+// attachmentKind names a media value by its first content part: image,
+// audio, file.
+func attachmentKind(f adapter.Formatter) string {
+	parts, err := f.FormatParts()
+	if err != nil || len(parts) == 0 {
+		return "attachment"
+	}
+	switch parts[0].Type {
+	case openai.ChatMessagePartTypeImageURL:
+		return "image"
+	case openai.ChatMessagePartTypeText:
+		return "text"
+	}
+	if raw, ok := adapter.RawPartJSON(parts[0]); ok {
+		var p struct{ Type string }
+		if json.Unmarshal(raw, &p) == nil && p.Type != "" {
+			switch p.Type {
+			case "input_audio":
+				return "audio"
+			case "file":
+				return "file"
+			}
+			return p.Type
+		}
+	}
+	return "attachment"
+}
+
+// attachmentsMessage is the user message that carries a turn's
+// attachments as content parts, each after a line naming its call.
+func attachmentsMessage(attached []attachment) (openai.ChatCompletionMessage, error) {
+	var b strings.Builder
+	b.WriteString("The tool results above come with these attachments:")
+	for _, a := range attached {
+		marker, err := value.Format(a.v, strSpec)
+		if err != nil {
+			return openai.ChatCompletionMessage{}, err
+		}
+		fmt.Fprintf(&b, "\n\n%s (call %s), attachment %d:\n%s", a.tool, a.call, a.n, marker)
+	}
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: b.String()}, nil
 }
 
 // decodeNumbers decodes JSON keeping numbers as json.Number.
