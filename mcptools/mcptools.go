@@ -26,6 +26,21 @@
 // twice to the next makes 2^d copies) costs no more than the bound. A
 // tool past a bound is refused with an error matching ErrSchemaTooLarge;
 // the MaxSchemaBytes and MaxRefDepth options raise or lower the bounds.
+//
+// A tool call that fails without a result (the connection failed, the
+// server answered with a JSON-RPC error) returns the Go SDK's error, and
+// ReAct shows its text to the model: it goes to the provider in the next
+// prompt. The SDK's errors can name the server's URL
+// ("Post \"https://…?token=…\": …"), so every URL ("scheme://…") in the
+// text of a call's error, and of a listing's error, is redacted as the
+// library redacts URLs elsewhere (the types package's download errors):
+// its userinfo (user name and password) and its fragment become REDACTED,
+// and so does every query value, the keys staying ("?token=REDACTED");
+// the path stays. A secret in a URL's path, or outside a URL, is not
+// redacted. The error unwraps to the SDK's, so errors.Is and errors.As
+// work; a *url.Error found with errors.As holds the URL unredacted, so
+// log it with care. A result the server marks as an error (a *ToolError)
+// carries the server's own text, unredacted.
 package mcptools
 
 import (
@@ -53,6 +68,9 @@ type Caller interface {
 // returns each as NewTool converts it, with opts. The tools call the
 // server through session; they fail once it is closed.
 //
+// An error listing the tools is the SDK's error, with the URLs in its
+// text redacted, as a tool call's is.
+//
 // One tool that NewTool refuses (an input schema past a bound, matching
 // ErrSchemaTooLarge, or one that is not a schema) fails Tools with that
 // tool's error. To keep the server's other tools, list them with the SDK
@@ -65,7 +83,7 @@ func Tools(ctx context.Context, session *mcp.ClientSession, opts ...Option) ([]t
 	var out []types.Tool
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("mcptools: listing the server's tools: %w", err)
+			return nil, &redactedError{prefix: "mcptools: listing the server's tools: ", err: err}
 		}
 		tool, err := NewTool(session, t, opts...)
 		if err != nil {
@@ -98,7 +116,12 @@ func Tools(ctx context.Context, session *mcp.ClientSession, opts ...Option) ([]t
 // it shows a Go tool's error. Otherwise the result is the text of the
 // result's content: text parts as they are, other parts described
 // ("[image: image/png, 2048 bytes]"), one per line; a result with no
-// content but structured content is that content's JSON.
+// content but structured content is that content's JSON. A call that
+// gets no result (the connection failed, the server answered with a
+// JSON-RPC error, the context is done) returns the SDK's error as
+// "mcptools: tool <name>: <error>", with the URLs in its text redacted
+// (see the package documentation); errors.Is and errors.As reach the
+// SDK's error itself.
 func NewTool(c Caller, t *mcp.Tool, opts ...Option) (types.Tool, error) {
 	if c == nil || t == nil {
 		return types.Tool{}, errors.New("mcptools: NewTool needs a caller and a tool")
@@ -123,7 +146,7 @@ func NewTool(c Caller, t *mcp.Tool, opts ...Option) (types.Tool, error) {
 	tool, err := types.NewTool(name, t.Description, func(ctx context.Context, args rawArgs) (string, error) {
 		res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args.raw)})
 		if err != nil {
-			return "", fmt.Errorf("mcptools: tool %s: %w", name, err)
+			return "", &redactedError{prefix: "mcptools: tool " + name + ": ", err: err}
 		}
 		if res == nil {
 			return "", fmt.Errorf("mcptools: tool %s: no result", name)
