@@ -37,7 +37,7 @@ type weatherServer struct {
 	hold    chan struct{} // not nil: "weather" answers once it is closed
 }
 
-func newWeatherServer(t *testing.T) *weatherServer {
+func newWeatherServer(t testing.TB) *weatherServer {
 	t.Helper()
 	ws := &weatherServer{got: map[string][]string{}, started: make(chan struct{}, 1), release: make(chan struct{})}
 	ws.Server = mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
@@ -92,7 +92,10 @@ func (ws *weatherServer) calls(tool string) []string {
 }
 
 // inMemory connects a client to ws in process.
-func inMemory(t *testing.T, ws *weatherServer) *mcp.ClientSession {
+func inMemory(t *testing.T, ws *weatherServer) *mcp.ClientSession { return inProcess(t, ws) }
+
+// inProcess is inMemory for a test, a benchmark or a fuzz target.
+func inProcess(t testing.TB, ws *weatherServer) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
