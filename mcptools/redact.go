@@ -16,4 +16,3 @@ func (e *redactedError) Error() string { return e.prefix + redact.Text(e.err.Err
 
 // Unwrap returns the error as it was.
 func (e *redactedError) Unwrap() error { return e.err }
-
