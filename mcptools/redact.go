@@ -3,9 +3,11 @@ package mcptools
 import "github.com/sigwire/adapter/internal/redact"
 
 // redactedError is err, its text prefixed, with what may be a secret in
-// the URLs of its text redacted (internal/redact.Text: the rule by which the types package redacts the URLs in its errors). Unwrap gives err itself,
-// so errors.Is and errors.As reach the error as it was (and the URL of a
-// *url.Error inside it unredacted, for a caller who asks for it).
+// the URLs of its text redacted (internal/redact.Text, the rule by which
+// the types package redacts the URLs in its errors). Unwrap gives err
+// itself, so errors.Is and errors.As reach the error as it was (and the
+// URL of a *url.Error inside it unredacted, for a caller who asks for
+// it).
 type redactedError struct {
 	prefix string
 	err    error
