@@ -10,7 +10,8 @@
 // whose Go types are exactly the fields' types. The adapter is chosen per
 // call: [UseAdapter] beats [WithAdapter] on the context, which beats a
 // module's default ([Defaults]), which beats the process-wide [DefaultAdapter] (Chat,
-// unless [SetDefaultAdapter] changed it).
+// unless [SetDefaultAdapter] changed it). [Prepare] runs the same stages
+// and returns the request Call would send first, without sending it.
 //
 // # Adapters
 //

@@ -241,6 +241,38 @@ var _ openai.ChatCompletionMessage
 // lm_kwargs, and compares the request's messages and options.
 func goldenLMCase(t *testing.T, c *golden.Case, a adapter.Adapter, sig *signature.Signature, demos []adapter.Values, inputs adapter.Values) {
 	t.Helper()
+	req, caps := goldenLMRequest(t, c)
+	srv := lmtest.NewServer(lmtest.Text("ignored"))
+	defer srv.Close()
+	client := adapter.WithCapabilities(srv.Client(), caps)
+	_, _ = adapter.Call(context.Background(), client, sig, demos, inputs, adapter.UseAdapter(a), adapter.WithRequest(req), adapter.NoFallback())
+	reqs := srv.Requests()
+	require.NotEmpty(t, reqs)
+	var want []goldenMessage
+	require.NoError(t, json.Unmarshal(c.Expected, &want))
+	got := reqs[0].Chat.Messages
+	require.Len(t, got, len(want))
+	for i, w := range want {
+		var text string
+		require.NoError(t, json.Unmarshal(w.Content, &text))
+		assert.Equal(t, w.Role, got[i].Role)
+		assert.Equal(t, text, got[i].Content, "message %d", i)
+	}
+	var body, wantKW map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+	require.NoError(t, json.Unmarshal(c.ExpectedLMKwargs, &wantKW))
+	for _, k := range []string{"temperature", "reasoning_effort", "tools", "tool_choice", "parallel_tool_calls"} {
+		_, sent := body[k]
+		_, expected := wantKW[k]
+		assert.Equal(t, expected, sent, "request option %s", k)
+	}
+}
+
+// goldenLMRequest returns the request template and the LM's capabilities
+// of a format case captured at the LM boundary: the model and what it
+// supports, and the case's lm_kwargs.
+func goldenLMRequest(t *testing.T, c *golden.Case) (openai.ChatCompletionRequest, adapter.Capabilities) {
+	t.Helper()
 	var lm struct {
 		Model     string `json:"model"`
 		Reasoning bool   `json:"supports_reasoning"`
@@ -273,28 +305,5 @@ func goldenLMCase(t *testing.T, c *golden.Case, a adapter.Adapter, sig *signatur
 			t.Fatalf("lm_kwargs %s not mapped", k)
 		}
 	}
-	srv := lmtest.NewServer(lmtest.Text("ignored"))
-	defer srv.Close()
-	client := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Reasoning: lm.Reasoning, Tools: lm.Tools})
-	_, _ = adapter.Call(context.Background(), client, sig, demos, inputs, adapter.UseAdapter(a), adapter.WithRequest(req), adapter.NoFallback())
-	reqs := srv.Requests()
-	require.NotEmpty(t, reqs)
-	var want []goldenMessage
-	require.NoError(t, json.Unmarshal(c.Expected, &want))
-	got := reqs[0].Chat.Messages
-	require.Len(t, got, len(want))
-	for i, w := range want {
-		var text string
-		require.NoError(t, json.Unmarshal(w.Content, &text))
-		assert.Equal(t, w.Role, got[i].Role)
-		assert.Equal(t, text, got[i].Content, "message %d", i)
-	}
-	var body, wantKW map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
-	require.NoError(t, json.Unmarshal(c.ExpectedLMKwargs, &wantKW))
-	for _, k := range []string{"temperature", "reasoning_effort", "tools", "tool_choice", "parallel_tool_calls"} {
-		_, sent := body[k]
-		_, expected := wantKW[k]
-		assert.Equal(t, expected, sent, "request option %s", k)
-	}
+	return req, adapter.Capabilities{Reasoning: lm.Reasoning, Tools: lm.Tools}
 }

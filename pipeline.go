@@ -38,7 +38,9 @@ import (
 //	validate  output constraints                               checkConstraints
 //
 // Both senders return the whole reply as an openai.ChatCompletionResponse,
-// so everything after the send is written once.
+// so everything after the send is written once. Prepare runs the same
+// stages and takes the first request where send hands it to the invoker
+// chain (run.capture): nothing beneath, middlewares included, runs.
 
 // callState is what one Call or Stream shares, through the context, with
 // the middlewares of its LM requests: counters, the usage of the requests
@@ -176,6 +178,10 @@ type run struct {
 	inputs  Values
 	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
+
+	// capture, set by Prepare, takes the first request in place of the
+	// invoker chain and fails with errPrepared: nothing is sent.
+	capture Invoker
 
 	// tier is the response-format level the attempt's requests start at
 	// (a re-ask keeps the level the provider took); failed is the text of
@@ -440,7 +446,10 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	} else {
 		bottom = blockingSender(r.lm, r.cfg.limits)
 	}
-	call := r.invoker(bottom, tr)
+	call := r.capture
+	if call == nil {
+		call = r.invoker(bottom, tr)
+	}
 	shaper, shapes := a.(RequestShaper)
 	var rejected error
 	for level := r.tier; ; level++ {

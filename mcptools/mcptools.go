@@ -15,6 +15,32 @@
 // its keys and values unchanged, never re-decoded into a Go type on the
 // way. Arguments that are not one JSON object, or that give a key twice,
 // are refused before anything is sent.
+//
+// A tool's input schema comes from the server and its arguments' JSON,
+// references resolved, goes into every prompt that offers the tool, so
+// resolving it is bounded: the resolved JSON may be at most 64 KiB long
+// (DefaultMaxSchemaBytes, a bound on the whole, with or without
+// references) and its references may nest at most 32 deep
+// (DefaultMaxRefDepth). Resolving stops at a bound, so a schema whose
+// references would expand exponentially (each of d definitions referring
+// twice to the next makes 2^d copies) costs no more than the bound. A
+// tool past a bound is refused with an error matching ErrSchemaTooLarge;
+// the MaxSchemaBytes and MaxRefDepth options raise or lower the bounds.
+//
+// A tool call that fails without a result (the connection failed, the
+// server answered with a JSON-RPC error) returns the Go SDK's error, and
+// ReAct shows its text to the model: it goes to the provider in the next
+// prompt. The SDK's errors can name the server's URL
+// ("Post \"https://…?token=…\": …"), so every URL ("scheme://…") in the
+// text of a call's error, and of a listing's error, is redacted as the
+// library redacts URLs elsewhere (the types package's download errors):
+// its userinfo (user name and password) and its fragment become REDACTED,
+// and so does every query value, the keys staying ("?token=REDACTED");
+// the path stays. A secret in a URL's path, or outside a URL, is not
+// redacted. The error unwraps to the SDK's, so errors.Is and errors.As
+// work; a *url.Error found with errors.As holds the URL unredacted, so
+// log it with care. A result the server marks as an error (a *ToolError)
+// carries the server's own text, unredacted.
 package mcptools
 
 import (
@@ -22,6 +48,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,18 +65,27 @@ type Caller interface {
 }
 
 // Tools lists every tool of the server behind session, page by page, and
-// returns each as NewTool converts it. The tools call the server through
-// session; they fail once it is closed.
-func Tools(ctx context.Context, session *mcp.ClientSession) ([]types.Tool, error) {
+// returns each as NewTool converts it, with opts. The tools call the
+// server through session; they fail once it is closed.
+//
+// An error listing the tools is the SDK's error, with the URLs in its
+// text redacted, as a tool call's is.
+//
+// One tool that NewTool refuses (an input schema past a bound, matching
+// ErrSchemaTooLarge, or one that is not a schema) fails Tools with that
+// tool's error. To keep the server's other tools, list them with the SDK
+// (session.Tools) and call NewTool for each, skipping the tools it
+// refuses, or raise the bound (MaxSchemaBytes, MaxRefDepth).
+func Tools(ctx context.Context, session *mcp.ClientSession, opts ...Option) ([]types.Tool, error) {
 	if session == nil {
 		return nil, errors.New("mcptools: nil session")
 	}
 	var out []types.Tool
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("mcptools: listing the server's tools: %w", err)
+			return nil, &redactedError{prefix: "mcptools: listing the server's tools: ", err: err}
 		}
-		tool, err := NewTool(session, t)
+		tool, err := NewTool(session, t, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -63,29 +100,53 @@ func Tools(ctx context.Context, session *mcp.ClientSession) ([]types.Tool, error
 // place, as DSPy's convert_input_schema_to_tool_args does; a reference
 // that leads back to itself is left as it is).
 //
+// The arguments' JSON, references resolved, is bounded, for it is in
+// every prompt that offers the tool: it may be at most MaxSchemaBytes long
+// (by default DefaultMaxSchemaBytes, 64 KiB) and its references may nest
+// at most MaxRefDepth deep (by default DefaultMaxRefDepth, 32). The byte
+// bound is on the resolved JSON as a whole, whether it is large by its
+// references or by itself (a tool with many properties). Resolving stops
+// at the bound, so a schema whose references would expand exponentially
+// costs no more than the bound. Past either bound, NewTool returns an
+// error that names the tool and the bound and matches ErrSchemaTooLarge.
+//
 // Calling the tool sends the arguments, which must be one JSON object, as
 // they are. A result the server marks as an error (isError) is returned as
 // a *ToolError, which ReAct shows the model as the step's observation, as
 // it shows a Go tool's error. Otherwise the result is the text of the
 // result's content: text parts as they are, other parts described
 // ("[image: image/png, 2048 bytes]"), one per line; a result with no
-// content but structured content is that content's JSON.
-func NewTool(c Caller, t *mcp.Tool) (types.Tool, error) {
+// content but structured content is that content's JSON. A call that
+// gets no result (the connection failed, the server answered with a
+// JSON-RPC error, the context is done) returns the SDK's error as
+// "mcptools: tool <name>: <error>", with the URLs in its text redacted
+// (see the package documentation); errors.Is and errors.As reach the
+// SDK's error itself.
+func NewTool(c Caller, t *mcp.Tool, opts ...Option) (types.Tool, error) {
 	if c == nil || t == nil {
 		return types.Tool{}, errors.New("mcptools: NewTool needs a caller and a tool")
 	}
 	if t.Name == "" {
 		return types.Tool{}, errors.New("mcptools: a listed tool has no name")
 	}
-	props, err := arguments(t.InputSchema)
-	if err != nil {
+	o := options{maxBytes: DefaultMaxSchemaBytes, maxDepth: DefaultMaxRefDepth}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	props, err := arguments(t.InputSchema, o)
+	switch {
+	case errors.Is(err, ErrSchemaTooLarge):
+		return types.Tool{}, fmt.Errorf("mcptools: tool %s: %w", t.Name, err)
+	case err != nil:
 		return types.Tool{}, fmt.Errorf("mcptools: tool %s: input schema: %w", t.Name, err)
 	}
 	name := t.Name
 	tool, err := types.NewTool(name, t.Description, func(ctx context.Context, args rawArgs) (string, error) {
 		res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args.raw)})
 		if err != nil {
-			return "", fmt.Errorf("mcptools: tool %s: %w", name, err)
+			return "", &redactedError{prefix: "mcptools: tool " + name + ": ", err: err}
 		}
 		if res == nil {
 			return "", fmt.Errorf("mcptools: tool %s: no result", name)
@@ -101,6 +162,53 @@ func NewTool(c Caller, t *mcp.Tool) (types.Tool, error) {
 	}
 	tool.Args = props
 	return tool, nil
+}
+
+// ErrSchemaTooLarge is matched (errors.Is) by the error of NewTool and
+// Tools for a tool whose input schema passes a bound: its arguments' JSON,
+// references resolved, is longer than MaxSchemaBytes, or its references
+// nest deeper than MaxRefDepth. The error names the tool, the bound and
+// its value.
+var ErrSchemaTooLarge = errors.New("input schema too large")
+
+// The bounds of NewTool and Tools unless an Option sets them.
+const (
+	// DefaultMaxSchemaBytes bounds the length of a tool's arguments' JSON,
+	// references resolved: 64 KiB.
+	DefaultMaxSchemaBytes = 64 << 10
+	// DefaultMaxRefDepth bounds how deep a tool's references nest: a
+	// reference inside a definition that a reference brought in is two
+	// deep.
+	DefaultMaxRefDepth = 32
+)
+
+// Option sets a bound of NewTool and Tools.
+type Option func(*options)
+
+type options struct {
+	maxBytes, maxDepth int
+}
+
+// MaxSchemaBytes sets the bound on the length of a tool's arguments' JSON,
+// references resolved, in bytes; n < 1 is DefaultMaxSchemaBytes.
+func MaxSchemaBytes(n int) Option {
+	return func(o *options) {
+		o.maxBytes = n
+		if n < 1 {
+			o.maxBytes = DefaultMaxSchemaBytes
+		}
+	}
+}
+
+// MaxRefDepth sets the bound on how deep a tool's references nest; n < 1
+// is DefaultMaxRefDepth.
+func MaxRefDepth(n int) Option {
+	return func(o *options) {
+		o.maxDepth = n
+		if n < 1 {
+			o.maxDepth = DefaultMaxRefDepth
+		}
+	}
 }
 
 // ToolError is a tool's result that the server marked as an error
@@ -152,8 +260,8 @@ func kind(v any) string {
 }
 
 // arguments returns the properties of an input schema as a JSON object,
-// references resolved.
-func arguments(schema any) (json.RawMessage, error) {
+// references resolved, within o's bounds.
+func arguments(schema any, o options) (json.RawMessage, error) {
 	if schema == nil {
 		return json.RawMessage("{}"), nil
 	}
@@ -181,43 +289,124 @@ func arguments(schema any) (json.RawMessage, error) {
 			}
 		}
 	}
-	if len(defs) > 0 {
-		for name, p := range props {
-			props[name] = resolve(p, defs, map[string]bool{})
-		}
+	r := resolver{defs: defs, open: map[string]bool{}, maxBytes: o.maxBytes, maxDepth: o.maxDepth}
+	if err := r.write(props, true); err != nil {
+		return nil, err
 	}
-	return json.Marshal(props)
+	return r.buf, nil
 }
 
-// resolve replaces {"$ref": "#/$defs/Name"} by the definition, inside v,
-// as DSPy's _resolve_json_schema_reference does (by the reference's last
-// segment); a reference inside its own definition stays a reference.
-func resolve(v any, defs map[string]any, open map[string]bool) any {
+// resolver writes a schema's JSON with every {"$ref": "#/$defs/Name"}
+// replaced by the definition, as DSPy's _resolve_json_schema_reference
+// does (by the reference's last segment; the reference's other keys are
+// dropped), and as encoding/json writes the resolved value (keys sorted).
+// A reference inside its own definition, or to no definition, stays as it
+// is, and nothing inside it is resolved.
+//
+// It writes instead of building the resolved value, so that its bounds
+// hold while it works: it stops at the first byte past maxBytes and at
+// the first reference nested more than maxDepth deep. The work done is
+// therefore in proportion to maxBytes (at most maxDepth steps for each
+// byte written), however much a schema's references would expand: each
+// of d definitions referring twice to the next one would make 2^d copies.
+type resolver struct {
+	defs     map[string]any
+	open     map[string]bool // the definitions being written: len(open) is the nesting
+	buf      []byte
+	maxBytes int
+	maxDepth int
+}
+
+// write writes v, its references resolved when refs is set.
+func (r *resolver) write(v any, refs bool) error {
 	switch x := v.(type) {
 	case map[string]any:
-		if ref, ok := x["$ref"].(string); ok {
+		if ref, ok := x["$ref"].(string); ok && refs {
 			name := ref[strings.LastIndex(ref, "/")+1:]
-			def, ok := defs[name]
-			if !ok || open[name] {
-				return x
+			if def, ok := r.defs[name]; ok && !r.open[name] {
+				if len(r.open) >= r.maxDepth {
+					return fmt.Errorf("%w: its $refs nest more than %d deep (MaxRefDepth)", ErrSchemaTooLarge, r.maxDepth)
+				}
+				r.open[name] = true
+				defer delete(r.open, name)
+				return r.write(def, true)
 			}
-			open[name] = true
-			defer delete(open, name)
-			return resolve(def, defs, open)
+			refs = false
 		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = resolve(e, defs, open)
+		if x == nil {
+			return r.put("null")
 		}
-		return out
+		if err := r.put("{"); err != nil {
+			return err
+		}
+		for i, k := range slices.Sorted(maps.Keys(x)) {
+			if i > 0 {
+				if err := r.put(","); err != nil {
+					return err
+				}
+			}
+			if err := r.leaf(k); err != nil {
+				return err
+			}
+			if err := r.put(":"); err != nil {
+				return err
+			}
+			if err := r.write(x[k], refs); err != nil {
+				return err
+			}
+		}
+		return r.put("}")
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = resolve(e, defs, open)
+		if x == nil {
+			return r.put("null")
 		}
-		return out
+		if err := r.put("["); err != nil {
+			return err
+		}
+		for i, e := range x {
+			if i > 0 {
+				if err := r.put(","); err != nil {
+					return err
+				}
+			}
+			if err := r.write(e, refs); err != nil {
+				return err
+			}
+		}
+		return r.put("]")
 	}
-	return v
+	return r.leaf(v)
+}
+
+// leaf writes a value without references (a string, number, bool or
+// null) as encoding/json does.
+func (r *resolver) leaf(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := r.room(len(b)); err != nil {
+		return err
+	}
+	r.buf = append(r.buf, b...)
+	return nil
+}
+
+// put appends s, unless that passes maxBytes.
+func (r *resolver) put(s string) error {
+	if err := r.room(len(s)); err != nil {
+		return err
+	}
+	r.buf = append(r.buf, s...)
+	return nil
+}
+
+// room reports whether n more bytes stay within maxBytes.
+func (r *resolver) room(n int) error {
+	if len(r.buf)+n > r.maxBytes {
+		return fmt.Errorf("%w: its arguments' JSON, $refs resolved, passes %d bytes (MaxSchemaBytes)", ErrSchemaTooLarge, r.maxBytes)
+	}
+	return nil
 }
 
 // resultText is a tool result as the text the model is shown.

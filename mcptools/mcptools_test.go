@@ -37,7 +37,7 @@ type weatherServer struct {
 	hold    chan struct{} // not nil: "weather" answers once it is closed
 }
 
-func newWeatherServer(t *testing.T) *weatherServer {
+func newWeatherServer(t testing.TB) *weatherServer {
 	t.Helper()
 	ws := &weatherServer{got: map[string][]string{}, started: make(chan struct{}, 1), release: make(chan struct{})}
 	ws.Server = mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
@@ -92,7 +92,10 @@ func (ws *weatherServer) calls(tool string) []string {
 }
 
 // inMemory connects a client to ws in process.
-func inMemory(t *testing.T, ws *weatherServer) *mcp.ClientSession {
+func inMemory(t *testing.T, ws *weatherServer) *mcp.ClientSession { return inProcess(t, ws) }
+
+// inProcess is inMemory for a test, a benchmark or a fuzz target.
+func inProcess(t testing.TB, ws *weatherServer) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
@@ -505,4 +508,66 @@ func topKeys(t *testing.T, s string) []string {
 		require.NoError(t, dec.Decode(&skip))
 	}
 	return keys
+}
+
+// TestLargeResultsBounded: the review's reproduction (security review 4,
+// P7): an MCP tool whose result is 8 MiB of text, called four times by a
+// native ReAct over a real in-process server. Before, the requests grew to
+// 8, 16, 24 and 32 MiB (112 MiB in all, the extract included); now the
+// model is shown at most the bound on one result of each (64 KiB, with a
+// note saying what was cut), and no request carries more than about the
+// bound on a request's results (1 MiB).
+func TestLargeResultsBounded(t *testing.T) {
+	const size = 8 << 20
+	server := mcp.NewServer(&mcp.Implementation{Name: "pages", Version: "v1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "fetch", Description: "Fetch a page.", InputSchema: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", size)}}}, nil
+		})
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	tools, err := mcptools.Tools(ctx, cs)
+	require.NoError(t, err)
+
+	call := func(id string) openai.ToolCall {
+		return openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: "fetch", Arguments: `{"url": "https://example.com/` + id + `"}`}}
+	}
+	var replies []lmtest.Reply
+	for i := range 4 {
+		replies = append(replies, lmtest.Text("").WithFinish("tool_calls").WithToolCalls(call(fmt.Sprint("c", i))))
+	}
+	replies = append(replies, lmtest.Text("").WithFinish("tool_calls").WithToolCalls(openai.ToolCall{ID: "f", Type: openai.ToolTypeFunction,
+		Function: openai.FunctionCall{Name: "finish", Arguments: "{}"}}), answer("done"))
+	srv := lmtest.NewServer(replies...)
+	defer srv.Close()
+	sig, err := signature.Parse("question -> answer")
+	require.NoError(t, err)
+	agent, err := predict.NewReAct(sig, tools, predict.WithNativeTools())
+	require.NoError(t, err)
+	var cuts []int
+	tr := adapter.UseTrace(&adapter.Trace{ToolDone: func(i adapter.ToolDoneInfo) {
+		if i.Tool == "fetch" {
+			cuts = append(cuts, i.Cut)
+		}
+	}})
+	res, err := agent.Call(ctx, adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true}), adapter.Values{"question": "Read the pages."}, tr)
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Outputs[0]["answer"])
+	require.Len(t, cuts, 4)
+	for i, c := range cuts {
+		assert.Equal(t, size-adapter.DefaultToolResultBytes, c, "result %d: cut to the bound on one result", i)
+	}
+	total := 0
+	for i, r := range srv.Requests() {
+		assert.Less(t, len(r.Body), adapter.DefaultRequestToolBytes+64<<10, "request %d", i)
+		total += len(r.Body)
+	}
+	assert.Less(t, total, 2<<20, "all requests (112 MiB before)")
+	assert.Contains(t, string(srv.Requests()[1].Body), "more bytes of this result were cut", "the model is told")
 }

@@ -282,6 +282,8 @@ func TestReActZeroValue(t *testing.T) {
 			assert.Equal(t, 1, n)
 			_, err = r.Load(predict.Program{})
 			assert.ErrorContains(t, err, "NewReAct")
+			_, err = r.Prepare(context.Background(), srv.Client(), adapter.Values{"question": "q"})
+			assert.ErrorIs(t, err, predict.ErrZeroModule)
 			assert.Nil(t, r.Signature())
 			assert.Nil(t, r.React())
 			assert.Nil(t, r.Extract())

@@ -441,11 +441,7 @@ func valuesOf(in any) (adapter.Values, error) {
 func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals adapter.Values, opts []adapter.CallOption, rl *relay) (Out, *adapter.Result, int, error) {
 	var zero Out
 	total := &adapter.Result{}
-	parent := attemptFrom(ctx)
-	names := make(map[*Module]string, len(s.info.predictors))
-	for _, p := range s.info.predictors {
-		names[p.m] = p.name
-	}
+	names := s.info.names()
 	var (
 		best     *outcome[Out]
 		failures []error
@@ -469,13 +465,7 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 	for idx := range s.n {
 		made = idx + 1
 		rollout := s.firstRollout + idx
-		st := &attemptState{names: names, hints: hints}
-		if st.hints == nil && parent != nil {
-			st.hints = parent.hints // an enclosing Refine's advice still holds
-		}
-		seed := rollout
-		aopts := append(slices.Clip(opts), adapter.WithRequest(openai.ChatCompletionRequest{Temperature: 1, Seed: &seed}))
-		actx := context.WithValue(ctx, attemptKey{}, st)
+		st, actx, aopts := beginAttempt(ctx, opts, rollout, names, hints)
 		var out Out
 		var res *adapter.Result
 		var err error
@@ -542,13 +532,36 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 	if best == nil {
 		return zero, total, 0, &AttemptsError{Module: s.kind, Attempts: made, N: s.n, Errs: failures}
 	}
-	if parent != nil {
+	if parent := attemptFrom(ctx); parent != nil {
 		parent.add(best.trace...) // DSPy extends the caller's trace with the best attempt's
 	}
 	if !rl.settle(best.attempt, best.texts) {
 		return zero, total, 0, errStopped
 	}
 	return best.out, runResult(total, best.res), best.attempt, nil
+}
+
+// names maps the program's predictors to their names.
+func (pi programInfo) names() map[*Module]string {
+	names := make(map[*Module]string, len(pi.predictors))
+	for _, p := range pi.predictors {
+		names[p.m] = p.name
+	}
+	return names
+}
+
+// beginAttempt returns the state, context and options of the attempt
+// numbered rollout: its predictors by name, the advice each gets (hints,
+// or an enclosing Refine's when there is none of its own), and
+// temperature 1.0 with the rollout as seed over opts.
+func beginAttempt(ctx context.Context, opts []adapter.CallOption, rollout int, names, hints map[*Module]string) (*attemptState, context.Context, []adapter.CallOption) {
+	st := &attemptState{names: names, hints: hints}
+	if parent := attemptFrom(ctx); st.hints == nil && parent != nil {
+		st.hints = parent.hints // an enclosing Refine's advice still holds
+	}
+	seed := rollout
+	aopts := append(slices.Clip(opts), adapter.WithRequest(openai.ChatCompletionRequest{Temperature: 1, Seed: &seed}))
+	return st, context.WithValue(ctx, attemptKey{}, st), aopts
 }
 
 // runResult is a module run's Result: the counters of every call of the

@@ -75,6 +75,7 @@ func TestZeroModules(t *testing.T) {
 			"Demos":     noErr(func() { assert.Nil(t, m.Demos()) }),
 			"Ignored":   noErr(func() { assert.Nil(t, m.Ignored()) }),
 			"Call":      withErr(func() error { _, err := m.Call(ctx, lm, in); return err }),
+			"Prepare":   withErr(func() error { _, err := m.Prepare(ctx, lm, in); return err }),
 			"Stream":    withErr(func() error { return lastErr(m.Stream(ctx, lm, in)) }),
 			"Load": withErr(func() error {
 				l, err := m.Load(prog, "generate_answer.predict")
@@ -90,6 +91,7 @@ func TestZeroModules(t *testing.T) {
 			"WithDemos": withErr(func() error { _, err := p.WithDemos(predict.Demo[Question, Answer]{}); return err }),
 			"Call":      withErr(func() error { _, _, err := p.Call(ctx, lm, q); return err }),
 			"CallAll":   withErr(func() error { _, _, err := p.CallAll(ctx, lm, q); return err }),
+			"Prepare":   withErr(func() error { _, err := p.Prepare(ctx, lm, q); return err }),
 			"Stream":    withErr(func() error { return lastErr(p.Stream(ctx, lm, q)) }),
 			"Load":      withErr(func() error { _, err := p.Load(prog, "generate_answer.predict"); return err }),
 		})
@@ -99,6 +101,7 @@ func TestZeroModules(t *testing.T) {
 			"Module":    noErr(func() { assert.Nil(t, c.Module()) }),
 			"Signature": noErr(func() { assert.Nil(t, c.Signature()) }),
 			"Call":      withErr(func() error { _, _, _, err := c.Call(ctx, lm, q); return err }),
+			"Prepare":   withErr(func() error { _, err := c.Prepare(ctx, lm, q); return err }),
 			"Stream":    withErr(func() error { return lastErr(c.Stream(ctx, lm, q)) }),
 			"Load":      withErr(func() error { _, err := c.Load(prog, "generate_answer.predict"); return err }),
 		})
@@ -106,15 +109,17 @@ func TestZeroModules(t *testing.T) {
 	bests := map[string]*predict.BestOfN[Question, Answer]{"nil *BestOfN": nil, "zero BestOfN": {}}
 	for recv, b := range bests {
 		check(t, recv, methodsOf[*predict.BestOfN[Question, Answer]](), map[string]zeroCall{
-			"Call":   withErr(func() error { _, _, err := b.Call(ctx, lm, q); return err }),
-			"Stream": withErr(func() error { return lastErr(b.Stream(ctx, lm, q)) }),
+			"Call":    withErr(func() error { _, _, err := b.Call(ctx, lm, q); return err }),
+			"Prepare": withErr(func() error { _, err := b.Prepare(ctx, lm, q); return err }),
+			"Stream":  withErr(func() error { return lastErr(b.Stream(ctx, lm, q)) }),
 		})
 	}
 	refines := map[string]*predict.Refine[Question, Answer]{"nil *Refine": nil, "zero Refine": {}}
 	for recv, r := range refines {
 		check(t, recv, methodsOf[*predict.Refine[Question, Answer]](), map[string]zeroCall{
-			"Call":   withErr(func() error { _, _, err := r.Call(ctx, lm, q); return err }),
-			"Stream": withErr(func() error { return lastErr(r.Stream(ctx, lm, q)) }),
+			"Call":    withErr(func() error { _, _, err := r.Call(ctx, lm, q); return err }),
+			"Prepare": withErr(func() error { _, err := r.Prepare(ctx, lm, q); return err }),
+			"Stream":  withErr(func() error { return lastErr(r.Stream(ctx, lm, q)) }),
 		})
 	}
 	v2s := map[string]*predict.ReActV2{"nil *ReActV2": nil, "zero ReActV2": {}}
@@ -169,6 +174,8 @@ func TestNilSignatureModule(t *testing.T) {
 		_, err := m.Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
 		assert.ErrorContains(t, err, "nil")
 		assert.ErrorContains(t, lastErr(m.Stream(context.Background(), srv.Client(), adapter.Values{"question": "q"})), "nil")
+		_, err = m.Prepare(context.Background(), srv.Client(), adapter.Values{"question": "q"})
+		assert.ErrorContains(t, err, "nil")
 		_, err = m.Load(prog, "generate_answer.predict")
 		assert.ErrorContains(t, err, "nil signature")
 	})

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sigwire/adapter/internal/redact"
 )
 
 // This file holds what the media types (Image, Audio, File, Document)
@@ -289,79 +291,9 @@ func download(ctx context.Context, rawURL string, opt DownloadOptions, limit int
 	return data, mediaType(resp.Header.Get("Content-Type")), nil
 }
 
-// redacted replaces a secret in a URL shown in an error.
-const redacted = "REDACTED"
-
 // showURL is how an error shows a URL: clipped, with its secrets
-// redacted (see redactURL).
-func showURL(s string) string { return clip(redactURL(s)) }
-
-// redactURL removes what may be a secret from a URL, so that an error can
-// show it: the userinfo entirely (user name and password: a token is
-// often given as the user name), every query value (the keys stay), and
-// the fragment. It works on the text as written, whether or not it
-// parses: a URL that does not parse loses everything from its authority
-// up to its last '@'.
-func redactURL(s string) string {
-	s, frag, hasFrag := strings.Cut(s, "#")
-	s, query, hasQuery := strings.Cut(s, "?")
-	var b strings.Builder
-	b.Grow(len(s) + len(query) + 2*len(redacted))
-	b.WriteString(redactUserinfo(s))
-	if hasQuery {
-		b.WriteByte('?')
-		for i, part := range strings.Split(query, "&") {
-			if i > 0 {
-				b.WriteByte('&')
-			}
-			key, value, ok := strings.Cut(part, "=")
-			switch {
-			case !ok && part != "":
-				b.WriteString(redacted) // a bare value: "?<token>"
-			case ok:
-				b.WriteString(key)
-				b.WriteByte('=')
-				if value != "" {
-					b.WriteString(redacted)
-				}
-			}
-		}
-	}
-	if hasFrag && frag != "" {
-		b.WriteString("#" + redacted)
-	}
-	return b.String()
-}
-
-// redactUserinfo removes the userinfo of a URL without its query and
-// fragment: the part of the authority up to its last '@', as url.Parse
-// reads it; in a URL that does not parse, up to the last '@' anywhere
-// after the scheme.
-func redactUserinfo(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
-	}
-	start := 0
-	if i := strings.Index(s, "//"); i >= 0 {
-		start = i + 2
-	} else if i := strings.IndexByte(s, ':'); i >= 0 {
-		start = i + 1 // an opaque URL: "http:user:pass@host"
-	}
-	end := len(s)
-	if u, err := url.Parse(s); err == nil {
-		if u.User == nil && !strings.Contains(u.Opaque, "@") {
-			return s // an '@' in the path ("https://host/@user/a.png")
-		}
-		if i := strings.IndexByte(s[start:], '/'); i >= 0 {
-			end = start + i
-		}
-	}
-	at := strings.LastIndexByte(s[start:end], '@')
-	if at < 0 {
-		return s
-	}
-	return s[:start] + redacted + s[start+at:]
-}
+// redacted (internal/redact's rule: userinfo, query values, fragment).
+func showURL(s string) string { return clip(redact.URL(s)) }
 
 // redactURLError redacts the URL of the *url.Error inside err (Go's HTTP
 // client reports the URL it requested, query values and user name
@@ -369,7 +301,7 @@ func redactUserinfo(s string) string {
 func redactURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		ue.URL = redactURL(ue.URL)
+		ue.URL = redact.URL(ue.URL)
 	}
 	return err
 }

@@ -148,3 +148,16 @@ func TestURLRedactionProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestURLRedactionTwoColonHost: a password holding ':' and '/' in a
+// non-http URL ("ftp://user:pa:/ss@host") made url.Parse read the
+// userinfo as a host and a path, and the error showed it (found by the
+// review of mcptools' copy of the rule; TestURLRedactionProperty's seed
+// had not drawn it).
+func TestURLRedactionTwoColonHost(t *testing.T) {
+	u := "ftp://Q;+)(--*=0-X:QX4:/,4a*X@h.io?k=v"
+	_, err := types.NewAudio(u)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "QX4")
+	assert.NotContains(t, err.Error(), "Q;+)(")
+}
