@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/signature"
 	"github.com/sigwire/adapter/types"
@@ -106,6 +108,23 @@ func (g *Agent[In, Out]) Stream(ctx context.Context, lm adapter.StreamingLM, in 
 	}
 }
 
+// Prepare returns the request Call would send first for in, without
+// sending it (see ReActV2.Prepare).
+func (g *Agent[In, Out]) Prepare(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (openai.ChatCompletionRequest, error) {
+	if g == nil || !g.a.built() {
+		return openai.ChatCompletionRequest{}, errAgentNotBuilt
+	}
+	vals, err := adapter.ValuesOf(in)
+	if err != nil {
+		return openai.ChatCompletionRequest{}, err
+	}
+	return g.a.Prepare(ctx, lm, vals, opts...)
+}
+
+func (g *Agent[In, Out]) prepare(ctx context.Context, lm adapter.LM, in In, opts []adapter.CallOption) (openai.ChatCompletionRequest, error) {
+	return g.Prepare(ctx, lm, in, opts...)
+}
+
 // decodeOutputs is the signature's outputs of a run's Result as Out.
 func decodeOutputs[Out any](sig *signature.Signature, res *adapter.Result) (Out, error) {
 	vals := adapter.Values{}
@@ -187,4 +206,6 @@ func (g *Agent[In, Out]) describe() (programInfo, error) {
 var (
 	_ Runner[adapter.Values, adapter.Values] = (*ReActV2)(nil)
 	_ Runner[struct{}, struct{ A string }]   = (*Agent[struct{}, struct{ A string }])(nil)
+	_ preparer[adapter.Values]               = (*ReActV2)(nil)
+	_ preparer[struct{}]                     = (*Agent[struct{}, struct{ A string }])(nil)
 )

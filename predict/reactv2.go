@@ -375,12 +375,9 @@ func (a *ReActV2) Stream(ctx context.Context, lm adapter.StreamingLM, inputs ada
 // runV2 is a ReActV2 run: the steps, then, without a submit, the forced
 // submit.
 func (st *run) runV2() (*adapter.Result, error) {
-	prior, err := priorHistory(st.inputs)
-	if err != nil {
+	if err := st.v2Prior(); err != nil {
 		return nil, err
 	}
-	st.prior = prior
-	st.inputs = withoutInput(st.inputs, historyField)
 	tr := adapter.CallTrace(st.ctx, st.r.react.callOptions(st.opts)...)
 	reason := TerminatedMaxIters
 	var last *adapter.Result
@@ -424,6 +421,56 @@ func (st *run) runV2() (*adapter.Result, error) {
 	return out, &NoSubmitError{Reason: reason}
 }
 
+// v2Prior takes a "history" input out of the inputs: the earlier turns
+// the run goes on from.
+func (st *run) v2Prior() error {
+	prior, err := priorHistory(st.inputs)
+	if err != nil {
+		return err
+	}
+	st.prior = prior
+	st.inputs = withoutInput(st.inputs, historyField)
+	return nil
+}
+
+// forcedSubmit is the forced submit's request: it must call submit, and
+// asks for no native reasoning (DSPy's reasoning_effort=None, which keeps
+// next_thought in the prompt).
+var forcedSubmit = adapter.WithRequest(openai.ChatCompletionRequest{
+	ToolChoice:      openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: submitName}},
+	ReasoningEffort: "none",
+})
+
+// Prepare returns the request Call would send first for inputs, without
+// sending it: the first step's react request (the tools, the history
+// given, the task's inputs), or the forced submit's when the step limit
+// is 0.
+func (a *ReActV2) Prepare(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (openai.ChatCompletionRequest, error) {
+	if !a.built() {
+		return openai.ChatCompletionRequest{}, errV2NotBuilt
+	}
+	st, err := a.r.start(ctx, lm, inputs, opts)
+	if err != nil {
+		return openai.ChatCompletionRequest{}, err
+	}
+	if err := st.v2Prior(); err != nil {
+		return openai.ChatCompletionRequest{}, err
+	}
+	in, err := st.v2Inputs()
+	if err != nil {
+		return openai.ChatCompletionRequest{}, err
+	}
+	stepOpts := st.stepOpts
+	if st.maxIters == 0 {
+		stepOpts = append(slices.Clip(stepOpts), forcedSubmit)
+	}
+	return a.r.react.Prepare(ctx, lm, in, stepOpts...)
+}
+
+func (a *ReActV2) prepare(ctx context.Context, lm adapter.LM, in adapter.Values, opts []adapter.CallOption) (openai.ChatCompletionRequest, error) {
+	return a.Prepare(ctx, lm, in, opts...)
+}
+
 // errEmptyCalls: a step's reply called no tool.
 var errEmptyCalls = errors.New("the reply called no tool")
 
@@ -439,10 +486,7 @@ func (st *run) v2Step(tr *adapter.Trace, turn int, forced bool) (*adapter.Result
 	}
 	opts := append(slices.Clip(st.stepOpts), idHook)
 	if forced {
-		opts = append(opts, adapter.WithRequest(openai.ChatCompletionRequest{
-			ToolChoice:      openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: submitName}},
-			ReasoningEffort: "none",
-		}))
+		opts = append(opts, forcedSubmit)
 	}
 	res, err := st.callReact(turn, in, opts)
 	st.total.Add(res)

@@ -435,12 +435,22 @@ func runV2Case(t *testing.T, c *v2Case) {
 	if c.Adapter.ConfiguredAs != nil {
 		ctx = adapter.WithAdapter(ctx, v2Adapter(t, c))
 	}
+	prepared, perr := a.Prepare(ctx, lm, inputs)
 	res, err := a.Call(ctx, lm, inputs)
 
 	reqs := srv.Requests()
 	al.mu.Lock()
 	paired, skipped := al.paired, al.skipped
 	al.mu.Unlock()
+	// Prepare gives Call's first request, byte for byte, sending nothing.
+	if len(reqs) > 0 {
+		require.NoError(t, perr)
+		body, err := json.Marshal(prepared)
+		require.NoError(t, err)
+		assert.Equal(t, string(reqs[0].Body), string(body), "Prepare's request is Call's first")
+	} else {
+		assert.Error(t, perr, "no request: Prepare fails as Call does")
+	}
 	require.Len(t, paired, len(reqs))
 	for i, j := range paired {
 		want := c.LMRequests[j]

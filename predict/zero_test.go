@@ -132,6 +132,7 @@ func TestZeroModules(t *testing.T) {
 			"Call":      withErr(func() error { _, err := a.Call(ctx, lm, in); return err }),
 			"Stream":    withErr(func() error { return lastErr(a.Stream(ctx, lm, in)) }),
 			"Load":      withErr(func() error { _, err := a.Load(prog); return err }),
+			"Prepare":   withErr(func() error { _, err := a.Prepare(ctx, lm, in); return err }),
 		})
 	}
 	agents := map[string]*predict.Agent[Question, Answer]{"nil *Agent": nil, "zero Agent": {}}
@@ -143,6 +144,7 @@ func TestZeroModules(t *testing.T) {
 			"Call":      withErr(func() error { _, _, err := g.Call(ctx, lm, q); return err }),
 			"Stream":    withErr(func() error { return lastErr(g.Stream(ctx, lm, q)) }),
 			"Load":      withErr(func() error { _, err := g.Load(prog); return err }),
+			"Prepare":   withErr(func() error { _, err := g.Prepare(ctx, lm, q); return err }),
 		})
 	}
 	assert.Empty(t, srv.Requests(), "no request from a zero module")
