@@ -11,4 +11,9 @@ var (
 	// NewChainOfThoughtModule, New, NewChainOfThought or NewReAct. The
 	// accessors (Signature, Demos, Module, Ignored) return nil instead.
 	ErrZeroModule = errors.New("predict: a nil or zero module")
+
+	// ErrDSPyVersion is matched by Load's *VersionError: the program was
+	// saved by a DSPy whose prompts this library does not reproduce (3.5
+	// and later). AllowDSPyVersion loads it under DSPy 3.5's profile.
+	ErrDSPyVersion = errors.New("predict: a program saved by a DSPy version whose prompts this library does not reproduce")
 )
