@@ -16,4 +16,10 @@ var (
 	// saved by a DSPy whose prompts this library does not reproduce (3.5
 	// and later). AllowDSPyVersion loads it under DSPy 3.5's profile.
 	ErrDSPyVersion = errors.New("predict: a program saved by a DSPy version whose prompts this library does not reproduce")
+
+	// ErrWrongModule is matched by Load's error for a saved program that
+	// another kind of module wrote: DSPy's ReActV2 state (dspy.ReActV2,
+	// and dspy.ReAct since DSPy 3.5) loaded into a ReAct. The error's text
+	// names the module that loads it.
+	ErrWrongModule = errors.New("predict: a saved program of another kind of module")
 )

@@ -1,7 +1,9 @@
 package predict
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	adapter "github.com/sigwire/adapter"
@@ -32,7 +34,10 @@ type profile struct {
 	// answered by the model's native reasoning where it has it (what
 	// WithNativeReasoning asks for); false keeps the module's own choice.
 	nativeReasoning bool
-	// changed says, by module kind (Predict, ChainOfThought), in
+	// reactV2: this DSPy's dspy.ReAct is what DSPy 3.3.1 called ReActV2,
+	// whose programs ReAct cannot load.
+	reactV2 bool
+	// changed says, by module kind (Predict, ChainOfThought, ReAct), in
 	// one sentence, what this DSPy changed for it, and how to go on: the
 	// text of a VersionError.
 	changed map[string]string
@@ -57,12 +62,16 @@ var (
 		optIn:           true,
 		adapter:         adapter.XML{Options: adapter.Options{NativeTools: adapter.On}},
 		nativeReasoning: true,
+		reactV2:         true,
 		changed: map[string]string{
 			"Predict": "since DSPy 3.5 the default adapter is XMLAdapter with native function calling, not ChatAdapter, " +
 				"and its XML prompt is not public; load it with predict.AllowDSPyVersion() to run it with that adapter and DSPy 3.3.1's prompt text",
 			"ChainOfThought": "since DSPy 3.5 ChainOfThought prefers the model's native reasoning and otherwise asks for \"a short plan\" " +
 				"in words that are not public, and the default adapter is XMLAdapter with native function calling; " +
 				"load it with predict.AllowDSPyVersion() to run it with native reasoning where the model has it, that adapter and DSPy 3.3.1's prompt text",
+			"ReAct": "since DSPy 3.5 dspy.ReAct is what DSPy 3.3.1 called ReActV2 (native tool calls, a History, a typed submit tool, no extract step), " +
+				"whose state ReAct cannot load, with predict.AllowDSPyVersion() or without; " +
+				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())",
 		},
 	})
 	profiles = []*profile{dspy331, dspy35}
@@ -174,15 +183,16 @@ func compareNumbers(x, y string) int {
 // VersionError is Load's error for a program saved by a DSPy whose prompts
 // this library does not reproduce: DSPy 3.5 and later (Program.DSPyVersion).
 // Its text names the version, says what that DSPy changed for the module
-// loading it, and how to go on: AllowDSPyVersion. It matches
-// ErrDSPyVersion.
+// loading it, and how to go on: AllowDSPyVersion, or, for a ReAct, which
+// cannot load such a program, NewReActV2. It matches ErrDSPyVersion.
 type VersionError struct {
 	// Version is the DSPy version the program's metadata names, as saved.
 	Version string
-	// Module is the kind of module that was loading it: Predict or
-	// ChainOfThought.
+	// Module is the kind of module that was loading it: Predict,
+	// ChainOfThought or ReAct.
 	Module string
-	// Predictor is the saved predictor Load was asked for.
+	// Predictor is the saved predictor Load was asked for ("react" for a
+	// ReAct).
 	Predictor string
 }
 
@@ -201,6 +211,9 @@ func (e *VersionError) Error() string {
 		v = clipText(v)
 	}
 	subject := fmt.Sprintf("predictor %q", e.Predictor)
+	if e.Module == "ReAct" {
+		subject = "ReAct: the program"
+	}
 	if what == "" { // a VersionError built by hand for a version that loads
 		return fmt.Sprintf("predict: %s was saved by DSPy %s", subject, v)
 	}
@@ -228,18 +241,80 @@ func (allowVersionOption) applyLoad(c *loadConfig) { c.allowVersion = true }
 // — and this library's DSPy 3.3.1 prompt text where DSPy 3.5's is not
 // public (its XML prompt, ChainOfThought's "short plan"). A program of a
 // later DSPy (3.6, …) runs under the same profile, the latest known.
-// Programs of DSPy 3.4 and earlier, and those with no version, load as
-// without it. See docs/compatibility.md, "DSPy versions".
+//
+// A ReAct cannot load such a program even with it: DSPy 3.5's dspy.ReAct
+// is ReActV2, which NewReActV2 loads. Programs of DSPy 3.4 and earlier,
+// and those with no version, load as without it. See
+// docs/compatibility.md, "DSPy versions".
 func AllowDSPyVersion() LoadOption { return allowVersionOption{} }
 
 // checkVersion returns the profile a module of kind loads prog under, and
 // a line for Ignored when the version is not a version number; a
 // *VersionError when the profile needs AllowDSPyVersion and cfg has not
-// got it.
+// got it, or, for a ReAct, when the profile's dspy.ReAct is ReActV2.
 func checkVersion(prog Program, kind, predictor string, cfg loadConfig) (*profile, string, error) {
 	p, note := profileOf(prog.DSPyVersion)
-	if p.optIn && !cfg.allowVersion {
+	if p.optIn && !cfg.allowVersion || kind == "ReAct" && p.reactV2 {
 		return nil, "", &VersionError{Version: prog.DSPyVersion, Module: kind, Predictor: predictor}
 	}
 	return p, note, nil
 }
+
+// The fields only ReActV2's react predictor has, and those only ReAct's
+// has (next_thought is both's).
+var (
+	reactV2Fields = []string{"history", "tools", "tool_calls"}
+	reactV1Fields = []string{"trajectory", "next_tool_name", "next_tool_args"}
+)
+
+// checkReActProgram is ReAct.Load's check of what prog was saved by: a
+// *VersionError for a program of DSPy 3.5 or later (its dspy.ReAct is
+// ReActV2), and an error matching ErrWrongModule for ReActV2's state
+// whatever the version.
+func checkReActProgram(prog Program, opts []LoadOption) error {
+	if _, _, err := checkVersion(prog, "ReAct", "react", loadConfigOf(opts)); err != nil {
+		return err
+	}
+	if names, ok := reactV2State(prog); ok {
+		return wrongModuleError(fmt.Sprintf("predict: ReAct: the saved \"react\" predictor is DSPy's ReActV2 (fields %s; no \"extract.predict\"), "+
+			"which dspy.ReActV2 saves, and dspy.ReAct since DSPy 3.5; ReAct cannot load it: load it with predict.NewReActV2(sig, tools).Load(prog)",
+			strings.Join(names, ", ")))
+	}
+	return nil
+}
+
+// reactV2State reports whether prog holds DSPy's ReActV2 state where a
+// ReAct's is expected: a "react" predictor and no "extract.predict", whose
+// saved fields show ReActV2's names (history, tools, tool_calls; see
+// savedFieldName) and none of ReAct's (trajectory, next_tool_name,
+// next_tool_args). It returns the saved fields' names, "?" where the
+// saved state shows none.
+func reactV2State(prog Program) ([]string, bool) {
+	sp, ok := prog.Predictors["react"]
+	if !ok {
+		return nil, false
+	}
+	if _, ok := prog.Predictors["extract.predict"]; ok {
+		return nil, false
+	}
+	candidates := slices.Concat(reactV2Fields, reactV1Fields, []string{"next_thought"})
+	names := make([]string, len(sp.Signature.Fields))
+	v2 := false
+	for i, fs := range sp.Signature.Fields {
+		n := savedFieldName(fs, "", candidates)
+		if slices.Contains(reactV1Fields, n) {
+			return nil, false
+		}
+		v2 = v2 || slices.Contains(reactV2Fields, n)
+		names[i] = cmp.Or(n, "?")
+	}
+	return names, v2
+}
+
+// wrongModuleError is Load's error for a program another kind of module
+// saved: it matches ErrWrongModule.
+type wrongModuleError string
+
+func (e wrongModuleError) Error() string { return string(e) }
+
+func (e wrongModuleError) Is(target error) bool { return target == ErrWrongModule }

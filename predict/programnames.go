@@ -11,7 +11,7 @@ import (
 )
 
 // LoadOption configures Load (Module.Load, Predict.Load,
-// ChainOfThought.Load): ByPosition, AllowDSPyVersion.
+// ChainOfThought.Load, ReAct.Load): ByPosition, AllowDSPyVersion.
 type LoadOption interface {
 	applyLoad(*loadConfig)
 }

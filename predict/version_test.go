@@ -57,14 +57,15 @@ const predictText = `{
 }`
 
 // loaders loads a program of each kind of module: a Predict (untyped and
-// typed) and a ChainOfThought (untyped and typed), from the same DSPy
-// version; each returns Load's error.
+// typed), a ChainOfThought (untyped and typed) and a ReAct, from the same
+// DSPy version; each returns Load's error.
 func loaders(t *testing.T, version string, opts ...predict.LoadOption) map[string]error {
 	t.Helper()
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
 	pred := withVersion(t, predictText, version)
 	cotProg := withVersion(t, readText(t, "testdata/program.json"), version)
+	reactProg := withVersion(t, strings.Replace(readText(t, "testdata/realworld/01-dspy-saved_program.json"), `"dspy": "3.0.0"`, `"dspy": "3.3.1"`, 1), version)
 
 	errs := map[string]error{}
 	_, errs["Module"] = predict.NewModule(sig).Load(pred, "predict", opts...)
@@ -77,6 +78,11 @@ func loaders(t *testing.T, version string, opts ...predict.LoadOption) map[strin
 	cot, err := predict.NewChainOfThought[Question, Answer]()
 	require.NoError(t, err)
 	_, errs["ChainOfThought"] = cot.Load(cotProg, "generate_answer.predict", opts...)
+	tool, err := types.NewTool("search_wikipedia", "Search Wikipedia.", func(_ context.Context, a queryArgs) (string, error) { return a.Query, nil })
+	require.NoError(t, err)
+	r, err := predict.NewReAct(sig, []types.Tool{tool})
+	require.NoError(t, err)
+	_, errs["ReAct"] = r.Load(reactProg, opts...)
 	return errs
 }
 
@@ -84,14 +90,17 @@ func loaders(t *testing.T, version string, opts ...predict.LoadOption) map[strin
 // of 3.5 and versions compared as numbers: 3.10 and 3.49 are after 3.5)
 // is a *VersionError for every kind of module, matching ErrDSPyVersion,
 // whose text names the version, what that DSPy changed for the module and
-// the option that goes on; with AllowDSPyVersion every module loads.
-// Programs of DSPy 3.4 and earlier, with no version, or with a version that is not a
+// the option that goes on; with AllowDSPyVersion every module but ReAct
+// loads, and ReAct's error names NewReActV2 with the option. Programs of
+// DSPy 3.4 and earlier, with no version, or with a version that is not a
 // version number load without it, as before.
 func TestLoadDSPyVersion(t *testing.T) {
-	kinds := map[string]string{"Module": "Predict", "Predict": "Predict", "ChainOfThoughtModule": "ChainOfThought", "ChainOfThought": "ChainOfThought"}
+	kinds := map[string]string{"Module": "Predict", "Predict": "Predict", "ChainOfThoughtModule": "ChainOfThought", "ChainOfThought": "ChainOfThought", "ReAct": "ReAct"}
 	changed := map[string][]string{
 		"Predict":        {"XMLAdapter with native function calling, not ChatAdapter", "load it with predict.AllowDSPyVersion()"},
 		"ChainOfThought": {"native reasoning", `"a short plan"`, "not public", "XMLAdapter with native function calling", "load it with predict.AllowDSPyVersion()"},
+		"ReAct": {"dspy.ReAct is what DSPy 3.3.1 called ReActV2 (native tool calls, a History, a typed submit tool, no extract step)",
+			"predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())"},
 	}
 	for _, v := range []string{"3.5.0", "3.5.1", "3.6.0", "3.5.0b1", "3.5.0rc1", "3.5.0.dev0", "3.10.0", "3.49.0", "4.0", "v3.5.0", "3.5"} {
 		for _, opts := range [][]predict.LoadOption{nil, {predict.ByPosition()}} {
@@ -110,7 +119,12 @@ func TestLoadDSPyVersion(t *testing.T) {
 			}
 		}
 		for name, err := range loaders(t, `"`+v+`"`, predict.AllowDSPyVersion()) {
-			assert.NoError(t, err, "%s %s: the option goes on", name, v)
+			if name != "ReAct" {
+				assert.NoError(t, err, "%s %s: the option goes on", name, v)
+				continue
+			}
+			assert.ErrorIs(t, err, predict.ErrDSPyVersion, "a ReAct cannot load a program of DSPy %s even with the option", v)
+			assert.ErrorContains(t, err, "NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())")
 		}
 	}
 
@@ -301,6 +315,57 @@ func TestLoadDSPy35ChainOfThought(t *testing.T) {
 	nativeCot, err = nativeCot.Load(prog331, "generate_answer.predict")
 	require.NoError(t, err)
 	assert.Equal(t, typeOf[types.Reasoning](), reasoningType(nativeCot), "WithNativeReasoning is kept")
+}
+
+// TestLoadReActV2State: DSPy's ReActV2 state (a "react" predictor with
+// history, tools and tool_calls, no "extract.predict"; testdata/
+// dspy_reactv2_saved.json is what DSPy 3.3.1's dspy.ReActV2 saved in the
+// golden case v2_chat_one_tool_then_submit of
+// shared/golden/dspy_reactv2_public.json) does not load into a ReAct,
+// text or native, with or without ByPosition, whatever its version: an
+// error matching ErrWrongModule that names NewReActV2 (before, the text
+// ReAct suggested ByPosition and the native one loaded the react
+// predictor). Saved by DSPy 3.5 it is a VersionError naming NewReActV2
+// and the option.
+func TestLoadReActV2State(t *testing.T) {
+	text := readText(t, "testdata/dspy_reactv2_saved.json")
+	for _, agent := range []*predict.ReAct{searchAgent(t), searchAgent(t, predict.WithNativeTools())} {
+		for _, version := range []string{`"3.3.1"`, `"3.4.1"`, ``} {
+			for _, opts := range [][]predict.LoadOption{nil, {predict.ByPosition()}, {predict.AllowDSPyVersion()}} {
+				_, err := agent.Load(withVersion(t, text, version), opts...)
+				require.ErrorIs(t, err, predict.ErrWrongModule, version)
+				assert.NotErrorIs(t, err, predict.ErrDSPyVersion)
+				assert.EqualError(t, err, `predict: ReAct: the saved "react" predictor is DSPy's ReActV2 (fields question, history, tools, next_thought, tool_calls; no "extract.predict"), `+
+					`which dspy.ReActV2 saves, and dspy.ReAct since DSPy 3.5; ReAct cannot load it: load it with predict.NewReActV2(sig, tools).Load(prog)`)
+			}
+		}
+		for _, opts := range [][]predict.LoadOption{nil, {predict.AllowDSPyVersion()}} {
+			_, err := agent.Load(withVersion(t, text, `"3.5.0"`), opts...)
+			var ve *predict.VersionError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, predict.VersionError{Version: "3.5.0", Module: "ReAct", Predictor: "react"}, *ve)
+			assert.EqualError(t, err, "predict: ReAct: the program was saved by DSPy 3.5.0, whose prompts this library does not reproduce "+
+				"(it sends DSPy 3.3.1's, for programs of DSPy 3.4 and earlier): since DSPy 3.5 dspy.ReAct is what DSPy 3.3.1 called ReActV2 "+
+				"(native tool calls, a History, a typed submit tool, no extract step), whose state ReAct cannot load, with predict.AllowDSPyVersion() or without; "+
+				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())")
+		}
+	}
+
+	// DSPy's own ReAct state, with a History input of the task's, is not
+	// ReActV2's.
+	prog, err := predict.ReadProgram("testdata/realworld/01-dspy-saved_program.json")
+	require.NoError(t, err)
+	sig, err := signature.Parse("question -> answer")
+	require.NoError(t, err)
+	tool, err := types.NewTool("search_wikipedia", "Search Wikipedia.", func(_ context.Context, a queryArgs) (string, error) { return a.Query, nil })
+	require.NoError(t, err)
+	r, err := predict.NewReAct(sig, []types.Tool{tool})
+	require.NoError(t, err)
+	_, err = r.Load(prog)
+	require.NoError(t, err, "ReAct.Load without options, as before")
+	delete(prog.Predictors, "extract.predict")
+	_, err = r.Load(prog)
+	assert.NotErrorIs(t, err, predict.ErrWrongModule, "ReAct's react predictor alone is not ReActV2's")
 }
 
 // TestProfileInResultAndTrace: which profile a module ran under is in its
