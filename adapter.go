@@ -305,6 +305,15 @@ type Result struct {
 	// submit ended the run. Empty when there is nothing to say; Add keeps
 	// both sides'.
 	Notes []string
+	// Profile names the DSPy profile a module (package predict) ran
+	// under: whose choices it made, which DSPy's prompts it sent.
+	// "dspy-3.3.1" is DSPy 3.3.1's prompts, byte for byte: every module
+	// not loaded from a saved program, and those loaded from a program of
+	// DSPy 3.4 or earlier; "dspy-3.5" is a program of DSPy 3.5 or later
+	// loaded with predict.AllowDSPyVersion (DSPy 3.5's default adapter,
+	// 3.3.1's prompt text; see docs/compatibility.md). It is "" for a
+	// bare Call or Stream, which follows no profile.
+	Profile string
 }
 
 // Add adds the counters of o, the Result of another call of the same run
@@ -314,11 +323,15 @@ type Result struct {
 // when o re-asked, so that it stays the latest re-ask's. The fields that
 // describe one call's reply (Outputs, Adapter, FallbackCause,
 // Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
-// are. A nil o adds nothing. Modules (package predict) report every call
-// of a run in one Result with it.
+// are. Profile, which describes the run, becomes o's when r has none. A
+// nil o adds nothing. Modules (package predict) report every call of a
+// run in one Result with it.
 func (r *Result) Add(o *Result) {
 	if o == nil {
 		return
+	}
+	if r.Profile == "" {
+		r.Profile = o.Profile
 	}
 	r.Calls += o.Calls
 	if len(o.Notes) > 0 {

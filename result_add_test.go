@@ -13,16 +13,19 @@ import (
 )
 
 // TestResultAdd: Add sums every counter of a Result and takes the latest
-// re-ask's cause; the fields that describe one call's reply stay. Every
-// field of Result is one or the other, so that a new field is a decision.
+// re-ask's cause; the fields that describe one call's reply stay; the
+// profile, which describes the run, is taken when r has none. Every field
+// of Result is one of these, so that a new field is a decision.
 func TestResultAdd(t *testing.T) {
 	counters := []string{"Calls", "Reasks", "ReaskCause", "Retries", "CacheHits", "Coalesced", "RetryWait", "CacheErrors", "Usage", "UsageByModel", "Notes"}
 	perCall := []string{"Outputs", "Adapter", "FallbackCause", "Completions", "Mode", "Model", "SystemFingerprint", "Logprobs"}
+	perRun := []string{"Profile"}
 	var fields []string
 	for f := range reflect.TypeFor[adapter.Result]().Fields() {
 		fields = append(fields, f.Name)
 	}
-	assert.ElementsMatch(t, append(append([]string{}, counters...), perCall...), fields, "each field of Result is a counter Add sums or describes one call")
+	assert.ElementsMatch(t, append(append(append([]string{}, counters...), perCall...), perRun...), fields,
+		"each field of Result is a counter Add sums, describes one call, or describes the run")
 
 	usage := func(n int) openai.Usage {
 		return openai.Usage{PromptTokens: 3 * n, CompletionTokens: 2 * n, TotalTokens: 5 * n,
@@ -34,7 +37,7 @@ func TestResultAdd(t *testing.T) {
 			Outputs: []adapter.Values{{"a": model}}, Adapter: model, FallbackCause: cause, Completions: []string{model}, Mode: model,
 			Model: model, SystemFingerprint: model, Logprobs: []*openai.LogProbs{{}},
 			Calls: n, Reasks: n, ReaskCause: cause, Retries: n, CacheHits: n, Coalesced: n, RetryWait: time.Duration(n), CacheErrors: n,
-			Usage: usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)}, Notes: []string{model},
+			Usage: usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)}, Notes: []string{model}, Profile: model,
 		}
 	}
 	r, o := result(1, first, "a"), result(2, second, "b")
@@ -50,4 +53,9 @@ func TestResultAdd(t *testing.T) {
 	r.Add(nil)
 	r.Add(&adapter.Result{})
 	assert.Equal(t, want, r, "nothing to add; no re-ask keeps the latest cause")
+
+	run := &adapter.Result{}
+	run.Add(&adapter.Result{Calls: 1, Profile: "dspy-3.5"})
+	run.Add(&adapter.Result{Calls: 1, Profile: "dspy-3.3.1"})
+	assert.Equal(t, "dspy-3.5", run.Profile, "a run's Result takes the profile of its first call that has one, and keeps it")
 }

@@ -112,11 +112,18 @@ type Module struct {
 	sig      *signature.Signature
 	demos    []adapter.Values
 	defaults adapter.CallOption // adapter.Defaults(the constructor's pipeline options)
-	// defaultsOnly is []adapter.CallOption{defaults}, capacity 1: the
-	// options of every call that gives none of its own. Shared by those
-	// calls: nothing writes to an option list, and an append copies it.
+	// defaultsOnly is the profile's defaults, if any, then defaults, its
+	// capacity its length: the options of every call that gives none of
+	// its own. Shared by those calls: nothing writes to an option list,
+	// and an append copies it.
 	defaultsOnly []adapter.CallOption
 	ignored      []string // what Load left out
+	// profile is the DSPy profile the module runs under: that of the
+	// program Load read, dspy331 for a module not loaded.
+	profile *profile
+	// nativeReasoning: the constructor typed a ChainOfThought's reasoning
+	// as types.Reasoning (WithNativeReasoning).
+	nativeReasoning bool
 }
 
 // NewModule returns a module for sig: DSPy's Predict with a signature
@@ -127,7 +134,7 @@ func NewModule(sig *signature.Signature, opts ...Option) *Module {
 		sig = sig.WithInstructions(*c.instructions)
 	}
 	defaults := adapter.Defaults(rest...)
-	return &Module{kind: "Predict", sig: sig, demos: c.demos, defaults: defaults, defaultsOnly: []adapter.CallOption{defaults}}
+	return &Module{kind: "Predict", sig: sig, demos: c.demos, defaults: defaults, defaultsOnly: dspy331.options(defaults), profile: dspy331}
 }
 
 // NewChainOfThoughtModule returns an untyped ChainOfThought for sig: sig
@@ -143,7 +150,7 @@ func NewChainOfThoughtModule(sig *signature.Signature, opts ...Option) (*Module,
 		return nil, err
 	}
 	m := NewModule(cot, opts...)
-	m.kind = "ChainOfThought"
+	m.kind, m.nativeReasoning = "ChainOfThought", c.nativeReasoning
 	return m, nil
 }
 
@@ -193,6 +200,9 @@ func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 	}
 	ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
 	res, err := adapter.Call(ctx, lm, sig, demos, inputs, all...)
+	if res != nil {
+		res.Profile = m.profile.name
+	}
 	record(res, err)
 	done(res, err)
 	return res, err
@@ -211,6 +221,9 @@ func (m *Module) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adap
 		var err error
 		defer func() { done(res, err) }()
 		for ch, e := range adapter.Stream(ctx, lm, sig, demos, inputs, all...) {
+			if ch.Result != nil {
+				ch.Result.Profile = m.profile.name
+			}
 			if ch.Done {
 				res = ch.Result
 			}
@@ -235,12 +248,13 @@ func (m *Module) forCall(opts []adapter.CallOption) (*signature.Signature, []ada
 	return sig, demos, m.callOptions(rest)
 }
 
-// callOptions puts the module's defaults before a call's options.
+// callOptions puts the module's defaults (its profile's, then its own)
+// before a call's options.
 func (m *Module) callOptions(extra []adapter.CallOption) []adapter.CallOption {
-	if len(extra) == 0 && m.defaultsOnly != nil {
-		return m.defaultsOnly[:1:1]
+	if len(extra) == 0 {
+		return m.defaultsOnly
 	}
-	return append([]adapter.CallOption{m.defaults}, extra...)
+	return append(m.defaultsOnly, extra...) // a copy: len(m.defaultsOnly) is its capacity
 }
 
 // Predict is DSPy's Predict over Go structs: In's fields are the inputs,
@@ -406,7 +420,7 @@ func NewChainOfThought[In, Out any](opts ...Option) (*ChainOfThought[In, Out], e
 	if err != nil {
 		return nil, err
 	}
-	p.m.sig, p.m.kind = sig, "ChainOfThought"
+	p.m.sig, p.m.kind, p.m.nativeReasoning = sig, "ChainOfThought", c.nativeReasoning
 	return &ChainOfThought[In, Out]{p: p}, nil
 }
 

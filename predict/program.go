@@ -34,7 +34,10 @@ type Program struct {
 	// {"k": 3}, dspy.Flex's "module_src".
 	Skipped []string
 	// DSPyVersion is the DSPy version metadata.dependency_versions names
-	// ("" in files saved before DSPy 2.6, which have no metadata).
+	// ("" in files saved before DSPy 2.6, which have no metadata; a value
+	// that is not a string, such as a number, as its JSON text). Load
+	// reads it: a program of DSPy 3.5 or later loads only with
+	// AllowDSPyVersion (see Module.Load).
 	DSPyVersion string
 }
 
@@ -194,11 +197,11 @@ func LoadProgram(r io.Reader) (Program, error) {
 		if k == "metadata" {
 			var md struct {
 				Versions struct {
-					DSPy string `json:"dspy"`
+					DSPy json.RawMessage `json:"dspy"`
 				} `json:"dependency_versions"`
 			}
 			if json.Unmarshal(v, &md) == nil {
-				prog.DSPyVersion = md.Versions.DSPy
+				prog.DSPyVersion = versionText(md.Versions.DSPy)
 			}
 		}
 		if flat && slices.Contains(predictorStateKeys, k) {
@@ -216,6 +219,19 @@ func LoadProgram(r io.Reader) (Program, error) {
 	}
 	slices.Sort(prog.Skipped)
 	return prog, nil
+}
+
+// versionText is a saved version's text: a string's value, "" for null or
+// nothing, any other JSON value as written.
+func versionText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if t := string(bytes.TrimSpace(raw)); t != "null" {
+		return t
+	}
+	return ""
 }
 
 // ReadProgram reads a saved program file.
@@ -337,8 +353,21 @@ const maxSavedStops = 4
 // before DSPy 2.5 (no signature state), and one saved by DSPy 2.5 with an
 // extended_signature, whose optimised instructions DSPy 2.6+ cannot load
 // either.
+//
+// Which DSPy saved the program (Program.DSPyVersion) decides the profile
+// the module runs under (Result.Profile). A program of DSPy 3.4 or
+// earlier, or with no version, loads as described, under DSPy 3.3.1's
+// prompts ("dspy-3.3.1"); so does one whose version is not a version
+// number, which Ignored notes. A program of DSPy 3.5 or later is a
+// *VersionError (ErrDSPyVersion) unless AllowDSPyVersion is given, and
+// then runs under "dspy-3.5" (see AllowDSPyVersion).
 func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, error) {
 	if err := m.zero(); err != nil {
+		return nil, err
+	}
+	cfg := loadConfigOf(opts)
+	prof, note, err := checkVersion(prog, m.kind, name, cfg)
+	if err != nil {
 		return nil, err
 	}
 	sp, ok := prog.Predictors[name]
@@ -358,13 +387,10 @@ func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, e
 	if m.sig == nil {
 		return nil, errors.New("predict: nil signature")
 	}
-	var cfg loadConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyLoad(&cfg)
-		}
-	}
 	var ignored []string
+	if note != "" {
+		ignored = append(ignored, note)
+	}
 	mismatch, refuse := checkFieldNames(name, sp, m.sig, cfg)
 	if refuse {
 		return nil, mismatch
@@ -372,8 +398,11 @@ func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, e
 	if line := positionalRenames(mismatch); line != "" {
 		ignored = append(ignored, line)
 	}
-	sig, err := m.sig.WithState(sp.Signature)
+	sig, err := m.reasoningFor(prof)
 	if err != nil {
+		return nil, fmt.Errorf("predict: predictor %q: %w", name, err)
+	}
+	if sig, err = sig.WithState(sp.Signature); err != nil {
 		return nil, fmt.Errorf("predict: predictor %q: %w", name, err)
 	}
 	demos := make([]adapter.Values, 0, len(sp.Demos))
@@ -406,7 +435,26 @@ func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, e
 	}
 	c := *m
 	c.sig, c.demos, c.ignored = sig, demos, ignored
+	c.profile, c.defaultsOnly = prof, prof.options(m.defaults)
 	return &c, nil
+}
+
+// reasoningFor returns m's signature with a ChainOfThought's reasoning
+// typed as p says: types.Reasoning when p prefers native reasoning or the
+// module was built with WithNativeReasoning, str otherwise.
+func (m *Module) reasoningFor(p *profile) (*signature.Signature, error) {
+	f, isOutput, ok := m.sig.Field("reasoning")
+	if m.kind != "ChainOfThought" || !ok || !isOutput {
+		return m.sig, nil
+	}
+	t := reflect.TypeFor[string]()
+	if p.nativeReasoning || m.nativeReasoning {
+		t = reflect.TypeFor[types.Reasoning]()
+	}
+	if f.Type == t {
+		return m.sig, nil
+	}
+	return m.sig.Update("reasoning", func(f *signature.Field) { f.Type = t })
 }
 
 func quoteAll(s []string) []string {

@@ -11,13 +11,27 @@ import (
 )
 
 // LoadOption configures Load (Module.Load, Predict.Load,
-// ChainOfThought.Load).
+// ChainOfThought.Load, ReAct.Load): ByPosition, AllowDSPyVersion.
 type LoadOption interface {
 	applyLoad(*loadConfig)
 }
 
 type loadConfig struct {
 	byPosition bool
+	// allowVersion: a program of a DSPy whose prompts this library does
+	// not reproduce loads under its profile (AllowDSPyVersion).
+	allowVersion bool
+}
+
+// loadConfigOf applies opts.
+func loadConfigOf(opts []LoadOption) loadConfig {
+	var cfg loadConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyLoad(&cfg)
+		}
+	}
+	return cfg
 }
 
 type byPositionOption struct{}

@@ -276,17 +276,29 @@ func (r *ReAct) Tools() []types.Tool {
 
 // Load returns a copy of r with the saved "react" and "extract.predict"
 // predictors of prog (instructions, field texts, demos) loaded as
-// Module.Load loads them. For a ReAct saved inside another module, load
-// prog.Sub("its.path"). A nil or zero ReAct cannot load.
-func (r *ReAct) Load(prog Program) (*ReAct, error) {
+// Module.Load loads them, with opts (ByPosition). For a ReAct saved inside
+// another module, load prog.Sub("its.path"). A nil or zero ReAct cannot
+// load.
+//
+// A program saved by DSPy 3.5 or later is a *VersionError
+// (ErrDSPyVersion), AllowDSPyVersion or not: DSPy 3.5's dspy.ReAct is
+// what DSPy 3.3.1 called ReActV2, which NewReActV2 loads. The state of
+// DSPy's ReActV2 saved by any other version (a "react" predictor with the
+// fields history, tools and tool_calls, and no "extract.predict") is
+// refused too, with an error matching ErrWrongModule that names
+// NewReActV2.
+func (r *ReAct) Load(prog Program, opts ...LoadOption) (*ReAct, error) {
 	if !r.built() {
 		return nil, errNotBuilt
 	}
-	react, err := r.react.Load(prog, "react")
+	if err := checkReActProgram(prog, opts); err != nil {
+		return nil, err
+	}
+	react, err := r.react.Load(prog, "react", opts...)
 	if err != nil {
 		return nil, err
 	}
-	extract, err := r.extract.Load(prog, "extract.predict")
+	extract, err := r.extract.Load(prog, "extract.predict", opts...)
 	if err != nil {
 		return nil, err
 	}
