@@ -69,6 +69,8 @@ var (
 			"ChainOfThought": "since DSPy 3.5 ChainOfThought prefers the model's native reasoning and otherwise asks for \"a short plan\" " +
 				"in words that are not public, and the default adapter is XMLAdapter with native function calling; " +
 				"load it with predict.AllowDSPyVersion() to run it with native reasoning where the model has it, that adapter and DSPy 3.3.1's prompt text",
+			"ReActV2": "since DSPy 3.5 dspy.ReAct is ReActV2 (DSPy 3.3.1's, as this library runs it) and the default adapter is XMLAdapter with native function calling, " +
+				"whose XML prompt is not public; load it with predict.AllowDSPyVersion() to run it with that adapter and DSPy 3.3.1's prompt text",
 			"ReAct": "since DSPy 3.5 dspy.ReAct is what DSPy 3.3.1 called ReActV2 (native tool calls, a History, a typed submit tool, no extract step), " +
 				"whose state ReAct cannot load, with predict.AllowDSPyVersion() or without; " +
 				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())",
@@ -189,7 +191,7 @@ type VersionError struct {
 	// Version is the DSPy version the program's metadata names, as saved.
 	Version string
 	// Module is the kind of module that was loading it: Predict,
-	// ChainOfThought or ReAct.
+	// ChainOfThought, ReAct or ReActV2.
 	Module string
 	// Predictor is the saved predictor Load was asked for ("react" for a
 	// ReAct).

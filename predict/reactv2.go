@@ -270,6 +270,13 @@ func (a *ReActV2) Load(prog Program, opts ...LoadOption) (*ReActV2, error) {
 	if !a.built() {
 		return nil, errV2NotBuilt
 	}
+	if _, _, err := checkVersion(prog, v2ModuleName, "react", loadConfigOf(opts)); err != nil {
+		return nil, err
+	}
+	if _, ok := prog.Predictors["extract.predict"]; ok {
+		return nil, wrongModuleError(`predict: ReActV2: the program has an "extract.predict" predictor: it is DSPy 3.3.1's ReAct (a trajectory, finish, an extract step), ` +
+			"which ReActV2 cannot load: load it with predict.NewReAct(sig, tools).Load(prog)")
+	}
 	react, err := a.r.react.Load(prog, "react", opts...)
 	if err != nil {
 		return nil, err
