@@ -45,6 +45,7 @@ package mcptools
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,19 +144,18 @@ func NewTool(c Caller, t *mcp.Tool, opts ...Option) (types.Tool, error) {
 		return types.Tool{}, fmt.Errorf("mcptools: tool %s: input schema: %w", t.Name, err)
 	}
 	name := t.Name
-	tool, err := types.NewTool(name, t.Description, func(ctx context.Context, args rawArgs) (string, error) {
+	tool, err := types.NewTool(name, t.Description, func(ctx context.Context, args rawArgs) (any, error) {
 		res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args.raw)})
 		if err != nil {
-			return "", &redactedError{prefix: "mcptools: tool " + name + ": ", err: err}
+			return nil, &redactedError{prefix: "mcptools: tool " + name + ": ", err: err}
 		}
 		if res == nil {
-			return "", fmt.Errorf("mcptools: tool %s: no result", name)
+			return nil, fmt.Errorf("mcptools: tool %s: no result", name)
 		}
-		text := resultText(res)
 		if res.IsError {
-			return "", &ToolError{Tool: name, Text: text}
+			return nil, &ToolError{Tool: name, Text: resultText(res)}
 		}
-		return text, nil
+		return resultValue(res), nil
 	})
 	if err != nil {
 		return types.Tool{}, fmt.Errorf("mcptools: tool %s: %w", name, err)
@@ -409,7 +409,66 @@ func (r *resolver) room(n int) error {
 	return nil
 }
 
-// resultText is a tool result as the text the model is shown.
+// resultValue is a tool result as the model is shown it: its text (see
+// resultText), unless it holds images, audio or embedded binary resources:
+// then a list of its parts, text as strings and media as types.Image,
+// types.Audio or types.File, which the model receives as content parts
+// (ReAct's observation, ToolCalls.Execute's result). A media part the
+// library refuses (an unknown media type, over its size limit) is
+// described in the text instead, with why.
+func resultValue(res *mcp.CallToolResult) any {
+	var items []any
+	media := false
+	for _, c := range res.Content {
+		if m, ok := contentMedia(c); ok {
+			items, media = append(items, m), true
+			continue
+		}
+		items = append(items, contentText(c))
+	}
+	if !media {
+		return resultText(res)
+	}
+	return items
+}
+
+// contentMedia is a content part as a media value, when it is one the
+// library can send.
+func contentMedia(c mcp.Content) (any, bool) {
+	var mime string
+	var data []byte
+	switch x := c.(type) {
+	case *mcp.ImageContent:
+		mime, data = x.MIMEType, x.Data
+	case *mcp.AudioContent:
+		mime, data = x.MIMEType, x.Data
+	case *mcp.EmbeddedResource:
+		if x.Resource == nil || x.Resource.Text != "" || len(x.Resource.Blob) == 0 {
+			return nil, false
+		}
+		mime, data = x.Resource.MIMEType, x.Resource.Blob
+	default:
+		return nil, false
+	}
+	uri := "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
+	var v any
+	var err error
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		v, err = types.NewImage(uri)
+	case strings.HasPrefix(mime, "audio/"):
+		v, err = types.NewAudio(uri)
+	default:
+		v, err = types.NewFile(uri)
+	}
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// resultText is a tool result as text: each part's (see contentText), one
+// per line.
 func resultText(res *mcp.CallToolResult) string {
 	if len(res.Content) == 0 && res.StructuredContent != nil {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {

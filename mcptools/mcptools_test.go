@@ -191,7 +191,8 @@ func TestReAct(t *testing.T) {
 
 			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
 			require.Len(t, traj, 3)
-			assert.Equal(t, "Sunny in Paris, 21 C.\n[image: image/png, 4 bytes]", traj[0].Observation)
+			assert.Equal(t, []any{"Sunny in Paris, 21 C.", types.Image{URL: "data:image/png;base64,cG5nIQ=="}}, traj[0].Observation, "the image as a types.Image")
+			assert.True(t, hasImagePart(srv.Requests()[1], "data:image/png;base64,cG5nIQ=="), "the model sees the image")
 			assert.Equal(t, "Execution error in broken: Failed to call a MCP tool: the weather station is offline", traj[1].Observation)
 			var te *mcptools.ToolError
 			require.ErrorAs(t, traj[1].Err, &te)
@@ -201,9 +202,15 @@ func TestReAct(t *testing.T) {
 	}
 }
 
+// lastUser is the text of a request's last message, its parts' text
+// joined when it has parts.
 func lastUser(r lmtest.Request) string {
-	m := r.Chat.Messages
-	return m[len(m)-1].Content
+	m := r.Chat.Messages[len(r.Chat.Messages)-1]
+	text := m.Content
+	for _, p := range m.MultiContent {
+		text += p.Text
+	}
+	return text
 }
 
 // TestNativeToolCalls: the MCP tools as the provider's function
@@ -233,18 +240,18 @@ func TestNativeToolCalls(t *testing.T) {
 	out := res.Outputs[0]["calls"].(types.ToolCalls).Execute(context.Background(), tools)
 	require.Len(t, out.Results, 1)
 	assert.False(t, out.Results[0].IsError, "%v", out.Results[0].Value)
-	assert.Equal(t, "Sunny in Oslo, 21 C.\n[image: image/png, 4 bytes]", out.Results[0].Value)
+	assert.Equal(t, []any{"Sunny in Oslo, 21 C.", types.Image{URL: "data:image/png;base64,cG5nIQ=="}}, out.Results[0].Value)
 	assert.Equal(t, []string{`{"city":"Oslo","unit":"C"}`}, ws.calls("weather"))
 }
 
-// TestNativeReAct drives a native-tool ReAct agent over the MCP tools, in
+// TestNativeReAct drives a native ReActV2 agent over the MCP tools, in
 // process and over loopback HTTP: the MCP schemas go out as function
 // definitions; one reply's two calls run at once on the one client session
 // (weather answers only after broken has ended, or the test would hang),
 // one of them an isError result; the next request replays the assistant's
-// calls and one tool message per result in the model's order; the server
-// receives the arguments the trace and the Step show; finish ends the
-// steps and extract gives the answer.
+// calls and one tool message per result in the model's order, the
+// weather's image after them as an image part; the server receives the
+// arguments the trace and the history show; submit ends the run.
 func TestNativeReAct(t *testing.T) {
 	for name, connect := range map[string]func(*testing.T, *weatherServer) *mcp.ClientSession{"in-memory": inMemory, "http": overHTTP} {
 		t.Run(name, func(t *testing.T) {
@@ -258,12 +265,12 @@ func TestNativeReAct(t *testing.T) {
 			srv := lmtest.NewServer(
 				lmtest.Text("[[ ## next_thought ## ]]\nAsk the station and the forecast.\n\n[[ ## completed ## ]]").WithFinish("tool_calls").
 					WithToolCalls(call("call_w", "weather", `{"city": "Oslo", "unit": "C"}`), call("call_b", "broken", `{}`)),
-				lmtest.Text("").WithFinish("tool_calls").WithToolCalls(call("call_f", "finish", `{}`)),
-				answer("Sunny"))
+				lmtest.Text("").WithFinish("tool_calls").WithToolCalls(call("call_f", "submit", `{"answer": "Sunny"}`)))
 			defer srv.Close()
 			sig, err := signature.Parse("question -> answer")
 			require.NoError(t, err)
-			agent, err := predict.NewReAct(sig, tools, predict.WithNativeTools(), predict.ToolConcurrency(2))
+			agent, err := predict.NewReActV2(sig, tools, predict.ToolConcurrency(2),
+				adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}))
 			require.NoError(t, err)
 
 			var mu sync.Mutex
@@ -289,17 +296,17 @@ func TestNativeReAct(t *testing.T) {
 			lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true})
 			res, err := agent.Call(ctx, lm, adapter.Values{"question": "Weather in Oslo?"}, adapter.UseTrace(tr))
 			require.NoError(t, err)
-			assert.Equal(t, "Sunny", res.Outputs[0]["answer"], "the answer comes from extract")
+			assert.Equal(t, "Sunny", res.Outputs[0]["answer"], "the answer comes from submit")
 			assert.Equal(t, []string{"call_b", "call_w", "call_f"}, done, "broken ended first: the two calls ran at once on one session")
 
 			reqs := srv.Requests()
-			require.Len(t, reqs, 3)
+			require.Len(t, reqs, 2)
 			first := reqs[0].Chat
 			var names []string
 			for _, d := range first.Tools {
 				names = append(names, d.Function.Name)
 			}
-			assert.ElementsMatch(t, []string{"weather", "broken", "slow", "finish"}, names, "the MCP tools and finish, as functions")
+			assert.ElementsMatch(t, []string{"weather", "broken", "slow", "submit"}, names, "the MCP tools and submit, as functions")
 			for _, d := range first.Tools {
 				if d.Function.Name == "weather" {
 					params, err := json.Marshal(d.Function.Parameters)
@@ -310,49 +317,48 @@ func TestNativeReAct(t *testing.T) {
 			}
 			assert.NotContains(t, first.Messages[0].Content, "[[ ## tools ## ]]", "the tools are functions, not prompt text")
 
-			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
-			require.Len(t, traj, 3)
-			assert.Equal(t, "call_w", traj[0].CallID)
-			assert.Equal(t, "weather", traj[0].Tool)
-			assert.Equal(t, "Ask the station and the forecast.", traj[0].Thought)
-			assert.Equal(t, "Sunny in Oslo, 21 C.\n[image: image/png, 4 bytes]", traj[0].Observation)
-			assert.NoError(t, traj[0].Err)
-			assert.Equal(t, "call_b", traj[1].CallID)
-			assert.Equal(t, 0, traj[1].Turn, "both calls belong to the first reply")
-			assert.Equal(t, "Execution error in broken: Failed to call a MCP tool: the weather station is offline", traj[1].Observation)
+			hist := predict.HistoryOf(res).Messages
+			require.Len(t, hist, 2)
+			assert.Equal(t, "Ask the station and the forecast.", hist[0]["next_thought"])
+			first0 := hist[0]["tool_calls"].(types.ToolCalls)
+			require.Len(t, first0.Calls, 2, "both calls belong to the first reply")
+			results := first0.Results.Results
+			assert.Equal(t, "call_w", first0.Calls[0].ID)
+			assert.Equal(t, "weather", first0.Calls[0].Name)
+			assert.Equal(t, []any{"Sunny in Oslo, 21 C.", types.Image{URL: "data:image/png;base64,cG5nIQ=="}}, results[0].Value)
+			assert.NoError(t, results[0].Err)
+			assert.Equal(t, "call_b", first0.Calls[1].ID)
+			assert.Equal(t, "Execution error in broken: Failed to call a MCP tool: the weather station is offline", results[1].Value)
 			var te *mcptools.ToolError
-			require.ErrorAs(t, traj[1].Err, &te)
+			require.ErrorAs(t, results[1].Err, &te)
 			assert.Equal(t, "broken", te.Tool)
-			assert.Equal(t, "finish", traj[2].Tool)
-			assert.Equal(t, 1, traj[2].Turn)
+			assert.Equal(t, "submit", hist[1]["tool_calls"].(types.ToolCalls).Calls[0].Name)
 
 			// What the server received is what the trace and the trajectory show.
 			assert.Equal(t, []string{`{"city":"Oslo","unit":"C"}`}, ws.calls("weather"))
 			assert.Equal(t, []string{`{}`}, ws.calls("broken"))
 			assert.Empty(t, ws.calls("slow"))
 			assert.JSONEq(t, traced["call_w"], ws.calls("weather")[0])
-			assert.JSONEq(t, string(traj[0].Args), ws.calls("weather")[0])
+			assert.JSONEq(t, first0.Calls[0].RawArgs, ws.calls("weather")[0])
 			assert.JSONEq(t, traced["call_b"], ws.calls("broken")[0])
-			assert.JSONEq(t, string(traj[1].Args), ws.calls("broken")[0])
+			assert.JSONEq(t, first0.Calls[1].RawArgs, ws.calls("broken")[0])
 
 			second := reqs[1].Chat.Messages
 			roles := make([]string, len(second))
 			for i, m := range second {
 				roles[i] = m.Role
 			}
-			require.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "user"}, roles)
+			require.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "user", "user"}, roles, "the tool messages, the attachments, the request")
 			require.Len(t, second[2].ToolCalls, 2, "the assistant's calls, replayed")
 			assert.Equal(t, "call_w", second[2].ToolCalls[0].ID)
 			assert.Equal(t, "weather", second[2].ToolCalls[0].Function.Name)
 			assert.JSONEq(t, `{"city":"Oslo","unit":"C"}`, second[2].ToolCalls[0].Function.Arguments)
 			assert.Equal(t, "call_b", second[2].ToolCalls[1].ID)
 			assert.Equal(t, "broken", second[2].ToolCalls[1].Function.Name)
-			assert.Equal(t, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_w", Name: "weather", Content: "Sunny in Oslo, 21 C.\n[image: image/png, 4 bytes]"}, second[3],
+			assert.Equal(t, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_w", Name: "weather", Content: "Sunny in Oslo, 21 C.\n[attachment 1: image, in the message after the tool results]"}, second[3],
 				"the results in the model's order, although broken ended first")
 			assert.Equal(t, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_b", Name: "broken", Content: "Execution error in broken: Failed to call a MCP tool: the weather station is offline"}, second[4])
-
-			assert.Empty(t, reqs[2].Chat.Tools, "the extract call has no tools")
-			assert.Contains(t, lastUser(reqs[2]), "[[ ## observation_1 ## ]]\nExecution error in broken: Failed to call a MCP tool: the weather station is offline")
+			assert.True(t, hasImagePart(reqs[1], "data:image/png;base64,cG5nIQ=="), "the server's image reaches the model as an image part")
 		})
 	}
 }
@@ -375,7 +381,7 @@ func TestArguments(t *testing.T) {
 
 	v, err := w.Call(ctx, json.RawMessage(`{"city": "Kraków", "extra": {"Nested": [1, 2.5]}}`))
 	require.NoError(t, err)
-	assert.Equal(t, "Sunny in Kraków, 21 C.\n[image: image/png, 4 bytes]", v)
+	assert.Equal(t, []any{"Sunny in Kraków, 21 C.", types.Image{URL: "data:image/png;base64,cG5nIQ=="}}, v)
 	assert.Equal(t, []string{`{"city":"Kraków","extra":{"Nested":[1,2.5]}}`}, ws.calls("weather"))
 	_, err = byName(tools)["broken"].Call(ctx, nil)
 	require.Error(t, err, "no arguments are the empty object")
@@ -512,7 +518,7 @@ func topKeys(t *testing.T, s string) []string {
 
 // TestLargeResultsBounded: the review's reproduction (security review 4,
 // P7): an MCP tool whose result is 8 MiB of text, called four times by a
-// native ReAct over a real in-process server. Before, the requests grew to
+// native agent over a real in-process server. Before, the requests grew to
 // 8, 16, 24 and 32 MiB (112 MiB in all, the extract included); now the
 // model is shown at most the bound on one result of each (64 KiB, with a
 // note saying what was cut), and no request carries more than about the
@@ -543,12 +549,12 @@ func TestLargeResultsBounded(t *testing.T) {
 		replies = append(replies, lmtest.Text("").WithFinish("tool_calls").WithToolCalls(call(fmt.Sprint("c", i))))
 	}
 	replies = append(replies, lmtest.Text("").WithFinish("tool_calls").WithToolCalls(openai.ToolCall{ID: "f", Type: openai.ToolTypeFunction,
-		Function: openai.FunctionCall{Name: "finish", Arguments: "{}"}}), answer("done"))
+		Function: openai.FunctionCall{Name: "submit", Arguments: `{"answer": "done"}`}}))
 	srv := lmtest.NewServer(replies...)
 	defer srv.Close()
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	agent, err := predict.NewReAct(sig, tools, predict.WithNativeTools())
+	agent, err := predict.NewReActV2(sig, tools, adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}))
 	require.NoError(t, err)
 	var cuts []int
 	tr := adapter.UseTrace(&adapter.Trace{ToolDone: func(i adapter.ToolDoneInfo) {
@@ -570,4 +576,17 @@ func TestLargeResultsBounded(t *testing.T) {
 	}
 	assert.Less(t, total, 2<<20, "all requests (112 MiB before)")
 	assert.Contains(t, string(srv.Requests()[1].Body), "more bytes of this result were cut", "the model is told")
+}
+
+// hasImagePart reports whether a request carries an image_url part with
+// the URL.
+func hasImagePart(r lmtest.Request, url string) bool {
+	for _, m := range r.Chat.Messages {
+		for _, p := range m.MultiContent {
+			if p.Type == openai.ChatMessagePartTypeImageURL && p.ImageURL != nil && p.ImageURL.URL == url {
+				return true
+			}
+		}
+	}
+	return false
 }

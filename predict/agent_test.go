@@ -122,8 +122,6 @@ func TestNewReActV2Refuses(t *testing.T) {
 		_, err = predict.NewReActV2(mustSig(t, spec), nil)
 		assert.ErrorContains(t, err, "the react predictor's own", spec)
 	}
-	_, err = predict.NewReActV2(sig, nil, predict.WithNativeTools())
-	assert.Error(t, err)
 }
 
 func mustJSON(t *testing.T, v any) []byte {

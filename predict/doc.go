@@ -22,9 +22,12 @@
 // A ReAct runs Go functions (types.NewTool) as tools; every tool run is
 // reported to the call's adapter.Trace (ToolStart, ToolDone), and the
 // result holds the trajectory, which marshals to DSPy's. By default it
-// asks for one tool per step in the text, as DSPy 3.3.1's ReAct; with
-// WithNativeTools it calls them through the provider's function calling,
-// several per step at once (ToolConcurrency). Its Stream shows the run
+// asks for one tool per step in the text, as DSPy 3.3.1's ReAct. ReActV2
+// (and Agent, typed) is DSPy's ReActV2, which DSPy 3.5 made its
+// dspy.ReAct: several calls per step, natively through the provider's
+// function calling when the adapter says so, run at once
+// (ToolConcurrency), and a submit tool that carries the outputs. Their
+// Stream shows the run
 // as it happens: each step's thought as it is written, the calls chosen,
 // each tool's start and end, then the answer (see ReAct.Stream).
 //

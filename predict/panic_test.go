@@ -3,6 +3,7 @@ package predict_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -49,50 +50,80 @@ func (l *toolDoneLog) trace() adapter.CallOption {
 // assertPanicStep checks a step whose tool panicked: its error is the
 // panic (value and stack), and the model was shown it as the tool's
 // failure.
-func assertPanicStep(t *testing.T, s predict.Step) {
+func assertPanicStep(t *testing.T, err error, observation any) {
 	t.Helper()
 	var pe *adapter.PanicError
-	require.ErrorAs(t, s.Err, &pe)
+	require.ErrorAs(t, err, &pe)
 	var re interface{ RuntimeError() }
 	assert.ErrorAs(t, pe, &re, "a runtime error's panic unwraps to it")
 	assert.Contains(t, string(pe.Stack), "panicTools", "the stack is where the tool panicked")
-	assert.Equal(t, "Execution error in lookup: panic: runtime error: index out of range [4] with length 0", s.Observation)
+	assert.Equal(t, "Execution error in lookup: panic: runtime error: index out of range [4] with length 0", observation)
 }
 
-// TestToolPanicIsItsError: a tool's panic is that tool's error, in text
-// and native ReAct, Call and Stream alike: the model sees it as the
-// step's observation (DSPy's tool exception), the trajectory and the
-// trace keep the *adapter.PanicError with its stack, the other calls of
-// the step keep their results, and the run goes on. Before, native ReAct
-// re-panicked on the caller's goroutine and text ReAct crashed the call
-// (security review 4).
+// agentRun is what ReAct and ReActV2 share.
+type agentRun interface {
+	Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error)
+	Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error]
+}
+
+// stepErrors are a run's steps' errors and observations: a ReAct's
+// trajectory, a ReActV2's history.
+func stepErrors(t *testing.T, res *adapter.Result) ([]error, []any) {
+	var errs []error
+	var obs []any
+	if traj, ok := res.Outputs[0]["trajectory"].(predict.Trajectory); ok {
+		for _, s := range traj {
+			errs, obs = append(errs, s.Err), append(obs, s.Observation)
+		}
+		return errs, obs
+	}
+	for _, c := range v2Calls(t, res) {
+		errs, obs = append(errs, c.Err), append(obs, c.Value)
+	}
+	return errs, obs
+}
+
+// TestToolPanicIsItsError: a tool's panic is that tool's error, in ReAct
+// and ReActV2 (native, calls at once), Call and Stream alike: the model
+// sees it as the step's observation (DSPy's tool exception), the
+// trajectory or history and the trace keep the *adapter.PanicError with
+// its stack, the other calls of the step keep their results, and the run
+// goes on. Before, a native agent re-panicked on the caller's goroutine
+// and text ReAct crashed the call (security review 4).
 func TestToolPanicIsItsError(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
+	react, err := predict.NewReAct(sig, panicTools(t))
+	require.NoError(t, err)
+	v2, err := predict.NewReActV2(sig, panicTools(t), nativeChat, predict.ToolConcurrency(4))
+	require.NoError(t, err)
 	cases := map[string]struct {
-		opts    []predict.Option
+		agent   agentRun
 		replies func() []lmtest.Reply
 		panicAt int // the step that panicked
+		calls   int // the LM calls
 	}{
-		"text": {
+		"react": {
+			agent: react,
 			replies: func() []lmtest.Reply {
 				return []lmtest.Reply{step("t", "lookup", `{"query": "boom"}`), step("t", "finish", `{}`), answer("a")}
 			},
+			calls: 3,
 		},
-		"native": {
-			opts: []predict.Option{predict.WithNativeTools(), predict.ToolConcurrency(4)},
+		"reactv2": {
+			agent: v2,
 			replies: func() []lmtest.Reply {
 				return []lmtest.Reply{
 					nativeStep("t", fcall("1", "lookup", `{"query": "a"}`), fcall("2", "lookup", `{"query": "boom"}`), fcall("3", "lookup", `{"query": "c"}`)),
-					nativeStep("done", fcall("4", "finish", `{}`)), answer("a"),
+					nativeStep("done", fcall("4", "submit", `{"answer": "a"}`)),
 				}
 			},
 			panicAt: 1,
+			calls:   2,
 		},
 	}
 	for name, c := range cases {
-		r, err := predict.NewReAct(sig, panicTools(t), c.opts...)
-		require.NoError(t, err)
+		r := c.agent
 		for _, stream := range []bool{false, true} {
 			t.Run(name+map[bool]string{false: " call", true: " stream"}[stream], func(t *testing.T) {
 				srv := lmtest.NewServer(c.replies()...)
@@ -113,11 +144,11 @@ func TestToolPanicIsItsError(t *testing.T) {
 				}
 				require.NotNil(t, res)
 				assert.Equal(t, "a", res.Outputs[0]["answer"])
-				traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
-				assertPanicStep(t, traj[c.panicAt])
-				for i, s := range traj {
+				errs, obs := stepErrors(t, res)
+				assertPanicStep(t, errs[c.panicAt], obs[c.panicAt])
+				for i, e := range errs {
 					if i != c.panicAt {
-						assert.NoError(t, s.Err, "step %d", i)
+						assert.NoError(t, e, "step %d", i)
 					}
 				}
 				var traced []error
@@ -127,9 +158,9 @@ func TestToolPanicIsItsError(t *testing.T) {
 					}
 				}
 				require.Len(t, traced, 1)
-				assert.Same(t, traj[c.panicAt].Err, traced[0], "the trace has the same error")
+				assert.Same(t, errs[c.panicAt], traced[0], "the trace has the same error")
 				reqs := srv.Requests()
-				require.Len(t, reqs, 3)
+				require.Len(t, reqs, c.calls)
 				assert.Contains(t, requestText(reqs[1]), "Execution error in lookup: panic: runtime error: index out of range", "the model saw the failure")
 			})
 		}
@@ -143,7 +174,7 @@ func TestToolPanicIsItsError(t *testing.T) {
 func TestToolPanicRepanicFromHook(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	r, err := predict.NewReAct(sig, panicTools(t), predict.WithNativeTools(), predict.ToolConcurrency(4))
+	r, err := predict.NewReActV2(sig, panicTools(t), nativeChat, predict.ToolConcurrency(4))
 	require.NoError(t, err)
 	srv := lmtest.NewServer(nativeStep("t", fcall("1", "lookup", `{"query": "a"}`), fcall("2", "lookup", `{"query": "boom"}`)))
 	defer srv.Close()

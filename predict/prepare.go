@@ -56,8 +56,7 @@ func (c *ChainOfThought[In, Out]) Prepare(ctx context.Context, lm adapter.LM, in
 
 // Prepare returns the request Call would send first for inputs, without
 // sending it (see adapter.Prepare): the first step's react request, with
-// an empty trajectory (with WithNativeTools, the first native request:
-// the tools, and the task's inputs as the conversation's first turn), or,
+// an empty trajectory, or,
 // when the call's step limit is 0 (MaxIters, "max_iters" in inputs), the
 // extract request. The limits and options of Call apply; its errors are
 // those Call returns before any request.

@@ -161,8 +161,8 @@ func TestPrepareReActGolden(t *testing.T) {
 // TestPrepareRealReActPrograms: the dspy.ReAct programs among the real
 // files, loaded onto NewReAct: the first request is the react
 // predictor's, with DSPy's system message and demos and an empty
-// trajectory, and it is Call's first; with WithNativeTools (not loaded:
-// its react predictor is ReActV2's), the tools go in the request.
+// trajectory, and it is Call's first; a ReActV2 over the same tools with
+// the native Chat adapter (not loaded) sends them in the request.
 func TestPrepareRealReActPrograms(t *testing.T) {
 	ref, _ := readReal(t)
 	tool := func(name string) types.Tool {
@@ -216,13 +216,13 @@ func TestPrepareRealReActPrograms(t *testing.T) {
 			assert.Contains(t, last, "[[ ## trajectory ## ]]\n\n\nRespond with", "an empty trajectory")
 
 			if _, _, ok := sig.Field("history"); ok {
-				return // the native react predictor has a history of its own
+				return // ReActV2's react predictor has a history of its own
 			}
-			native, err := predict.NewReAct(sig, tools, predict.WithNativeTools())
+			native, err := predict.NewReActV2(sig, tools, nativeChat)
 			require.NoError(t, err)
 			nreq := samePrepared(t, srv, func() (openai.ChatCompletionRequest, error) { return native.Prepare(ctx, toolsLM(srv), c.inputs) },
 				func() { _, _ = native.Call(ctx, toolsLM(srv), c.inputs) })
-			assert.Len(t, nreq.Tools, len(tools)+1, "the tools and finish, natively")
+			assert.Len(t, nreq.Tools, len(tools)+1, "the tools and submit, natively")
 		})
 	}
 }
@@ -331,7 +331,6 @@ func TestPrepareReActSteps(t *testing.T) {
 	}{
 		"MaxIters(0)":  {searchAgent(t, predict.MaxIters(0)), in},
 		"max_iters 0":  {searchAgent(t), adapter.Values{"question": "Capital of France?", "max_iters": 0}},
-		"native, none": {searchAgent(t, predict.MaxIters(0), predict.WithNativeTools()), in},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := samePrepared(t, srv, func() (openai.ChatCompletionRequest, error) { return c.r.Prepare(ctx, srv.Client(), c.in) },
@@ -341,7 +340,7 @@ func TestPrepareReActSteps(t *testing.T) {
 		})
 	}
 	r := searchAgent(t)
-	for _, opts := range [][]adapter.CallOption{{predict.WithNativeTools()}, {predict.WithDemos()}, {predict.MaxIters(-1)}} {
+	for _, opts := range [][]adapter.CallOption{{predict.ToolConcurrency(0)}, {predict.WithDemos()}, {predict.MaxIters(-1)}} {
 		_, perr := r.Prepare(ctx, srv.Client(), in, opts...)
 		_, cerr := r.Call(ctx, srv.Client(), in, opts...)
 		require.Error(t, cerr)

@@ -15,6 +15,7 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/internal/pyjson"
+	"github.com/sigwire/adapter/internal/value"
 	"github.com/sigwire/adapter/signature"
 	"github.com/sigwire/adapter/types"
 )
@@ -68,14 +69,11 @@ type ReAct struct {
 	// errorText is the observation of a failed step (WithToolErrorText);
 	// nil for DSPy's.
 	errorText func(tool string, err error) string
-	// native: the steps call tools through the provider's function
-	// calling (WithNativeTools).
-	native bool
 	// concurrency bounds the tool runs of one step (ToolConcurrency).
 	concurrency int
 	// v2: DSPy's ReActV2 (NewReActV2): the react predictor is the
-	// conversation one (as with native), the steps end on submit, and no
-	// extract call follows.
+	// conversation one, a reply may call several tools, the steps end on
+	// submit, and no extract call follows.
 	v2      bool
 	react   *Module
 	extract *Module
@@ -95,7 +93,7 @@ var strSpec = func() *signature.TypeSpec {
 // NewReAct returns a ReAct for sig that may call tools, which must be
 // callable (built with types.NewTool) and have distinct names other than
 // "finish", which ReAct adds. Options: MaxIters, MaxItersFromInputs,
-// WithToolErrorText, WithNativeTools, ToolConcurrency, and
+// WithToolErrorText, ToolConcurrency, and
 // adapter.CallOptions (adapter.UseAdapter, adapter.WithRequest, …), which
 // apply to both predictors as their defaults; demos come from Load.
 func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*ReAct, error) {
@@ -118,7 +116,7 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 	}
 	r := &ReAct{sig: sig, maxIters: maxIters, itersFromInputs: hasOption[maxItersFromInputsOption](opts),
 		errorText: errorTextOf(opts, nil), byName: map[string]types.Tool{},
-		native: hasOption[nativeToolsOption](opts), concurrency: concurrency}
+		concurrency: concurrency}
 	for _, t := range tools {
 		switch {
 		case t.Name == "":
@@ -145,9 +143,6 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 	r.tools = append(r.tools, finish)
 
 	reactSig, err := r.reactSignature()
-	if r.native {
-		reactSig, err = r.conversationSignature("When all the information for producing " + outputs + " is available, call `finish`.")
-	}
 	if err != nil {
 		return nil, fmt.Errorf("predict: ReAct: %w", err)
 	}
@@ -343,31 +338,29 @@ func (p Program) Sub(path string) Program {
 // trajectory object, in order: {"thought_0": …, "tool_name_0": …,
 // "tool_args_0": {…}, "observation_0": …, "thought_1": …}.
 //
-// With native tool calling (WithNativeTools) a reply may ask for several
-// calls: each call is an entry of its own, numbered on, in the model's
-// order; the reply's thought is the first call's, and the entries of one
-// reply share their Turn. A reply that calls no tool ends the steps; its
-// thought is kept as a last entry with no tool, which shows as
-// "thought_<n>" alone.
+// A ReActV2 keeps its steps in one too (its Result shows them as a
+// History): a reply may ask for several calls, each an entry of its own,
+// numbered on, in the model's order; the reply's thought is the first
+// call's, and the entries of one reply share their Turn.
 type Trajectory []Step
 
 // Step is one step of a run: the model's thought, the tool it called with
-// which arguments, and what came back. With native tool calling it is one
-// call of the model's reply (see Trajectory).
+// which arguments, and what came back. In a ReActV2 it is one call of the
+// model's reply (see Trajectory).
 type Step struct {
 	// Index numbers the step in the trajectory's keys (thought_<Index>).
 	// When the context window forced the oldest steps out, the remaining
 	// ones keep their numbers, as in DSPy.
 	Index   int
 	Thought string
-	// Tool is the tool called; "" for a native reply that called none.
+	// Tool is the tool called; "" for a reply that called none.
 	Tool string
 	// Args are the arguments as the model wrote them, in its order: the
 	// JSON the tool was called with and the trace's ToolStart shows. The
 	// tool decodes them as Args.Decode does, so what they show is what it
 	// ran with; arguments it refused (a key that is not exactly an
 	// argument's name) ran nothing, and Err says why. Arguments that are
-	// not one JSON object (a native call's, cut off or malformed) are
+	// not one JSON object (a ReActV2 call's, cut off or malformed) are
 	// empty here; the call ran nothing and Err holds their text.
 	Args ToolArgs
 	// Observation is the tool's result or, when it failed, the text the
@@ -380,16 +373,15 @@ type Step struct {
 	// Err is the tool's error, nil when it succeeded.
 	Err error
 	// Turn numbers, from 0, the react call (the model's reply) that asked
-	// for the call: Index in text mode; with native tool calling the calls
-	// of one reply share it. A ReAct stream's chunks carry Turn+1 as
-	// Chunk.Step.
+	// for the call: Index for a ReAct; the calls of one ReActV2 reply share
+	// it. A stream's chunks carry Turn+1 as Chunk.Step.
 	Turn int
-	// CallID is the call's id in the native conversation: the provider's,
-	// or "call_<turn>_<n>" where the provider gave none or gave one twice;
-	// "" in text mode.
+	// CallID is the call's id in a ReActV2's conversation: the
+	// provider's, or "call_<turn>_<n>" where the provider gave none or
+	// gave one twice; "" for a ReAct.
 	CallID string
 
-	// unread marks a native call whose arguments could not be read;
+	// unread marks a ReActV2 call whose arguments could not be read;
 	// rawArgs is what the model wrote, replayed as it was.
 	unread  bool
 	rawArgs string
@@ -415,7 +407,8 @@ func (t Trajectory) MarshalJSON() ([]byte, error) {
 }
 
 // text renders the trajectory as DSPy's adapters show it to the model:
-// one "[[ ## key ## ]]" block per key, values as a str field shows them.
+// one "[[ ## key ## ]]" block per key, values as a str field shows them;
+// a media value a tool returned is sent as a content part where it is.
 func (t Trajectory) text() (string, error) {
 	var b strings.Builder
 	for _, s := range t {
@@ -429,7 +422,7 @@ func (t Trajectory) text() (string, error) {
 			shown = keys[:1]
 		}
 		for _, kv := range shown {
-			text, err := adapter.FormatValue(kv.v, signature.Field{Name: kv.key, Spec: strSpec})
+			text, err := shownText(kv.v)
 			if err != nil {
 				return "", err
 			}
@@ -440,6 +433,38 @@ func (t Trajectory) text() (string, error) {
 		}
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// shownText is a value of the trajectory as the model is shown it: as a
+// str field shows it, except that media a tool returned (an Image, alone
+// or in a list with text) keep their content-part markers, which the
+// adapter turns into parts of the user message: a list that holds media
+// shows its items one per line, text as it is, media as parts. (It is
+// value.Format, not adapter.FormatValue, which would make the markers
+// text.)
+func shownText(v any) (string, error) {
+	items, ok := v.([]any)
+	if !ok || !slices.ContainsFunc(items, isMedia) {
+		return value.Format(v, strSpec)
+	}
+	lines := make([]string, len(items))
+	for i, it := range items {
+		if s, ok := it.(string); ok {
+			lines[i] = s
+			continue
+		}
+		s, err := value.Format(it, strSpec)
+		if err != nil {
+			return "", err
+		}
+		lines[i] = s
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+func isMedia(v any) bool {
+	_, ok := v.(adapter.Formatter)
+	return ok
 }
 
 // turns reports how many react calls the trajectory's steps came from.
@@ -467,8 +492,7 @@ type run struct {
 	maxIters, concurrency int
 	// errorText is this call's observation of a failed step.
 	errorText func(tool string, err error) string
-	// stepOpts are the options of the react calls: the call's, and the
-	// adapter switched to native function calling (WithNativeTools).
+	// stepOpts are the options of the react calls.
 	stepOpts []adapter.CallOption
 	// next is the Index of the next step.
 	next int
@@ -479,7 +503,7 @@ type run struct {
 	// the caller (false: the caller stopped).
 	stream adapter.StreamingLM
 	yield  func(adapter.Chunk) bool
-	// ids are the native calls' ids so far.
+	// ids are a ReActV2's calls' ids so far.
 	ids map[string]bool
 	// prior are the turns of a ReActV2's "history" input; submitted the
 	// outputs of the run's last successful submit.
@@ -490,7 +514,7 @@ type run struct {
 }
 
 // Call runs the agent on inputs: up to MaxIters steps, each an LM call
-// that picks a tool (with WithNativeTools, one or more) and a run of it,
+// that picks a tool and a run of it,
 // then the extract call. The Result's Outputs[0] holds the extract's
 // outputs (reasoning and the signature's outputs) and "trajectory", a
 // Trajectory; Calls and Usage count every LM call. inputs may hold
@@ -508,11 +532,6 @@ type run struct {
 // (errors.Is(err, adapter.ErrContextWindow)), the oldest step is dropped
 // and the call tried again, up to three times. Every tool run is reported
 // to the call's Trace (ToolStart, ToolDone).
-//
-// With WithNativeTools, a call to a tool the agent does not have, or with
-// arguments that are not one JSON object, runs nothing and is answered
-// with the error, so that the model may correct it; a reply that calls no
-// tool ends the steps (see WithNativeTools).
 //
 // What a tool receives: the arguments the model wrote, decoded as
 // types.DecodeArgs decodes them (a key must be an argument's name
@@ -561,9 +580,6 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 	if err != nil {
 		return nil, err
 	}
-	if hasOption[nativeToolsOption](opts) {
-		return nil, errNativeOnCall
-	}
 	c, opts := split(opts)
 	switch {
 	case c.instructions != nil || c.demosSet:
@@ -588,9 +604,6 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 	st := &run{r: r, ctx: ctx, lm: lm, inputs: inputs, opts: opts, total: &adapter.Result{}, maxIters: maxIters,
 		concurrency: concurrency, errorText: errorText, stepOpts: opts,
 		limits: adapter.CallLimits(r.react.callOptions(opts)...)}
-	if r.native {
-		st.stepOpts = r.nativeOptions(ctx, opts)
-	}
 	return st, nil
 }
 
@@ -647,7 +660,7 @@ func toolStartStatus(tool string) string { return "Calling tool " + tool + "..."
 const toolEndStatus = "Tool calling finished! Querying the LLM with tool calling results..."
 
 // steps runs the react loop: a call that picks the tools, their runs,
-// until finish, a native reply that calls no tool, or maxIters.
+// until finish, or maxIters.
 func (st *run) steps() error {
 	tr := adapter.CallTrace(st.ctx, st.r.react.callOptions(st.opts)...)
 	for turn := range st.maxIters {
@@ -694,11 +707,8 @@ func (st *run) send(c adapter.Chunk) bool {
 }
 
 // reactInputs are the inputs of the next react call: the task's and the
-// trajectory, as text or, natively, as the conversation so far.
+// trajectory as text.
 func (st *run) reactInputs() (adapter.Values, error) {
-	if st.r.native {
-		return st.nativeInputs()
-	}
 	text, err := st.traj.text()
 	if err != nil {
 		return nil, err
@@ -769,17 +779,13 @@ type toolCall struct {
 	// the call runs nothing.
 	err error
 	raw string
-	// dropped counts, on a native reply's last call kept, the calls past
+	// dropped counts, on a ReActV2 reply's last call kept, the calls past
 	// MaxToolCallsPerStep, which the model is told of.
 	dropped int
 }
 
 // readStep reads a react reply: its thought and the calls it asks for.
 func (st *run) readStep(res *adapter.Result, turn int) (string, []toolCall) {
-	if st.r.native {
-		thought, _, calls := st.readNative(res, turn)
-		return thought, calls
-	}
 	pred := res.Outputs[0]
 	thought, _ := pred["next_thought"].(string)
 	c := toolCall{}
@@ -822,7 +828,7 @@ func toolChoiceError(err error) bool {
 }
 
 // withTruncation makes a call and, while the prompt exceeds the context
-// window, drops the oldest step (with native tool calling, the oldest
+// window, drops the oldest step (for a ReActV2, the oldest
 // reply's calls) and calls again: three attempts, as DSPy's
 // _call_with_potential_trajectory_truncation. A trajectory of one step or
 // none cannot be cut; both failures match adapter.ErrContextWindow. A
@@ -866,7 +872,7 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 }
 
 // Stream runs the agent like Call and streams it, step by step. The
-// chunks, in order (one vocabulary for text and native tool calling):
+// chunks, in order (one vocabulary for ReAct and ReActV2):
 //
 //   - each step's thought, as it is written: chunks with Field
 //     "next_thought" and a Delta (joined as adapter.Stream's deltas are,
@@ -874,14 +880,14 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 //     model that reasons natively, with Step set to the step's number,
 //     from 1;
 //   - the step's tool calls once chosen: one chunk whose ToolCalls holds
-//     them whole (name, arguments as JSON, and the id with native tool
-//     calling), Step set;
+//     them whole (name, arguments as JSON, and the id for a ReActV2), Step
+//     set;
 //   - each tool run's start: a chunk with Status "Calling tool <name>..."
 //     and Tool (Done false: its id, name and arguments), Step set;
 //   - its end: a chunk with Status "Tool calling finished! Querying the
 //     LLM with tool calling results..." and Tool (Done true, with the
 //     Observation the model is shown and the Err of a failed run), Step
-//     set. Several calls of a native step run at once (ToolConcurrency):
+//     set. Several calls of a ReActV2 step run at once (ToolConcurrency):
 //     they start in the model's order and end as they finish; match them
 //     by Tool.ID;
 //   - then the extract call's chunks, as a ChainOfThought streams them

@@ -154,17 +154,20 @@ func jsonEqual(t *testing.T, want, got string, msg ...any) {
 	assert.Equal(t, w, g, msg...)
 }
 
-// TestNativeReActProviderRecordings replays the tool-call replies of real
+// TestReActV2ProviderRecordings replays the tool-call replies of real
 // providers (Groq, DeepSeek, llama.cpp, Avian, Alibaba, an Anthropic
 // gateway, OpenAI with n=2 and parallel calls, Vercel's gateway, Gemini
-// without ids, xAI, Ollama) as a native ReAct's first step, byte for byte
-// through the real go-openai client against lmtest: streams through
+// without ids, xAI, Ollama) as a native ReActV2's first step, byte for
+// byte through the real go-openai client against lmtest: streams through
 // Stream, blocking bodies through Call. Each recorded call runs with its
 // recorded arguments, in the recorded order, under its id (or one made up
-// where the provider gave none); the reply's text is the step's thought;
-// the next request replays the calls and their results natively; the
-// stream shows the chosen calls and the reasoning as the wire carried it.
-func TestNativeReActProviderRecordings(t *testing.T) {
+// where the provider gave none); the reply's plain text beside its calls
+// is not the thought (DSPy reads it only in the adapter's format; the
+// Result's Notes say it was left out, a stream's thought is replaced by
+// none); the next request replays the calls and their results natively;
+// the stream shows the chosen calls and the reasoning as the wire carried
+// it.
+func TestReActV2ProviderRecordings(t *testing.T) {
 	for _, id := range []string{
 		"groq-stream-tool-call", "groq-stream-parallel-tool-calls-hf-router", "deepseek-stream-tool-call-reasoning",
 		"llamacpp-stream-tool-call", "avian-stream-parallel-tool-calls", "alibaba-stream-tool-call",
@@ -197,9 +200,9 @@ func TestNativeReActProviderRecordings(t *testing.T) {
 			}
 			sig, err := signature.Parse("question -> answer")
 			require.NoError(t, err)
-			agent, err := predict.NewReAct(sig, tools, predict.WithNativeTools(), predict.ToolConcurrency(1))
+			agent, err := predict.NewReActV2(sig, tools, nativeChat, predict.ToolConcurrency(1))
 			require.NoError(t, err)
-			srv := lmtest.NewServer(lmtest.Raw(http.StatusOK, rec.header, rec.body), nativeStep("", fcall("fin", "finish", "{}")), answer("done"))
+			srv := lmtest.NewServer(lmtest.Raw(http.StatusOK, rec.header, rec.body), nativeStep("", fcall("fin", "submit", `{"answer": "done"}`)))
 			defer srv.Close()
 			in := adapter.Values{"question": "Do what the recording did."}
 
@@ -216,48 +219,54 @@ func TestNativeReActProviderRecordings(t *testing.T) {
 			require.NotNil(t, res)
 			assert.Equal(t, "done", res.Outputs[0]["answer"])
 
-			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
-			require.Len(t, traj, len(rec.calls)+1, "each recorded call, then finish")
+			calls := v2Calls(t, res)
+			require.Len(t, calls, len(rec.calls)+1, "each recorded call, then submit")
 			require.Len(t, ran, len(rec.calls))
 			var chosen []string
 			for i, c := range rec.calls {
-				s := traj[i]
+				s := calls[i]
 				wantID := c.id
 				if wantID == "" {
 					wantID = fmt.Sprintf("call_0_%d", i)
 				}
-				assert.Equal(t, c.name, s.Tool)
-				assert.Equal(t, wantID, s.CallID)
+				assert.Equal(t, c.name, s.Name)
+				assert.Equal(t, wantID, s.ID)
 				assert.Equal(t, 0, s.Turn)
 				require.NoError(t, s.Err)
 				args := c.args
 				if strings.TrimSpace(args) == "" {
 					args = "{}"
 				}
-				jsonEqual(t, args, string(s.Args), "call %d: the recorded arguments", i)
+				jsonEqual(t, args, s.Args, "call %d: the recorded arguments", i)
 				name, got, _ := strings.Cut(ran[i], " ")
 				assert.Equal(t, c.name, name, "the calls ran in the recorded order")
 				jsonEqual(t, args, got, "call %d ran with the recorded arguments", i)
-				assert.Equal(t, got, s.Observation)
+				assert.Equal(t, got, s.Value)
 				chosen = append(chosen, fmt.Sprintf("1 call: %s %s %s", wantID, c.name, s.Args))
 			}
-			assert.Equal(t, strings.TrimSpace(rec.content), traj[0].Thought, "the reply's text is the step's thought")
-			assert.Equal(t, "finish", traj[len(traj)-1].Tool)
+			assert.False(t, calls[0].ThoughtStated, "plain text beside the calls is no thought, as DSPy reads it")
+			if strings.TrimSpace(rec.content) != "" {
+				require.NotEmpty(t, res.Notes)
+				assert.Contains(t, res.Notes[0], "step 1: the reply's text beside its tool calls is not in the adapter's format for next_thought")
+			}
+			assert.Equal(t, "submit", calls[len(calls)-1].Name)
 
 			if rec.stream {
-				var calls, thought, reasoning []string
+				var streamed, thought, reasoning []string
 				for _, l := range tr.lines {
 					switch {
 					case strings.HasPrefix(l, "1 call: "):
-						calls = append(calls, l)
+						streamed = append(streamed, l)
 					case strings.HasPrefix(l, "1 next_thought: "):
 						thought = append(thought, strings.TrimPrefix(l, "1 next_thought: "))
 					case strings.HasPrefix(l, "1 reasoning~: "):
 						reasoning = append(reasoning, strings.TrimPrefix(l, "1 reasoning~: "))
 					}
 				}
-				assert.Equal(t, chosen, calls, "the chosen calls, once, with their ids")
-				assert.Equal(t, traj[0].Thought, strings.Join(thought, ""), "the thought's deltas are the thought")
+				assert.Equal(t, chosen, streamed, "the chosen calls, once, with their ids")
+				if len(thought) > 0 {
+					assert.Equal(t, "", thought[len(thought)-1], "the thought's deltas end replaced by none")
+				}
 				if rec.reasoning != "" {
 					assert.Equal(t, []string{rec.reasoning}, reasoning, "the step's reasoning, as the wire carried it")
 				}
@@ -265,30 +274,30 @@ func TestNativeReActProviderRecordings(t *testing.T) {
 
 			// The next step replays the calls and their results natively.
 			reqs := srv.Requests()
-			require.Len(t, reqs, 3)
+			require.Len(t, reqs, 2)
 			msgs := reqs[1].Chat.Messages
 			require.Len(t, msgs, 3+2*0+len(rec.calls)+1)
 			asst := msgs[2]
 			assert.Equal(t, "assistant", asst.Role)
 			require.Len(t, asst.ToolCalls, len(rec.calls))
 			for i, c := range asst.ToolCalls {
-				assert.Equal(t, traj[i].CallID, c.ID)
-				assert.Equal(t, traj[i].Tool, c.Function.Name)
-				jsonEqual(t, string(traj[i].Args), c.Function.Arguments)
+				assert.Equal(t, calls[i].ID, c.ID)
+				assert.Equal(t, calls[i].Name, c.Function.Name)
+				jsonEqual(t, calls[i].Args, c.Function.Arguments)
 				tool := msgs[3+i]
 				assert.Equal(t, "tool", tool.Role)
-				assert.Equal(t, traj[i].CallID, tool.ToolCallID)
-				assert.Equal(t, traj[i].Observation, tool.Content)
+				assert.Equal(t, calls[i].ID, tool.ToolCallID)
+				assert.Equal(t, calls[i].Value, tool.Content)
 			}
 		})
 	}
 }
 
-// TestNativeReActToolCallAsText: a recorded Ollama that was given tools
-// but wrote the call as text in its reply (<tool_call>{…}</tool_call>),
-// with no tool_calls: nothing runs — a call is what the provider returns
-// as one — the steps end with the text as the thought, and extract runs.
-func TestNativeReActToolCallAsText(t *testing.T) {
+// TestReActV2ToolCallAsText: a recorded Ollama that was given tools but
+// wrote the call as text in its reply (<tool_call>{…}</tool_call>), with
+// no tool_calls: nothing runs — a call is what the provider returns as
+// one — the steps end (no tool called) and the forced submit follows.
+func TestReActV2ToolCallAsText(t *testing.T) {
 	rec := loadProviderRecording(t, "ollama-stream-tools-as-text")
 	require.Empty(t, rec.calls)
 	require.Contains(t, rec.content, "<tool_call>")
@@ -296,17 +305,19 @@ func TestNativeReActToolCallAsText(t *testing.T) {
 	tool, err := types.NewTool("get_delivery_date", "", func(context.Context, recordedArgs) (string, error) { ran++; return "", nil })
 	require.NoError(t, err)
 	sig, _ := signature.Parse("question -> answer")
-	agent, err := predict.NewReAct(sig, []types.Tool{tool}, predict.WithNativeTools())
+	agent, err := predict.NewReActV2(sig, []types.Tool{tool}, nativeChat)
 	require.NoError(t, err)
-	srv := lmtest.NewServer(lmtest.Raw(http.StatusOK, rec.header, rec.body), answer("unknown"))
+	srv := lmtest.NewServer(lmtest.Raw(http.StatusOK, rec.header, rec.body), nativeStep("", fcall("s", "submit", `{"answer": "unknown"}`)))
 	defer srv.Close()
 	tr := readStream(agent.Stream(t.Context(), toolsLM(srv), adapter.Values{"question": "When is order_12345 delivered?"}))
 	require.NoError(t, tr.err)
 	assert.Zero(t, ran)
-	traj := tr.res.Outputs[0]["trajectory"].(predict.Trajectory)
-	require.Len(t, traj, 1)
-	assert.Equal(t, "", traj[0].Tool)
-	assert.Equal(t, strings.TrimSpace(rec.content), traj[0].Thought)
-	assert.Contains(t, lastUser(srv.Requests()[1]), "[[ ## thought_0 ## ]]\n<tool_call>")
+	assert.Equal(t, predict.TerminatedByForcedSubmit, predict.TerminationOf(tr.res))
+	calls := v2Calls(t, tr.res)
+	require.Len(t, calls, 1)
+	assert.Equal(t, "submit", calls[0].Name)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, reqs[0].Chat.Messages, reqs[1].Chat.Messages, "the forced submit: the same history, no turn for a reply without calls")
 	assert.Equal(t, "unknown", tr.res.Outputs[0]["answer"])
 }

@@ -1,6 +1,7 @@
 package predict_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"iter"
 	"math/rand/v2"
@@ -109,14 +110,13 @@ func TestReActStreamSteps(t *testing.T) {
 	assert.Equal(t, 3, tr.res.Calls)
 }
 
-// TestNativeReActStreamSteps: the same vocabulary with native tool
-// calling: a step's calls come together, with their ids; each starts and
-// ends; a failed run carries its error.
-func TestNativeReActStreamSteps(t *testing.T) {
+// TestReActV2StreamSteps: the same vocabulary for a native ReActV2: a
+// step's calls come together, with their ids; each starts and ends; a
+// failed run carries its error; submit ends it.
+func TestReActV2StreamSteps(t *testing.T) {
 	srv := lmtest.NewServer(
 		nativeStep("Both cities.", fcall("a", "weather", `{"city": "Oslo"}`), fcall("b", "weather", `{"city": "Rome"}`)).ChunkSize(3),
-		nativeStep("", fcall("c", "finish", "{}")),
-		answer("Oslo."))
+		nativeStep("", fcall("c", "submit", `{"answer": "Oslo."}`)))
 	defer srv.Close()
 	tr := readStream(weatherAgent(t, nil, predict.ToolConcurrency(1)).Stream(t.Context(), toolsLM(srv), adapter.Values{"question": "q"}))
 	require.NoError(t, tr.err)
@@ -128,30 +128,29 @@ func TestNativeReActStreamSteps(t *testing.T) {
 		"1 end: a weather sunny, 19 °C <nil> | " + endStatus,
 		`1 start: b weather {"city":"Rome"} | Calling tool weather...`,
 		`1 end: b weather Execution error in weather: no forecast for "Rome" no forecast for "Rome" | ` + endStatus,
-		"2 call: c finish {}",
-		"2 start: c finish {} | Calling tool finish...",
-		"2 end: c finish Completed. <nil> | " + endStatus,
-		"0 reasoning: r",
-		"0 answer: Oslo.",
+		`2 call: c submit {"answer":"Oslo."}`,
+		`2 start: c submit {"answer":"Oslo."} | Calling tool submit...`,
+		`2 end: c submit {"answer":"Oslo."} <nil> | ` + endStatus,
 	}, tr.lines)
 	assert.Greater(t, tr.deltas[1], 2)
 	require.NotNil(t, tr.res)
-	assert.Len(t, tr.res.Outputs[0]["trajectory"], 3)
+	assert.Len(t, v2Calls(t, tr.res), 3)
+	assert.Equal(t, "Oslo.", tr.res.Outputs[0]["answer"])
 }
 
 // TestReActCallStreamAgree: over generated runs — tool calls that work,
-// fail, name no tool, have arguments cut off; several per native step;
+// fail, name no tool, have arguments cut off; several per ReActV2 step;
 // replies without calls; a context window exceeded; runs out of steps —
 // the same replies through Call and through Stream give the same Result
-// (trajectory, outputs, counters) or the same error, in text and native
-// mode.
+// (trajectory or history, outputs, counters) or the same error, for a
+// ReAct and a native ReActV2.
 func TestReActCallStreamAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 34))
 	for i := range 60 {
 		native := i%2 == 1
 		replies := generatedRun(rng, native)
 		t.Run(fmt.Sprintf("%d native=%v", i, native), func(t *testing.T) {
-			agent := searchAgent(t, predict.MaxIters(3))
+			var agent agentRun = searchAgent(t, predict.MaxIters(3))
 			lm := func(srv *lmtest.Server) adapter.StreamingLM { return srv.Client() }
 			if native {
 				agent = weatherAgent(t, nil, predict.MaxIters(3))
@@ -170,6 +169,19 @@ func TestReActCallStreamAgree(t *testing.T) {
 				return
 			}
 			require.NoError(t, tr.err)
+			if native { // the history's ToolCalls hold errors: compared as JSON, and each error's text
+				wb, err := json.Marshal(want.Outputs)
+				require.NoError(t, err)
+				gb, err := json.Marshal(tr.res.Outputs)
+				require.NoError(t, err)
+				assert.Equal(t, string(wb), string(gb))
+				wc, gc := v2Calls(t, want), v2Calls(t, tr.res)
+				require.Len(t, gc, len(wc))
+				for i := range wc {
+					assert.Equal(t, fmt.Sprint(wc[i].Err), fmt.Sprint(gc[i].Err), "call %d's error", i)
+				}
+				want.Outputs, tr.res.Outputs = nil, nil
+			}
 			assert.Equal(t, want, tr.res)
 			assert.Equal(t, len(srv.Requests()), len(srv2.Requests()))
 		})
@@ -193,7 +205,10 @@ func generatedRun(rng *rand.Rand, native bool) []lmtest.Reply {
 					id = ""
 				}
 				args := [...]string{`{"city": "Oslo"}`, `{"city": "Rome"}`, `{"city": "Oslo"`, `{"query": "x"}`, `{}`}[rng.IntN(5)]
-				name := [...]string{"weather", "weather", "search", "finish", "nope"}[rng.IntN(5)]
+				name := [...]string{"weather", "weather", "search", "submit", "nope"}[rng.IntN(5)]
+				if name == "submit" {
+					args = [...]string{`{"answer": "sunny"}`, `{"answer": 3}`, `{}`}[rng.IntN(3)]
+				}
 				_ = c
 				calls = append(calls, fcall(id, name, args))
 			}
@@ -208,6 +223,9 @@ func generatedRun(rng *rand.Rand, native bool) []lmtest.Reply {
 			r = step(fmt.Sprintf("Step %d.", s), tool, args)
 		}
 		out = append(out, r.WithUsage(10, 3).ChunkSize(1+rng.IntN(8)))
+	}
+	if native { // the forced submit's reply, if it comes to that
+		return append(out, nativeStep("", fcall("s", "submit", `{"answer": "done"}`)).WithUsage(7, 2))
 	}
 	return append(out, answer("done").WithUsage(7, 2))
 }

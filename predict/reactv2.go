@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,9 +81,6 @@ func NewReActV2(sig *signature.Signature, tools []types.Tool, opts ...Option) (*
 			return nil, fmt.Errorf("predict: ReActV2: the signature has a field named %q, the react predictor's own (rename it)", name)
 		}
 	}
-	if hasOption[nativeToolsOption](opts) {
-		return nil, errors.New("predict: ReActV2: WithNativeTools does not apply (native function calling is the adapter's setting)")
-	}
 	cfg, rest := split(opts)
 	if cfg.instructions != nil || cfg.demosSet {
 		return nil, errors.New("predict: ReActV2: WithInstructions and WithDemos do not apply (give the signature its instructions; demos come from Load)")
@@ -120,7 +118,7 @@ func NewReActV2(sig *signature.Signature, tools []types.Tool, opts ...Option) (*
 	}
 	r.byName[submitName] = submit
 	r.tools = append(r.tools, submit)
-	reactSig, err := r.conversationSignature("When the final answer is ready, call `submit` with " + quotedNames(sig.Outputs()) + ".")
+	reactSig, err := r.conversationSignature()
 	if err != nil {
 		return nil, fmt.Errorf("predict: ReActV2: %w", err)
 	}
@@ -231,6 +229,20 @@ func (s submitted) MarshalJSON() ([]byte, error) {
 		o.Set(k, s.values[k])
 	}
 	return o.MarshalJSON()
+}
+
+// String is the outputs as compact JSON, as a trace or a stream's tool
+// chunk prints the result.
+func (s submitted) String() string {
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return fmt.Sprint(s.values)
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return string(b)
+	}
+	return c.String()
 }
 
 var errV2NotBuilt error = zeroError{"ReActV2", "predict.NewReActV2"}
@@ -507,6 +519,11 @@ func (st *run) v2Step(tr *adapter.Trace, turn int, forced bool) (*adapter.Result
 		// requests. The Result says so.
 		ok, thought = false, ""
 		if len(res.Completions) > 0 && strings.TrimSpace(res.Completions[0]) != "" {
+			// A stream's caller may have been sent the text as the
+			// thought's deltas: it is told the thought is none after all.
+			if !st.send(adapter.Chunk{Step: turn + 1, Field: "next_thought", Replace: true}) {
+				return res, errStopped
+			}
 			st.note(fmt.Sprintf("step %d: the reply's text beside its tool calls is not in the adapter's format for next_thought; as in DSPy, it is not kept: %s",
 				turn+1, value.Brief(res.Completions[0])))
 		}
@@ -555,7 +572,7 @@ func (st *run) v2Step(tr *adapter.Trace, turn int, forced bool) (*adapter.Result
 // (the earlier turns given, then this run's), and the task's inputs on
 // this run's first turn — in the history once it has one.
 func (st *run) v2Inputs() (adapter.Values, error) {
-	turns, err := st.traj.conversation(true)
+	turns, err := st.traj.conversation()
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +596,7 @@ func (st *run) finishV2(last *adapter.Result, reason string) *adapter.Result {
 		last = &adapter.Result{}
 	}
 	out := runResult(st.total, last)
-	turns, _ := st.traj.conversation(true)
+	turns, _ := st.traj.conversation()
 	if len(turns) > 0 {
 		for k, v := range st.inputs {
 			turns[0][k] = v

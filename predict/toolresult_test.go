@@ -63,7 +63,7 @@ func shown(t *testing.T, obs any) (string, int, int) {
 }
 
 // TestToolResultsBounded: the review's reproduction (security review 4,
-// P7): a native ReAct whose tool returns 8 MiB four times sent 8, 16, 24
+// P7): a native agent whose tool returns 8 MiB four times sent 8, 16, 24
 // and 32 MiB, then 32 MiB for the extract, 112 MiB in all. Now each
 // result is cut to the bound on one result, and the requests stay within
 // the bound on what a request carries; the model, the trajectory, the
@@ -71,7 +71,7 @@ func shown(t *testing.T, obs any) (string, int, int) {
 func TestToolResultsBounded(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	r, err := predict.NewReAct(sig, []types.Tool{pageTool(t)}, predict.WithNativeTools())
+	r, err := predict.NewReActV2(sig, []types.Tool{pageTool(t)}, nativeChat)
 	require.NoError(t, err)
 	const size = 8 << 20
 	replies := func() []lmtest.Reply {
@@ -79,7 +79,7 @@ func TestToolResultsBounded(t *testing.T) {
 		for i := range 4 {
 			out = append(out, nativeStep("more", fcall(fmt.Sprint(i), "fetch", fmt.Sprintf(`{"query": "%d"}`, size))))
 		}
-		return append(out, nativeStep("done", fcall("f", "finish", "{}")), answer("a"))
+		return append(out, nativeStep("done", fcall("f", "submit", `{"answer": "a"}`)))
 	}
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "call", true: "stream"}[stream], func(t *testing.T) {
@@ -108,17 +108,17 @@ func TestToolResultsBounded(t *testing.T) {
 				res, err = r.Call(t.Context(), toolsLM(srv), in, trace)
 				require.NoError(t, err)
 			}
-			traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
-			require.Len(t, traj, 5)
-			for i, s := range traj[:4] {
-				text, cut, bound := shown(t, s.Observation)
+			calls := v2Calls(t, res)
+			require.Len(t, calls, 5)
+			for i, s := range calls[:4] {
+				text, cut, bound := shown(t, s.Value)
 				assert.Equal(t, adapter.DefaultToolResultBytes, bound, "step %d", i)
 				assert.True(t, strings.HasPrefix(page(size), text), "step %d shows the result's start", i)
 				assert.True(t, utf8.ValidString(text), "step %d is cut on a rune boundary", i)
 				assert.Equal(t, size-len(text), cut, "step %d: the note counts what was cut", i)
 				assert.Equal(t, cut, cuts[i], "step %d: the trace has the count", i)
 				if stream {
-					assert.Equal(t, s.Observation, streamed[i], "step %d: the stream shows what the model saw", i)
+					assert.Equal(t, s.Value, streamed[i], "step %d: the stream shows what the model saw", i)
 				}
 			}
 			total := 0
@@ -140,7 +140,7 @@ func TestToolResultsBounded(t *testing.T) {
 func TestToolResultShares(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	r, err := predict.NewReAct(sig, []types.Tool{pageTool(t)}, predict.WithNativeTools(), predict.ToolConcurrency(1))
+	r, err := predict.NewReActV2(sig, []types.Tool{pageTool(t)}, nativeChat, predict.ToolConcurrency(1))
 	require.NoError(t, err)
 	limits := adapter.WithLimits(adapter.Limits{ToolResultBytes: 1000, RequestToolBytes: 3000})
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -158,32 +158,32 @@ func TestToolResultShares(t *testing.T) {
 			sizes = append(sizes, turnSizes)
 			replies = append(replies, nativeStep("t", calls...))
 		}
-		replies = append(replies, nativeStep("done", fcall("f", "finish", "{}")), answer("a"))
+		replies = append(replies, nativeStep("done", fcall("f", "submit", `{"answer": "a"}`)))
 		srv := lmtest.NewServer(replies...)
 		res, err := r.Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q"}, limits)
 		srv.Close()
 		require.NoError(t, err)
-		traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
+		calls := v2Calls(t, res)
 		used, k := 0, 0
 		for _, turnSizes := range sizes {
 			share := min(max((3000-used)/len(turnSizes), adapter.MinToolResultShare), 1000)
 			turnUsed := 0
 			for _, n := range turnSizes {
-				s := traj[k]
+				s := calls[k]
 				k++
-				text, cut, bound := shown(t, s.Observation)
+				text, cut, bound := shown(t, s.Value)
 				full := page(n)
-				require.True(t, strings.HasPrefix(full, text), "run %d step %d", run, s.Index)
-				require.True(t, utf8.ValidString(text) || !utf8.ValidString(full), "run %d step %d", run, s.Index)
+				require.True(t, strings.HasPrefix(full, text), "run %d call %d", run, k)
+				require.True(t, utf8.ValidString(text) || !utf8.ValidString(full), "run %d call %d", run, k)
 				if n <= share {
-					require.Zero(t, cut, "run %d step %d: a result within its share is whole", run, s.Index)
+					require.Zero(t, cut, "run %d call %d: a result within its share is whole", run, k)
 				} else {
-					require.Equal(t, share, bound, "run %d step %d", run, s.Index)
+					require.Equal(t, share, bound, "run %d call %d", run, k)
 					require.LessOrEqual(t, len(text), share)
-					require.Greater(t, len(text), share-4, "run %d step %d: at most a rune is held back", run, s.Index)
+					require.Greater(t, len(text), share-4, "run %d call %d: at most a rune is held back", run, k)
 					require.Equal(t, n-len(text), cut)
 				}
-				turnUsed += len(s.Observation.(string))
+				turnUsed += len(s.Value.(string))
 			}
 			used += turnUsed
 		}

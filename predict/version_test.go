@@ -322,14 +322,13 @@ func TestLoadDSPy35ChainOfThought(t *testing.T) {
 // dspy_reactv2_saved.json is what DSPy 3.3.1's dspy.ReActV2 saved in the
 // golden case v2_chat_one_tool_then_submit of
 // shared/golden/dspy_reactv2_public.json) does not load into a ReAct,
-// text or native, with or without ByPosition, whatever its version: an
-// error matching ErrWrongModule that names NewReActV2 (before, the text
-// ReAct suggested ByPosition and the native one loaded the react
-// predictor). Saved by DSPy 3.5 it is a VersionError naming NewReActV2
+// with or without ByPosition, whatever its version: an error matching
+// ErrWrongModule that names NewReActV2 (before, ReAct suggested
+// ByPosition). Saved by DSPy 3.5 it is a VersionError naming NewReActV2
 // and the option.
 func TestLoadReActV2State(t *testing.T) {
 	text := readText(t, "testdata/dspy_reactv2_saved.json")
-	for _, agent := range []*predict.ReAct{searchAgent(t), searchAgent(t, predict.WithNativeTools())} {
+	for _, agent := range []*predict.ReAct{searchAgent(t)} {
 		for _, version := range []string{`"3.3.1"`, `"3.4.1"`, ``} {
 			for _, opts := range [][]predict.LoadOption{nil, {predict.ByPosition()}, {predict.AllowDSPyVersion()}} {
 				_, err := agent.Load(withVersion(t, text, version), opts...)

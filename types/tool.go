@@ -182,6 +182,11 @@ type ToolCallResult struct {
 	Name    string `json:"name"`
 	Value   any    `json:"value"`
 	IsError bool   `json:"is_error"`
+	// Err is a failed call's Go error, where the code that ran it kept it
+	// (a predict.ReActV2 run's history does; a *adapter.PanicError for a
+	// tool that panicked): Value is then the text the model was shown. It
+	// is not written or read as JSON.
+	Err error `json:"-"`
 }
 
 // ToolCallResults is DSPy's dspy.ToolCallResults.

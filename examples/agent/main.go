@@ -1,17 +1,16 @@
-// Command agent runs a ReAct agent over two Go tools with the provider's
-// native function calling, and prints its live transcript as the run
-// streams: each step's thought as the model writes it, the tool calls it
-// chose (several at once when it wants them), each tool's start and
-// result, then the answer as it is written. The steps end when the model
-// calls finish; the answer is then extracted from the trajectory (DSPy's
-// ReAct; the react steps are DSPy's ReActV2 predictor).
+// Command agent runs an agent over two Go tools with the provider's
+// native function calling — DSPy's ReActV2, which DSPy 3.5 made its
+// dspy.ReAct — and prints its live transcript as the run streams: each
+// step's thought as the model writes it, the tool calls it chose (several
+// at once when it wants them), each tool's start and result. The run ends
+// when the model calls submit with the outputs.
 //
 // It runs offline by default: an lmtest server answers with a recorded
 // run. With -live it calls the model behind OPENAI_API_KEY
 // (OPENAI_BASE_URL and OPENAI_MODEL are honoured; the model defaults to
-// gpt-4o-mini and must support function calling). With -text the agent
-// asks for one tool per step in the text instead (DSPy 3.3.1's ReAct, the
-// same transcript).
+// gpt-4o-mini and must support function calling). With -text it runs DSPy
+// 3.3.1's ReAct instead: one tool per step in the text, then an extract
+// step that writes the answer (the same transcript).
 //
 //	go run ./examples/agent
 //	OPENAI_API_KEY=... go run ./examples/agent -live
@@ -23,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"log"
 	"os"
 	"strings"
@@ -74,8 +74,14 @@ func packing(_ context.Context, a ItemsArgs) ([]string, error) {
 
 const question = "I am in Bergen today and in Oslo tomorrow. Do I need an umbrella?"
 
-// newAgent is the agent: native function calling, or text mode.
-func newAgent(native bool) (*predict.ReAct, error) {
+// streamer is what both agents are for run: a Stream of the run.
+type streamer interface {
+	Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error]
+}
+
+// newAgent is the agent: a ReActV2 with native function calling, or DSPy
+// 3.3.1's text ReAct.
+func newAgent(native bool) (streamer, error) {
 	sig, err := signature.Parse("question -> umbrella: bool, advice")
 	if err != nil {
 		return nil, err
@@ -89,21 +95,24 @@ func newAgent(native bool) (*predict.ReAct, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []predict.Option{predict.MaxIters(5)}
+	tools := []types.Tool{weatherTool, packingTool}
 	if native {
-		opts = append(opts, predict.WithNativeTools())
+		// Native function calling is the adapter's setting, as in DSPy:
+		// XML with it on is DSPy 3.5's default.
+		return predict.NewReActV2(sig, tools, predict.MaxIters(5),
+			adapter.UseAdapter(adapter.XML{Options: adapter.Options{NativeTools: adapter.On}}))
 	}
-	return predict.NewReAct(sig, []types.Tool{weatherTool, packingTool}, opts...)
+	return predict.NewReAct(sig, tools, predict.MaxIters(5))
 }
 
 // recorded is a recorded run of the agent, for the offline mode: the
-// react steps (native tool calls, or text), then the extract call, their
-// text streamed in small pieces delay apart.
+// steps (native tool calls ending with submit, or text steps and the
+// extract call), their text streamed in small pieces delay apart.
 func recorded(native bool, delay time.Duration) []lmtest.Reply {
 	call := func(id, name, args string) openai.ToolCall {
 		return openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}}
 	}
-	thought := func(s string) string { return "[[ ## next_thought ## ]]\n" + s + "\n\n[[ ## completed ## ]]" }
+	thought := func(s string) string { return "<next_thought>\n" + s + "\n</next_thought>" }
 	text := func(s, tool, args string) lmtest.Reply {
 		return lmtest.Text("[[ ## next_thought ## ]]\n" + s + "\n\n[[ ## next_tool_name ## ]]\n" + tool + "\n\n[[ ## next_tool_args ## ]]\n" + args + "\n\n[[ ## completed ## ]]")
 	}
@@ -113,7 +122,7 @@ func recorded(native bool, delay time.Duration) []lmtest.Reply {
 		lmtest.Text(thought("Rain in Bergen: I will ask what to pack for rain.")).
 			WithToolCalls(call("call_3", "packing_list", `{"rain": true}`)).WithFinish("tool_calls"),
 		lmtest.Text(thought("I know the weather and what to pack.")).
-			WithToolCalls(call("call_4", "finish", `{}`)).WithFinish("tool_calls"),
+			WithToolCalls(call("call_4", "submit", `{"umbrella": true, "advice": "Yes: it rains all day in Bergen (14 °C). Take an umbrella, a rain jacket and waterproof shoes; Oslo will be sunny."}`)).WithFinish("tool_calls"),
 	}
 	if !native {
 		steps = []lmtest.Reply{
@@ -127,13 +136,16 @@ func recorded(native bool, delay time.Duration) []lmtest.Reply {
 	for _, s := range steps {
 		out = append(out, s.ChunkSize(6).ChunkDelay(delay))
 	}
+	if native {
+		return out
+	}
 	return append(out, lmtest.Text("[[ ## reasoning ## ]]\nBergen has light rain all day at 14 °C; Oslo is sunny. The packing list for rain has an umbrella.\n\n"+
 		"[[ ## umbrella ## ]]\nTrue\n\n[[ ## advice ## ]]\nYes: it rains all day in Bergen (14 °C). Take an umbrella, a rain jacket and waterproof shoes; Oslo will be sunny.\n\n[[ ## completed ## ]]").
 		ChunkSize(6).ChunkDelay(delay))
 }
 
 // run streams the agent on the question and prints the transcript to w.
-func run(ctx context.Context, agent *predict.ReAct, lm adapter.StreamingLM, model string, w io.Writer) (*adapter.Result, error) {
+func run(ctx context.Context, agent streamer, lm adapter.StreamingLM, model string, w io.Writer) (*adapter.Result, error) {
 	var res *adapter.Result
 	field := "" // the field whose deltas are being printed
 	for ch, err := range agent.Stream(ctx, lm, adapter.Values{"question": question},
@@ -222,7 +234,14 @@ func main() {
 		log.Fatal(err)
 	}
 	out := res.Outputs[0]
-	fmt.Printf("\numbrella: %v\n", out["umbrella"])
-	traj, _ := json.MarshalIndent(out["trajectory"], "", "  ")
-	fmt.Printf("\n%d LM calls, %d tokens. The trajectory, as DSPy keeps it:\n%s\n", res.Calls, res.Usage.TotalTokens, traj)
+	fmt.Printf("\numbrella: %v\nadvice: %v\n", out["umbrella"], out["advice"])
+	steps := out["trajectory"] // DSPy 3.3.1's ReAct
+	if *text {
+		fmt.Printf("\n%d LM calls, %d tokens. The trajectory, as DSPy keeps it:\n", res.Calls, res.Usage.TotalTokens)
+	} else {
+		steps = predict.HistoryOf(res)
+		fmt.Printf("\n%d LM calls, %d tokens; it ended on %s. The history, as DSPy keeps it:\n", res.Calls, res.Usage.TotalTokens, predict.TerminationOf(res))
+	}
+	b, _ := json.MarshalIndent(steps, "", "  ")
+	fmt.Println(string(b))
 }

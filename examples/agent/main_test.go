@@ -10,9 +10,9 @@ import (
 	"github.com/sigwire/adapter/predict"
 )
 
-// TestTranscript: the offline run, native and text, prints each step's
-// thought, the calls it chose, each tool's result and the advice, and
-// ends with the extracted answer.
+// TestTranscript: the offline run, native (ReActV2) and text (ReAct),
+// prints each step's thought, the calls it chose and each tool's result,
+// and ends with the answer: submitted, or extracted.
 func TestTranscript(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		agent, err := newAgent(native)
@@ -33,7 +33,6 @@ func TestTranscript(t *testing.T) {
 			"    ← weather: {\"city\":\"Oslo\",\"celsius\":19,\"rain\":false,\"description\":\"sunny\"}\n",
 			"  → packing_list {\"rain\":true}\n",
 			"    ← packing_list: [\"umbrella\",\"rain jacket\",\"waterproof shoes\"]\n",
-			"advice: Yes: it rains all day in Bergen",
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("native=%v: the transcript lacks %q:\n%s", native, want, got)
@@ -45,8 +44,15 @@ func TestTranscript(t *testing.T) {
 		if res.Outputs[0]["umbrella"] != true {
 			t.Errorf("umbrella = %v", res.Outputs[0]["umbrella"])
 		}
-		if n := len(res.Outputs[0]["trajectory"].(predict.Trajectory)); n != 4 {
-			t.Errorf("native=%v: %d trajectory entries, want 4", native, n)
+		if advice, _ := res.Outputs[0]["advice"].(string); !strings.HasPrefix(advice, "Yes: it rains all day in Bergen") {
+			t.Errorf("advice = %q", advice)
+		}
+		if native {
+			if n := len(predict.HistoryOf(res).Messages); n != 3 || predict.TerminationOf(res) != predict.TerminatedBySubmit {
+				t.Errorf("native: %d history turns, ended on %q; want 3, submit", n, predict.TerminationOf(res))
+			}
+		} else if n := len(res.Outputs[0]["trajectory"].(predict.Trajectory)); n != 4 {
+			t.Errorf("text: %d trajectory entries, want 4", n)
 		}
 	}
 }

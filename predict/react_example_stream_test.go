@@ -14,18 +14,18 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// An agent that calls its tools through the provider's function calling:
-// one reply asks for two forecasts at once; the stream prints a live
-// transcript of the run.
-func ExampleWithNativeTools() {
+// A ReActV2 that calls its tools through the provider's function
+// calling (the adapter's setting, as in DSPy): one reply asks for two
+// forecasts at once, the next submits the answer; the stream prints a
+// live transcript of the run.
+func ExampleReActV2_Stream() {
 	call := func(id, name, args string) openai.ToolCall {
 		return openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}}
 	}
 	srv := lmtest.NewServer(
 		lmtest.Text("[[ ## next_thought ## ]]\nI need the weather in both cities.\n\n[[ ## completed ## ]]").
 			WithToolCalls(call("call_1", "weather", `{"city": "Oslo"}`), call("call_2", "weather", `{"city": "Bergen"}`)),
-		lmtest.Text("").WithToolCalls(call("call_3", "finish", `{}`)),
-		lmtest.Text("[[ ## reasoning ## ]]\nOslo is dry, Bergen wet.\n\n[[ ## answer ## ]]\nOslo: no umbrella. Bergen: take one."))
+		lmtest.Text("").WithToolCalls(call("call_3", "submit", `{"answer": "Oslo: no umbrella. Bergen: take one."}`)))
 	defer srv.Close()
 	// An lmtest server declares nothing: say it calls functions.
 	lm := adapter.WithCapabilities(srv.Client(), adapter.Capabilities{Tools: true})
@@ -39,7 +39,8 @@ func ExampleWithNativeTools() {
 	sig, _ := signature.Parse("question -> answer")
 	// ToolConcurrency(1) runs a step's calls one after another, so that
 	// the transcript below is always in the same order.
-	agent, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.WithNativeTools(), predict.ToolConcurrency(1))
+	agent, _ := predict.NewReActV2(sig, []types.Tool{weather}, predict.ToolConcurrency(1),
+		adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}))
 
 	var line strings.Builder
 	flush := func() {
@@ -63,13 +64,11 @@ func ExampleWithNativeTools() {
 			for _, c := range ch.ToolCalls {
 				fmt.Printf("step %d calls %s %s\n", ch.Step, c.Function.Name, c.Function.Arguments)
 			}
-		case ch.Tool != nil && ch.Tool.Done:
+		case ch.Tool != nil && ch.Tool.Done && ch.Tool.Name != "submit":
 			fmt.Printf("  %s → %v\n", ch.Tool.ID, ch.Tool.Observation)
 		case ch.Done:
 			flush()
-			fmt.Println("answer:", ch.Result.Outputs[0]["answer"])
-		case ch.Step == 0 && ch.Field == "answer":
-			// the final answer's deltas; printed whole from Done here
+			fmt.Println("answer:", ch.Result.Outputs[0]["answer"], "—", predict.TerminationOf(ch.Result))
 		}
 	}
 	// Output:
@@ -78,9 +77,8 @@ func ExampleWithNativeTools() {
 	// step 1 calls weather {"city":"Bergen"}
 	//   call_1 → sun
 	//   call_2 → rain
-	// step 2 calls finish {}
-	//   call_3 → Completed.
-	// answer: Oslo: no umbrella. Bergen: take one.
+	// step 2 calls submit {"answer":"Oslo: no umbrella. Bergen: take one."}
+	// answer: Oslo: no umbrella. Bergen: take one. — submit
 }
 
 // A text ReAct's stream: each step's thought as it is written, the tool it

@@ -19,20 +19,19 @@ type shopArgs struct{ raw string }
 
 func (a *shopArgs) UnmarshalJSON(b []byte) error { a.raw = string(b); return nil }
 
-// TestNativeReActReplaysArgsInModelOrder: the next request replays the
+// TestReActV2ReplaysArgsInModelOrder: the next request replays the
 // model's own tool call with its arguments in the model's key order, byte
 // for byte as json.dumps writes the model's dict (nested objects
-// included), as DSPy replays it; Step.Args, the trace and the tool keep
+// included), as DSPy replays it; the history, the trace and the tool keep
 // that order too. Regression (issue 30 item 12): the replay sorted the
 // keys.
-func TestNativeReActReplaysArgsInModelOrder(t *testing.T) {
+func TestReActV2ReplaysArgsInModelOrder(t *testing.T) {
 	const args = `{"query": "shoes", "min_price": 50, "max_price": 150, "filter": {"size": 42, "color": "red"}}`
 	const compact = `{"query":"shoes","min_price":50,"max_price":150,"filter":{"size":42,"color":"red"}}`
 	for _, wire := range []string{args, compact} {
 		srv := lmtest.NewServer(
 			nativeStep("Search.", fcall("call_a", "shop", wire)),
-			nativeStep("", fcall("call_b", "finish", `{}`)),
-			answer("Found."))
+			nativeStep("", fcall("call_b", "submit", `{"answer": "Found."}`)))
 		var got string
 		shop, err := types.NewTool("shop", "Search the shop.", func(_ context.Context, a shopArgs) (string, error) {
 			got = a.raw
@@ -41,7 +40,7 @@ func TestNativeReActReplaysArgsInModelOrder(t *testing.T) {
 		require.NoError(t, err)
 		sig, err := signature.Parse("question -> answer")
 		require.NoError(t, err)
-		r, err := predict.NewReAct(sig, []types.Tool{shop}, predict.WithNativeTools())
+		r, err := predict.NewReActV2(sig, []types.Tool{shop}, nativeChat)
 		require.NoError(t, err)
 		var started []string
 		tr := &adapter.Trace{ToolStart: func(i adapter.ToolStartInfo) { started = append(started, string(i.Args)) }}
@@ -49,10 +48,10 @@ func TestNativeReActReplaysArgsInModelOrder(t *testing.T) {
 		srv.Close()
 		require.NoError(t, err)
 
-		traj := res.Outputs[0]["trajectory"].(predict.Trajectory)
-		assert.Equal(t, predict.ToolArgs(compact), traj[0].Args)
+		calls := v2Calls(t, res)
+		assert.Equal(t, compact, calls[0].Args)
 		assert.Equal(t, compact, got, "the tool's arguments")
-		assert.Equal(t, []string{compact, `{}`}, started, "the trace")
+		assert.Equal(t, []string{compact, `{"answer":"Found."}`}, started, "the trace")
 
 		second := srv.Requests()[1].Chat.Messages
 		require.Len(t, second, 5)

@@ -1,12 +1,9 @@
 package predict
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	adapter "github.com/sigwire/adapter"
@@ -14,48 +11,6 @@ import (
 	"github.com/sigwire/adapter/signature"
 	"github.com/sigwire/adapter/types"
 )
-
-// WithNativeTools makes a ReAct call its tools through the provider's
-// function calling, for NewReAct (not for a call: it changes the react
-// predictor). Each step's request carries the tools, finish included, as
-// function definitions; the model answers with its thought and one or
-// more tool_calls, which run at once (at most ToolConcurrency of them;
-// at most MaxToolCallsPerStep of a reply), their results in the model's
-// order; the next step replays the
-// conversation as the provider knows it: the assistant's tool calls, one
-// tool message per result. The Trajectory, the trace's tool events, the
-// limits (MaxIters, MaxItersFromInputs, ToolConcurrency), WithToolErrorText,
-// the security rules for arguments and the extract step are those of the
-// text ReAct; MaxIters counts steps (the model's replies), however many
-// calls each asks for.
-//
-// The react predictor is DSPy's ReActV2 predictor: the task's inputs (as
-// optional inputs: they are given once, in the conversation's first
-// turn), "history" (a types.History holding the steps) and "tools" (a
-// []types.Tool), then the outputs "next_thought" and "tool_calls" (a
-// types.ToolCalls), with ReActV2's instructions, `finish` in place of
-// `submit`. Its adapter is the one the call resolves to, with native
-// function calling switched on (adapter.NativeToolAdapter: Chat, JSON,
-// XML, BAML); as everywhere, an LM that does not declare Capabilities.Tools
-// (adapter.WithCapabilities), or an adapter that cannot call tools
-// natively, is asked for the calls in the text instead, with the same
-// loop.
-//
-// A reply that calls no tool is read as DSPy's ToolCalls path reads it:
-// its text gives next_thought, and tool_calls is empty; such a reply ends
-// the steps (as ReActV2 ends them on empty tool calls), its thought kept
-// as the trajectory's last entry for the extract step to read. A call
-// that names a tool the agent does not have, or whose arguments are not
-// one JSON object (cut off, malformed), runs nothing and is answered with
-// the error, for the model to correct. A tool call written as text inside
-// the reply (some servers' <tool_call> tags) is not a call: nothing runs
-// what the provider did not return as one.
-func WithNativeTools() Option { return nativeToolsOption{} }
-
-type nativeToolsOption struct{ adapter.EmptyCallOption }
-
-// applyModule: NewReAct finds the option among its options itself.
-func (nativeToolsOption) applyModule(*config) {}
 
 // MaxToolCallsPerStep is how many of one reply's tool calls run, at most
 // (a stream cannot carry more; a blocking reply may). The calls past it
@@ -70,9 +25,9 @@ const MaxToolCallsPerStep = 128
 const DefaultToolConcurrency = 4
 
 // ToolConcurrency bounds how many of one step's tool calls run at once,
-// for a ReAct or, on a call, for that call (default
-// DefaultToolConcurrency). It matters with WithNativeTools, where a reply
-// may ask for several calls: they start in the model's order, at most n
+// for a ReActV2 (or an Agent) or, on a call, for that call (default
+// DefaultToolConcurrency). A reply may ask for several calls: they start
+// in the model's order, at most n
 // at a time, and their results are kept in the model's order whatever
 // order they finish in. Tools that run at once must be safe for
 // concurrent use; ToolConcurrency(1) runs them one after another. The
@@ -86,7 +41,7 @@ type concurrencyOption struct {
 	n int
 }
 
-// applyModule: ReAct finds the option among its options itself.
+// applyModule: ReActV2 finds the option among its options itself.
 func (concurrencyOption) applyModule(*config) {}
 
 // concurrencyOf returns the bound of the last ToolConcurrency in opts, or
@@ -103,10 +58,7 @@ func concurrencyOf(opts []adapter.CallOption, def int) (int, error) {
 	return def, nil
 }
 
-// errNativeOnCall: WithNativeTools changes the react predictor.
-var errNativeOnCall = errors.New("predict: ReAct: WithNativeTools applies to NewReAct, not to a call (it changes the react predictor)")
-
-// The native react predictor's fields.
+// The react predictor's own fields (ReActV2).
 const (
 	historyField   = "history"
 	toolsField     = "tools"
@@ -115,24 +67,20 @@ const (
 
 // conversationSignature is DSPy's ReActV2 react signature: the task's
 // inputs, made optional (the conversation's first turn holds them),
-// "history" and "tools"; "next_thought" (a types.Reasoning for ReActV2,
-// as DSPy's) and "tool_calls"; ReActV2's instructions, whose fourth line
-// says how the run ends (submit, or finish for a native ReAct).
-func (r *ReAct) conversationSignature(ending string) (*signature.Signature, error) {
+// "history" and "tools"; "next_thought" (a types.Reasoning, as DSPy's)
+// and "tool_calls"; ReActV2's instructions.
+func (r *ReAct) conversationSignature() (*signature.Signature, error) {
 	sig := r.sig
 	react := sig
 	for _, f := range sig.Outputs() {
 		react = react.Delete(f.Name)
 	}
 	var err error
-	thoughtType := reflect.TypeFor[string]()
-	if r.v2 {
-		thoughtType = reflect.TypeFor[types.Reasoning]()
-	}
+	thoughtType := reflect.TypeFor[types.Reasoning]()
 	conv := reflect.TypeFor[adapter.Conversation]()
 	for _, f := range sig.Inputs() {
 		if f.Type.Implements(conv) || reflect.PointerTo(f.Type).Implements(conv) {
-			return nil, fmt.Errorf("input %q is a conversation history: with WithNativeTools the react predictor holds the steps in a history of its own, and a prompt has one", f.Name)
+			return nil, fmt.Errorf("input %q is a conversation history: the react predictor holds the steps in a history of its own, and a prompt has one", f.Name)
 		}
 		if f.Spec.Nullable() {
 			continue
@@ -164,51 +112,18 @@ func (r *ReAct) conversationSignature(ending string) (*signature.Signature, erro
 		sig.Instructions(),
 		"You are an Agent. Use the supplied tools to produce " + outputs + " from " + inputs + ".",
 		"Call tools when more information is needed.",
-		ending,
+		"When the final answer is ready, call `submit` with " + outputs + ".",
 		"The available tools are: " + strings.Join(names, ", ") + ".",
 	}, "\n")
 	return react.WithInstructions(strings.TrimSpace(instr)), nil
 }
 
-// nativeOptions are a call's options for the native react calls: the
-// adapter the call resolves to, with native function calling on.
-func (r *ReAct) nativeOptions(ctx context.Context, opts []adapter.CallOption) []adapter.CallOption {
-	a := adapter.CallAdapter(ctx, r.react.callOptions(opts)...)
-	if n, ok := a.(adapter.NativeToolAdapter); ok {
-		return append(slices.Clip(opts), adapter.UseAdapter(n.WithNativeTools()))
-	}
-	return opts
-}
-
-// nativeInputs are the inputs of a native react call: the tools and the
-// conversation so far, whose first turn holds the task's inputs (the
-// request itself, before any step).
-func (st *run) nativeInputs() (adapter.Values, error) {
-	turns, err := st.traj.conversation(false)
-	if err != nil {
-		return nil, err
-	}
-	in := adapter.Values{toolsField: st.r.tools}
-	task := in
-	if len(turns) > 0 {
-		task = turns[0]
-	}
-	for k, v := range st.inputs {
-		task[k] = v
-	}
-	in[historyField] = types.History{Messages: turns}
-	return in, nil
-}
-
-// conversation is the trajectory as the turns of the native react
-// conversation: per reply, its thought and its tool calls with their
-// results, which the adapter replays as the assistant's tool calls and
-// tool messages.
-// With v2 (ReActV2), a turn has next_thought unless the reply gave none
-// (an empty one included, as DSPy's), and the results keep their values
-// (DSPy writes a non-str one as JSON); otherwise the results are their
-// text.
-func (t Trajectory) conversation(v2 bool) ([]map[string]any, error) {
+// conversation is the steps as the turns of ReActV2's history: per reply,
+// its thought (unless the reply gave none; an empty one is kept, as
+// DSPy's) and its tool calls with their results, their values as the
+// tools returned them, which the adapter replays natively (the
+// assistant's tool calls and tool messages) or in the text.
+func (t Trajectory) conversation() ([]map[string]any, error) {
 	var turns []map[string]any
 	for i := 0; i < len(t); {
 		j := i + 1
@@ -216,7 +131,7 @@ func (t Trajectory) conversation(v2 bool) ([]map[string]any, error) {
 			j++
 		}
 		turn := map[string]any{}
-		if v2 && !t[i].noThought || !v2 && t[i].Thought != "" {
+		if !t[i].noThought {
 			turn["next_thought"] = t[i].Thought
 		}
 		var tc types.ToolCalls
@@ -233,16 +148,8 @@ func (t Trajectory) conversation(v2 bool) ([]map[string]any, error) {
 				// types.ToolCall); Args, its values.
 				call.Args, call.RawArgs = argsMap(s.Args), string(s.Args)
 			}
-			var obs any = s.Observation
-			if !v2 {
-				text, err := observationText(s.Observation)
-				if err != nil {
-					return nil, err
-				}
-				obs = text
-			}
 			tc.Calls = append(tc.Calls, call)
-			results.Results = append(results.Results, types.ToolCallResult{CallID: s.CallID, Name: s.Tool, Value: obs, IsError: s.Err != nil})
+			results.Results = append(results.Results, types.ToolCallResult{CallID: s.CallID, Name: s.Tool, Value: s.Observation, IsError: s.Err != nil, Err: s.Err})
 		}
 		if len(tc.Calls) > 0 {
 			tc.Results = &results
