@@ -329,8 +329,8 @@ func TestPrepareReActSteps(t *testing.T) {
 		r  *predict.ReAct
 		in adapter.Values
 	}{
-		"MaxIters(0)":  {searchAgent(t, predict.MaxIters(0)), in},
-		"max_iters 0":  {searchAgent(t), adapter.Values{"question": "Capital of France?", "max_iters": 0}},
+		"MaxIters(0)": {searchAgent(t, predict.MaxIters(0)), in},
+		"max_iters 0": {searchAgent(t), adapter.Values{"question": "Capital of France?", "max_iters": 0}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := samePrepared(t, srv, func() (openai.ChatCompletionRequest, error) { return c.r.Prepare(ctx, srv.Client(), c.in) },

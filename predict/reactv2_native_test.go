@@ -441,9 +441,11 @@ func TestReActV2Adapters(t *testing.T) {
 		want    string
 		native  bool
 	}{
-		"JSON, the module's":          {opt: adapter.UseAdapter(adapter.JSON{}), content: `{"next_thought": "Look."}`, want: "json", native: true},
-		"XML native, the context's":   {ctx: func(ctx context.Context) context.Context { return adapter.WithAdapter(ctx, adapter.XML{}.WithNativeTools()) }, content: "<next_thought>Look.</next_thought>", want: "xml", native: true},
-		"Chat, the default, in text":  {content: "[[ ## next_thought ## ]]\nLook.\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"weather\", \"args\": {\"city\": \"Oslo\"}}, {\"name\": \"submit\", \"args\": {\"answer\": \"sunny\"}}]}\n\n[[ ## completed ## ]]", want: "chat"},
+		"JSON, the module's": {opt: adapter.UseAdapter(adapter.JSON{}), content: `{"next_thought": "Look."}`, want: "json", native: true},
+		"XML native, the context's": {ctx: func(ctx context.Context) context.Context {
+			return adapter.WithAdapter(ctx, adapter.XML{}.WithNativeTools())
+		}, content: "<next_thought>Look.</next_thought>", want: "xml", native: true},
+		"Chat, the default, in text": {content: "[[ ## next_thought ## ]]\nLook.\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"weather\", \"args\": {\"city\": \"Oslo\"}}, {\"name\": \"submit\", \"args\": {\"answer\": \"sunny\"}}]}\n\n[[ ## completed ## ]]", want: "chat"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var opts []predict.Option
