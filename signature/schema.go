@@ -21,21 +21,30 @@ import (
 // []any) the caller may keep. Key order carries no meaning: DSPy prints the
 // keys of every object sorted, "type" first.
 func (t *TypeSpec) PromptSchema() (map[string]any, error) {
+	_, s, err := t.generateSchema(false)
+	return s, err
+}
+
+// generateSchema builds the type's schema; with ordered, the generator
+// records each model's property order (for PydanticSchema).
+func (t *TypeSpec) generateSchema(ordered bool) (*schemaGen, map[string]any, error) {
 	g := &schemaGen{defs: map[string]any{}, defNames: map[reflect.Type]string{}, busy: map[reflect.Type]bool{}}
-	root := t
-	s, err := g.schema(root, true)
+	if ordered {
+		g.order = map[unsafe.Pointer][]string{}
+	}
+	s, err := g.schema(t, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if g.rootRecursive {
-		name := g.defNames[root.goType]
+		name := g.defNames[t.goType]
 		g.defs[name] = s
 		s = map[string]any{"$ref": "#/$defs/" + name}
 	}
 	if len(g.defs) > 0 {
 		s["$defs"] = g.defs
 	}
-	return s, nil
+	return g, s, nil
 }
 
 // PydanticSchema returns the type's JSON Schema as pydantic's
@@ -46,18 +55,9 @@ func (t *TypeSpec) PromptSchema() (map[string]any, error) {
 // every object sorted, "type" first.) It is what DSPy puts in a tool's
 // argument schemas, such as ReActV2's submit tool.
 func (t *TypeSpec) PydanticSchema() ([]byte, error) {
-	g := &schemaGen{defs: map[string]any{}, defNames: map[reflect.Type]string{}, busy: map[reflect.Type]bool{}, order: map[unsafe.Pointer][]string{}}
-	s, err := g.schema(t, true)
+	g, s, err := t.generateSchema(true)
 	if err != nil {
 		return nil, err
-	}
-	if g.rootRecursive {
-		name := g.defNames[t.goType]
-		g.defs[name] = s
-		s = map[string]any{"$ref": "#/$defs/" + name}
-	}
-	if len(g.defs) > 0 {
-		s["$defs"] = g.defs
 	}
 	var b bytes.Buffer
 	if err := g.writeOrdered(&b, s, ""); err != nil {
