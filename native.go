@@ -85,9 +85,9 @@ type Plan struct {
 // tools and leaves the request's tool options as the template sets them.
 //
 // WithNativeTools returns a copy of the adapter with native function
-// calling on. A module that calls tools natively (predict.ReAct with
-// predict.WithNativeTools) switches the adapter of its calls with it; an
-// adapter without it asks for the calls in the text.
+// calling on, for a caller that wants it (predict.ReActV2 calls tools
+// natively when its adapter does, as DSPy); an adapter without the
+// interface asks for the calls in the text.
 type NativeToolAdapter interface {
 	Adapter
 	NativeTools() (on bool, parallel Switch)
