@@ -1,6 +1,8 @@
 package pyjson
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +107,39 @@ func TestMarshalASCII(t *testing.T) {
 			t.Errorf("%q: got %s, want %s", v, got, want)
 		}
 	}
+}
+
+// FuzzMarshalASCII: whatever the text, MarshalASCII writes only ASCII
+// that decodes back to the same value as Marshal's output (the escapes
+// change the spelling, never the value).
+func FuzzMarshalASCII(f *testing.F) {
+	for _, s := range []string{"Zürich", "𝄞", "\u2028", "a\"b\\c", "\x00\x7f", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := map[string]any{s: []any{s, 1.5}}
+		a, err := MarshalASCII(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range a {
+			if c >= 0x80 {
+				t.Fatalf("%q: non-ASCII byte in %q", s, a)
+			}
+		}
+		m, err := Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x, y any
+		if err := json.Unmarshal(a, &x); err != nil {
+			t.Fatalf("%q: %q is not JSON: %v", s, a, err)
+		}
+		if err := json.Unmarshal(m, &y); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if !reflect.DeepEqual(x, y) {
+			t.Fatalf("%q: %v != %v", s, x, y)
+		}
+	})
 }
