@@ -2,7 +2,9 @@ package adapter_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -127,7 +129,7 @@ func TestAccountingAgrees(t *testing.T) {
 				`","choices":[{"index":0,"message":{"role":"assistant","content":"{\"a\": 42}"},"finish_reason":"stop"}],`+u+`}`))
 		})
 		lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)))
-		counted := 0 // the tokens the Results counted
+		counted, requests := 0, 0 // the tokens and the requests the Results counted
 		for call := range 15 {
 			// One call, or a group of identical calls at once, whose first
 			// request is held until the others joined it (a question never
@@ -203,7 +205,7 @@ func TestAccountingAgrees(t *testing.T) {
 				}
 
 				var traced openai.Usage
-				hits, coalesced, logged := 0, 0, 0
+				hits, coalesced, logged, tracedRequests := 0, 0, 0, 0
 				for _, e := range r.done {
 					traced.PromptTokens += e.Usage.PromptTokens
 					traced.CompletionTokens += e.Usage.CompletionTokens
@@ -218,6 +220,12 @@ func TestAccountingAgrees(t *testing.T) {
 						assert.Zero(t, e.Usage, name)
 						assert.Zero(t, e.Response.Usage, name)
 					}
+					sentOne := 1
+					if e.Cached || e.Coalesced {
+						sentOne = 0
+					}
+					assert.Equal(t, sentOne, e.Requests, "%s: an LM call sends one request unless a cache or a call in flight answered it", name)
+					tracedRequests += e.Requests
 				}
 				for _, line := range strings.Split(strings.TrimSpace(r.logs.String()), "\n") {
 					var m map[string]any
@@ -233,6 +241,9 @@ func TestAccountingAgrees(t *testing.T) {
 				assert.Equal(t, result.CacheHits, hits, name)
 				assert.Equal(t, result.Coalesced, coalesced, name)
 				assert.Len(t, r.done, result.Calls+result.Retries, name)
+				assert.Equal(t, result.Requests, tracedRequests, name)
+				assert.Equal(t, result.Calls+result.Retries-result.CacheHits-result.Coalesced, result.Requests, name)
+				requests += result.Requests
 
 				var byModel int
 				for _, mu := range result.UsageByModel {
@@ -263,6 +274,7 @@ func TestAccountingAgrees(t *testing.T) {
 		srv.Close()
 		mu.Lock()
 		assert.Equal(t, sent, counted, "seed %d: the tokens the server sent, counted once", seed)
+		assert.Equal(t, len(srv.Requests()), requests, "seed %d: the requests the server answered, counted once", seed)
 		mu.Unlock()
 	}
 	for _, kind := range []string{"call", "stream"} {
@@ -313,6 +325,71 @@ func TestAccountingTwoStep(t *testing.T) {
 		} else {
 			assert.Zero(t, res.Usage.TotalTokens)
 			assert.Equal(t, 2, res.CacheHits, "both calls answered by their caches")
+		}
+	}
+}
+
+// TestMiddlewareRequestsCounted: a request a middleware sends through the
+// chain it was given is counted in Result.Requests and reported to the
+// trace, for a Call and a Stream alike (newcomer review 4: a fallback
+// middleware's second request was invisible to the counters and the
+// trace). Beneath the trace (WithMiddleware) the LM call reports both
+// requests; above it (UseMiddleware) each next is an LM call of its own.
+func TestMiddlewareRequestsCounted(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	// fallback asks the backup model when the first request fails.
+	fallback := func(next adapter.Invoker) adapter.Invoker {
+		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			resp, err := next(ctx, req)
+			if err != nil && !errors.Is(err, adapter.ErrDelivered) {
+				req.Model = "backup"
+				return next(ctx, req)
+			}
+			return resp, err
+		}
+	}
+	for _, where := range []string{"lm", "call"} {
+		for _, stream := range []bool{false, true} {
+			name := fmt.Sprintf("%s middleware, stream %v", where, stream)
+			srv := lmtest.NewServer(lmtest.Error(http.StatusInternalServerError, `{"error":{"message":"down"}}`),
+				lmtest.Text("[[ ## a ## ]]\nParis").WithUsage(10, 2))
+			lm := adapter.LM(srv.Client())
+			var done []adapter.LMCallDoneInfo
+			opts := []adapter.CallOption{adapter.NoRetry(), adapter.WithRequest(openai.ChatCompletionRequest{Model: "main"}),
+				adapter.UseTrace(&adapter.Trace{LMCallDone: func(i adapter.LMCallDoneInfo) { done = append(done, i) }})}
+			if where == "lm" {
+				lm = adapter.WithMiddleware(lm, fallback)
+			} else {
+				opts = append(opts, adapter.UseMiddleware(fallback))
+			}
+			var res *adapter.Result
+			var err error
+			if stream {
+				var fields map[string]string
+				fields, res, err = drain(adapter.Stream(t.Context(), lm.(adapter.StreamingLM), sig, nil, adapter.Values{"q": "x"}, opts...))
+				assert.Equal(t, "Paris", fields["a"], name)
+			} else {
+				res, err = adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}, opts...)
+			}
+			require.NoError(t, err, name)
+			require.Len(t, srv.Requests(), 2, name)
+			assert.Equal(t, "backup", srv.Requests()[1].Chat.Model, name)
+			assert.Equal(t, 1, res.Calls, "%s: one call answered", name)
+			assert.Equal(t, 2, res.Requests, "%s: two requests sent", name)
+			traced := 0
+			for _, e := range done {
+				traced += e.Requests
+			}
+			assert.Equal(t, 2, traced, name)
+			if where == "lm" {
+				require.Len(t, done, 1, "%s: beneath the trace, one LM call", name)
+				assert.NoError(t, done[0].Err, name)
+			} else {
+				require.Len(t, done, 2, "%s: above the trace, each next is an LM call", name)
+				assert.Error(t, done[0].Err, name)
+				assert.Equal(t, "backup", done[1].Request.Model, name)
+			}
+			srv.Close()
 		}
 	}
 }

@@ -250,11 +250,12 @@ type Result struct {
 	// whenever the fallback ran (nil otherwise). When the fallback failed
 	// too, the call's *FallbackError holds the same error as First.
 	FallbackCause error
-	// Reasks counts the times the call asked the model again with the
-	// error of its reply (see [WithReask]), each an LM request counted in
-	// Calls too; ReaskCause is why the latest re-ask ran: the error of the
+	// Counts are the call's counters (Calls, Requests, Reasks, Retries,
+	// RetryWait, CacheHits, Coalesced, CacheErrors), read as fields of the
+	// Result: res.Calls, res.Requests.
+	Counts
+	// ReaskCause is why the latest re-ask (Reasks) ran: the error of the
 	// reply it asked the model to correct (nil when none ran).
-	Reasks     int
 	ReaskCause error
 	// Usage is the token usage summed over every LM request sent (a cache
 	// hit spends none); UsageByModel splits it by the model that answered,
@@ -264,10 +265,6 @@ type Result struct {
 	// them.
 	Usage        openai.Usage
 	UsageByModel map[string]openai.Usage
-	// Calls is the number of LM requests made, failed ones, those a
-	// cache answered and those that shared another's call included (2
-	// after a fallback, a re-ask or a rejected response format).
-	Calls int
 	// Completions holds the raw text of each choice of the last LM call.
 	Completions []string
 	// Mode is how the last request asked for the reply's format:
@@ -280,18 +277,6 @@ type Result struct {
 	// report. A custom adapter's RequestShaper names its own mode. It is
 	// "" only when no request was sent.
 	Mode string
-	// Retries counts the requests the retry middleware repeated (not
-	// included in Calls) and RetryWait the waits it scheduled between them;
-	// CacheHits counts the responses a Cached middleware served without a
-	// request; Coalesced the requests that got the reply of an identical
-	// request in flight at the same time instead of sending their own
-	// (see [Coalesced]), which, like a hit, spent no tokens.
-	Retries, CacheHits, Coalesced int
-	RetryWait                     time.Duration
-	// CacheErrors counts the failures of a cache that can fail (see
-	// [FallibleCache]) during the call; each was reported to
-	// [Trace].CacheError, and the call went on as after a miss.
-	CacheErrors int
 	// Model and SystemFingerprint are what the last reply said.
 	Model, SystemFingerprint string
 	// Logprobs holds each choice's log probabilities when the request asked
@@ -316,11 +301,57 @@ type Result struct {
 	Profile string
 }
 
+// Counts are what a call counts, and what a module's run sums over its
+// calls (Result.Add): each answered call, each request actually sent, and
+// how the calls were answered.
+type Counts struct {
+	// Calls is the number of LM calls the pipeline made: one per attempt
+	// (2 after a fallback, a re-ask or a rejected response format),
+	// whether a request answered it, a cache (CacheHits) or an identical
+	// call in flight (Coalesced), failed ones included.
+	Calls int
+	// Requests is the number of requests actually sent to the LM: Calls
+	// less those a cache or a call in flight answered, plus every request
+	// repeated by the retries (Retries) and every request a middleware
+	// sent through the chain it was given (a fallback to another model,
+	// say). A cache hit or a joined call sends none.
+	Requests int
+	// Reasks counts the times the call asked the model again with the
+	// error of its reply (see [WithReask]), each an LM call counted in
+	// Calls too.
+	Reasks int
+	// Retries counts the requests the retry middleware repeated (not
+	// included in Calls; in Requests) and RetryWait the waits it
+	// scheduled between them.
+	Retries   int
+	RetryWait time.Duration
+	// CacheHits counts the calls a Cached middleware answered without a
+	// request; Coalesced those that got the reply of an identical request
+	// in flight at the same time instead of sending their own (see
+	// [Coalesced]), which, like a hit, spent no tokens.
+	CacheHits, Coalesced int
+	// CacheErrors counts the failures of a cache that can fail (see
+	// [FallibleCache]) during the call; each was reported to
+	// [Trace].CacheError, and the call went on as after a miss.
+	CacheErrors int
+}
+
+// Add adds o's counts to c: the one place the counters are summed.
+func (c *Counts) Add(o Counts) {
+	c.Calls += o.Calls
+	c.Requests += o.Requests
+	c.Reasks += o.Reasks
+	c.Retries += o.Retries
+	c.RetryWait += o.RetryWait
+	c.CacheHits += o.CacheHits
+	c.Coalesced += o.Coalesced
+	c.CacheErrors += o.CacheErrors
+}
+
 // Add adds the counters of o, the Result of another call of the same run
-// (a module's step, an attempt), to r: Calls, Reasks, Retries, CacheHits,
-// Coalesced, RetryWait, CacheErrors, Usage and UsageByModel, and appends
-// o's Notes; ReaskCause becomes o's
-// when o re-asked, so that it stays the latest re-ask's. The fields that
+// (a module's step, an attempt), to r: its Counts, Usage and
+// UsageByModel, and appends o's Notes; ReaskCause becomes o's when o
+// re-asked, so that it stays the latest re-ask's. The fields that
 // describe one call's reply (Outputs, Adapter, FallbackCause,
 // Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
 // are. Profile, which describes the run, becomes o's when r has none. A
@@ -333,19 +364,13 @@ func (r *Result) Add(o *Result) {
 	if r.Profile == "" {
 		r.Profile = o.Profile
 	}
-	r.Calls += o.Calls
+	r.Counts.Add(o.Counts)
 	if len(o.Notes) > 0 {
 		r.Notes = append(slices.Clip(r.Notes), o.Notes...)
 	}
-	r.Reasks += o.Reasks
 	if o.ReaskCause != nil {
 		r.ReaskCause = o.ReaskCause
 	}
-	r.Retries += o.Retries
-	r.CacheHits += o.CacheHits
-	r.Coalesced += o.Coalesced
-	r.RetryWait += o.RetryWait
-	r.CacheErrors += o.CacheErrors
 	r.Usage = addUsage(r.Usage, o.Usage)
 	if len(o.UsageByModel) > 0 { // a new map: r's may be another Result's too
 		m := make(map[string]openai.Usage, len(r.UsageByModel)+len(o.UsageByModel))

@@ -427,7 +427,7 @@ func (g *flights) alone(ctx context.Context, key string, next Invoker, req opena
 	st := stateFrom(ctx)
 	if e, ok := g.lookup(ctx, st, key); ok {
 		if st != nil {
-			st.cacheHits.Add(1)
+			st.count(Counts{CacheHits: 1})
 			st.setExtras(e.Extras)
 		}
 		return hitResponse(e), nil
@@ -760,13 +760,13 @@ func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, 
 	if st != nil {
 		switch {
 		case o.hit:
-			st.cacheHits.Add(1)
+			st.count(Counts{CacheHits: 1})
 		case owner:
 			if c != nil {
 				st.adopt(&c.state)
 			}
 		default:
-			st.coalesced.Add(1)
+			st.count(Counts{Coalesced: 1})
 		}
 		st.setExtras(o.extras)
 		if c != nil {

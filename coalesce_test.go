@@ -450,8 +450,8 @@ func TestCoalescedMixed(t *testing.T) {
 				}
 				assert.Equal(t, "Paris is the capital of France.", streams[i].deltas("a"))
 				assert.Equal(t, *calls[i], *streams[i].res, "a Call and a Stream that joined get the same Result")
-				want := *leaderRes // what its own request gave, without the tokens
-				want.Usage, want.UsageByModel, want.Coalesced = openai.Usage{}, nil, 1
+				want := *leaderRes                                                                       // what its own request gave, without the tokens
+				want.Usage, want.UsageByModel, want.Coalesced, want.Requests = openai.Usage{}, nil, 1, 0 // it sent no request
 				assert.Equal(t, want, *calls[i])
 			}
 			assert.Equal(t, 1, len(srv.Requests()))

@@ -54,6 +54,20 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // disagree with the result: such a second next fails at once, without a
 // request, and a changed reply ends the stream, each with an error
 // matching ErrDelivered. The built-in [Retry] honours ErrDelivered.
+//
+// # Counting
+//
+// Every request that reaches the LM through next is counted in
+// [Result].Requests, however many times a middleware calls next (a
+// fallback to another model is next called again with req.Model
+// changed). A middleware given to [WithMiddleware] runs beneath the
+// [Trace]: the trace reports one LM call, whose [LMCallDoneInfo].Requests
+// counts the requests it sent. One given to [UseMiddleware] runs above the
+// trace: each of its calls of next is an LM call the trace reports, with
+// its own start and end. A middleware that answers without next (a cache)
+// sends no request. A request a middleware sends by other means, through
+// a client of its own, is invisible to the pipeline: neither counted nor
+// traced, and its tokens are not in Result.Usage. Send it through next.
 type Middleware func(next Invoker) Invoker
 
 // WithMiddleware returns an LM whose calls go through mw, the first
@@ -217,8 +231,7 @@ func retrying(p RetryPolicy, next Invoker) Invoker {
 			case <-t.C:
 			}
 			if s := stateFrom(ctx); s != nil {
-				s.retries.Add(1)
-				s.waited.Add(int64(wait))
+				s.count(Counts{Retries: 1, RetryWait: wait})
 			}
 			delay = min(2*delay, p.MaxDelay)
 		}

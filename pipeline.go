@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -53,14 +52,13 @@ import (
 // [Cached]) has a state of its own, which the caller that takes its reply
 // over adopts.
 type callState struct {
-	retries, cacheHits, coalesced, waited, cacheErrors atomic.Int64
-
 	trace  *Trace // the call's, for what its middlewares report (CacheError)
 	callID uint64
 
 	ident   lmIdent   // of the LM beneath the middlewares (run.lm)
 	out     streamOut // a Stream's sink, a shared call's flight; nil for a Call
 	mu      sync.Mutex
+	counts  Counts // what the middlewares and senders counted (the pipeline counts Calls and Reasks in the Result)
 	usage   openai.Usage
 	spent   openai.Usage // since the last takeSpent: the request in hand's, for the trace
 	byModel map[string]openai.Usage
@@ -74,10 +72,28 @@ func (s *callState) cacheError(ctx context.Context, op CacheOp, key string, err 
 	if s == nil {
 		return
 	}
-	s.cacheErrors.Add(1)
+	s.count(Counts{CacheErrors: 1})
 	if s.trace != nil && s.trace.CacheError != nil {
 		s.trace.CacheError(CacheErrorInfo{CallID: s.callID, Op: op, Key: key, Err: err, Context: ctx})
 	}
+}
+
+// count adds c to the call's counts (s nil: outside the pipeline, nothing
+// counts).
+func (s *callState) count(c Counts) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.counts.Add(c)
+	s.mu.Unlock()
+}
+
+// snapshot returns the counts so far.
+func (s *callState) snapshot() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
 }
 
 // addUsage counts the usage of one LM reply, under its model.
@@ -149,11 +165,7 @@ func (s *callState) adopt(from *callState) {
 	for model, u := range byModel {
 		s.addUsage(model, u)
 	}
-	s.retries.Add(from.retries.Load())
-	s.cacheHits.Add(from.cacheHits.Load())
-	s.coalesced.Add(from.coalesced.Load())
-	s.waited.Add(from.waited.Load())
-	s.cacheErrors.Add(from.cacheErrors.Load())
+	s.count(from.snapshot())
 	s.mu.Lock()
 	s.settled = append(s.settled, settled...)
 	s.mu.Unlock()
@@ -339,15 +351,13 @@ func fallsBack(err error) bool {
 
 func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
 
-// finish copies the state's counters into the result.
+// finish adds the state's counters to the result's own (Calls, Reasks).
 func (r *run) finish() {
 	s := &r.state
 	s.mu.Lock()
 	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
+	r.res.Counts.Add(s.counts)
 	s.mu.Unlock()
-	r.res.Retries, r.res.CacheHits, r.res.Coalesced = int(s.retries.Load()), int(s.cacheHits.Load()), int(s.coalesced.Load())
-	r.res.RetryWait = time.Duration(s.waited.Load())
-	r.res.CacheErrors = int(s.cacheErrors.Load())
 }
 
 // attempt runs the stages with adapter a, the n-th adapter tried (after
@@ -542,11 +552,13 @@ func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
 			retry := retryOf(ctx)
 			tr.lmStart(req, retry)
 			s.takeSpent()
-			hits, coalesced := s.cacheHits.Load(), s.coalesced.Load()
+			before := s.snapshot()
 			start := time.Now()
 			resp, err := next(ctx, req)
+			after := s.snapshot()
 			tr.lmDone(LMCallDoneInfo{Retry: retry, Request: req, Response: resp, Completions: completions(resp), Usage: s.takeSpent(),
-				Cached: s.cacheHits.Load() > hits, Coalesced: s.coalesced.Load() > coalesced, Stream: req.Stream, Duration: time.Since(start), Err: err})
+				Cached: after.CacheHits > before.CacheHits, Coalesced: after.Coalesced > before.Coalesced, Requests: after.Requests - before.Requests,
+				Stream: req.Stream, Duration: time.Since(start), Err: err})
 			return resp, err
 		}
 	}
@@ -752,12 +764,7 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 	vals, res, err := ps.cp.ParseCall(ps.ctx, sig, text)
 	if res != nil {
 		st := &ps.run.state
-		ps.run.res.Calls += res.Calls
-		st.retries.Add(int64(res.Retries))
-		st.cacheHits.Add(int64(res.CacheHits))
-		st.coalesced.Add(int64(res.Coalesced))
-		st.waited.Add(int64(res.RetryWait))
-		st.cacheErrors.Add(int64(res.CacheErrors))
+		st.count(res.Counts)
 		for model, u := range res.UsageByModel {
 			st.addUsage(model, u)
 		}

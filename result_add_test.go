@@ -17,7 +17,7 @@ import (
 // profile, which describes the run, is taken when r has none. Every field
 // of Result is one of these, so that a new field is a decision.
 func TestResultAdd(t *testing.T) {
-	counters := []string{"Calls", "Reasks", "ReaskCause", "Retries", "CacheHits", "Coalesced", "RetryWait", "CacheErrors", "Usage", "UsageByModel", "Notes"}
+	counters := []string{"Counts", "ReaskCause", "Usage", "UsageByModel", "Notes"}
 	perCall := []string{"Outputs", "Adapter", "FallbackCause", "Completions", "Mode", "Model", "SystemFingerprint", "Logprobs"}
 	perRun := []string{"Profile"}
 	var fields []string
@@ -26,6 +26,12 @@ func TestResultAdd(t *testing.T) {
 	}
 	assert.ElementsMatch(t, append(append(append([]string{}, counters...), perCall...), perRun...), fields,
 		"each field of Result is a counter Add sums, describes one call, or describes the run")
+	var counts []string
+	for f := range reflect.TypeFor[adapter.Counts]().Fields() {
+		counts = append(counts, f.Name)
+	}
+	assert.Equal(t, []string{"Calls", "Requests", "Reasks", "Retries", "RetryWait", "CacheHits", "Coalesced", "CacheErrors"}, counts,
+		"Counts.Add sums each (a new counter is one field here and one line there)")
 
 	usage := func(n int) openai.Usage {
 		return openai.Usage{PromptTokens: 3 * n, CompletionTokens: 2 * n, TotalTokens: 5 * n,
@@ -36,8 +42,9 @@ func TestResultAdd(t *testing.T) {
 		return &adapter.Result{
 			Outputs: []adapter.Values{{"a": model}}, Adapter: model, FallbackCause: cause, Completions: []string{model}, Mode: model,
 			Model: model, SystemFingerprint: model, Logprobs: []*openai.LogProbs{{}},
-			Calls: n, Reasks: n, ReaskCause: cause, Retries: n, CacheHits: n, Coalesced: n, RetryWait: time.Duration(n), CacheErrors: n,
-			Usage: usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)}, Notes: []string{model}, Profile: model,
+			Counts:     adapter.Counts{Calls: n, Requests: n, Reasks: n, Retries: n, CacheHits: n, Coalesced: n, RetryWait: time.Duration(n), CacheErrors: n},
+			ReaskCause: cause,
+			Usage:      usage(n), UsageByModel: map[string]openai.Usage{model: usage(n)}, Notes: []string{model}, Profile: model,
 		}
 	}
 	r, o := result(1, first, "a"), result(2, second, "b")
@@ -55,7 +62,7 @@ func TestResultAdd(t *testing.T) {
 	assert.Equal(t, want, r, "nothing to add; no re-ask keeps the latest cause")
 
 	run := &adapter.Result{}
-	run.Add(&adapter.Result{Calls: 1, Profile: "dspy-3.5"})
-	run.Add(&adapter.Result{Calls: 1, Profile: "dspy-3.3.1"})
+	run.Add(&adapter.Result{Counts: adapter.Counts{Calls: 1}, Profile: "dspy-3.5"})
+	run.Add(&adapter.Result{Counts: adapter.Counts{Calls: 1}, Profile: "dspy-3.3.1"})
 	assert.Equal(t, "dspy-3.5", run.Profile, "a run's Result takes the profile of its first call that has one, and keeps it")
 }

@@ -24,6 +24,7 @@ import (
 // blockingSender is the bottom of a Call's chain.
 func blockingSender(lm LM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+		stateFrom(ctx).count(Counts{Requests: 1}) // each request sent, retries and a middleware's own included
 		bctx, body := wire.KeepBody(ctx, limits.replyBytes())
 		resp, err := lm.CreateChatCompletion(bctx, req)
 		if err != nil {
@@ -141,9 +142,10 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		if st != nil && st.out != nil {
 			out = st.out
 		}
-		if err := out.start(); err != nil {
+		if err := out.start(); err != nil { // refused: sent again after delivery, no request
 			return openai.ChatCompletionResponse{}, err
 		}
+		st.count(Counts{Requests: 1})
 		max := limits.replyBytes()
 		stream, err := lm.CreateChatCompletionStream(wire.CountBody(ctx, max), req)
 		if err != nil {

@@ -209,9 +209,14 @@ type LMCallDoneInfo struct {
 	// Coalesced is set when the request shared the LM call of an
 	// identical request in flight (see [Coalesced]): it sent none.
 	Coalesced bool
-	Stream    bool
-	Duration  time.Duration
-	Err       error
+	// Requests counts the requests this call actually sent to the LM
+	// (Result.Requests): 0 for a cache hit or a joined call, 1 most
+	// often, more when a middleware beneath the trace (one given to
+	// WithMiddleware) sent several through its chain.
+	Requests int
+	Stream   bool
+	Duration time.Duration
+	Err      error
 }
 
 // ParseInfo reports the parse of one choice's completion.

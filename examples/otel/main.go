@@ -5,7 +5,9 @@
 // gen_ai.request.model, gen_ai.usage.input_tokens, finish reasons, tool
 // names). A request answered by the cache is a span with
 // dspy.cache_hit=true and no tokens, as Result counts it; a retry is a span
-// of its own with dspy.retry set. It lives in its own module so that the
+// of its own with dspy.retry set. The LM spans' dspy.requests and the call
+// spans' dspy.lm_requests (Result.Requests) count the requests sent; the
+// command checks that both sum to what the server answered. It lives in its own module so that the
 // library keeps its four dependencies.
 //
 //	go run .          offline: an lmtest server answers, spans printed as a tree
@@ -91,6 +93,28 @@ func main() {
 		log.Fatal(err)
 	}
 	printTree(rec.Ended())
+	if err := agree(rec.Ended(), len(srv.Requests())); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// agree checks that the spans count the requests the server answered:
+// the LM spans' dspy.requests and the call spans' dspy.lm_requests
+// (Result.Requests) both sum to sent.
+func agree(ended []sdktrace.ReadOnlySpan, sent int) error {
+	sums := map[attribute.Key]int{}
+	for _, s := range ended {
+		for _, a := range s.Attributes() {
+			if a.Key == "dspy.requests" || a.Key == "dspy.lm_requests" {
+				sums[a.Key] += int(a.Value.AsInt64())
+			}
+		}
+	}
+	if sums["dspy.requests"] != sent || sums["dspy.lm_requests"] != sent {
+		return fmt.Errorf("the server answered %d requests; the LM spans count %d, the call spans %d",
+			sent, sums["dspy.requests"], sums["dspy.lm_requests"])
+	}
+	return nil
 }
 
 // spans holds the open spans of a Trace by the ids its events carry.
@@ -151,6 +175,7 @@ func otelTrace(tracer trace.Tracer) *adapter.Trace {
 			var attrs []attribute.KeyValue
 			if i.Result != nil {
 				attrs = append(attrs, attribute.Int("dspy.lm_calls", i.Result.Calls),
+					attribute.Int("dspy.lm_requests", i.Result.Requests),
 					attribute.Int("dspy.cache_hits", i.Result.CacheHits),
 					attribute.Int("gen_ai.usage.input_tokens", i.Result.Usage.PromptTokens),
 					attribute.Int("gen_ai.usage.output_tokens", i.Result.Usage.CompletionTokens))
@@ -179,8 +204,10 @@ func otelTrace(tracer trace.Tracer) *adapter.Trace {
 				attribute.String("gen_ai.response.model", i.Response.Model),
 				attribute.String("gen_ai.response.id", i.Response.ID),
 				attribute.StringSlice("gen_ai.response.finish_reasons", finish),
-				// A cache hit spent nothing: its usage is zero.
+				// A cache hit spent nothing: its usage is zero, and it
+				// sent no request.
 				attribute.Bool("dspy.cache_hit", i.Cached),
+				attribute.Int("dspy.requests", i.Requests),
 				attribute.Int("gen_ai.usage.input_tokens", i.Usage.PromptTokens),
 				attribute.Int("gen_ai.usage.output_tokens", i.Usage.CompletionTokens))
 		},
