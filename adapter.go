@@ -286,9 +286,11 @@ type Result struct {
 	// DSPy's requests: what it left out of a reply or of the outputs (a
 	// ReActV2's extra submit arguments, a reply's text beside its tool
 	// calls that was not in the adapter's format, the calls a forced
-	// submit's reply asked for besides submit), or calls that ran after a
-	// submit ended the run. Empty when there is nothing to say; Add keeps
-	// both sides'.
+	// submit's reply asked for besides submit), calls that ran after a
+	// submit ended the run, or what a call did other than its adapter
+	// asked (tool calls asked for in the text because the LM cannot make
+	// them natively, and why; see [Plan].Note). Empty when there is
+	// nothing to say; Add keeps both sides', each once.
 	Notes []string
 	// Profile names the DSPy profile a module (package predict) ran
 	// under: whose choices it made, which DSPy's prompts it sent.
@@ -350,8 +352,9 @@ func (c *Counts) Add(o Counts) {
 
 // Add adds the counters of o, the Result of another call of the same run
 // (a module's step, an attempt), to r: its Counts, Usage and
-// UsageByModel, and appends o's Notes; ReaskCause becomes o's when o
-// re-asked, so that it stays the latest re-ask's. The fields that
+// UsageByModel, and appends those of o's Notes r does not have;
+// ReaskCause becomes o's when o re-asked, so that it stays the latest
+// re-ask's. The fields that
 // describe one call's reply (Outputs, Adapter, FallbackCause,
 // Completions, Mode, Model, SystemFingerprint, Logprobs) are left as they
 // are. Profile, which describes the run, becomes o's when r has none. A
@@ -365,8 +368,10 @@ func (r *Result) Add(o *Result) {
 		r.Profile = o.Profile
 	}
 	r.Counts.Add(o.Counts)
-	if len(o.Notes) > 0 {
-		r.Notes = append(slices.Clip(r.Notes), o.Notes...)
+	for _, n := range o.Notes {
+		if !slices.Contains(r.Notes, n) { // a note of every step is said once
+			r.Notes = append(slices.Clip(r.Notes), n)
+		}
 	}
 	if o.ReaskCause != nil {
 		r.ReaskCause = o.ReaskCause

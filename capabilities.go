@@ -23,7 +23,10 @@ type Capabilities struct {
 
 // CapabilityReporter is implemented by LMs that declare what they support.
 // Wrap any LM with [WithCapabilities] to declare it; otherwise
-// [ModelCapabilities] guesses from the model name.
+// [ModelCapabilities] guesses from the model name. WithCapabilities is the
+// one place that overrides the guess: a call that fails while it used a
+// guess says so (a *[CapabilityGuessError]), and so do the Result's Notes
+// when the guess kept a native feature from the request.
 type CapabilityReporter interface {
 	Capabilities() Capabilities
 }
@@ -68,12 +71,12 @@ type Unwrapper interface {
 	Unwrap() LM
 }
 
-// capabilitiesOf returns what lm (or an LM it wraps) declares, else the
-// guess for model.
-func capabilitiesOf(lm LM, model string) Capabilities {
+// capabilitiesOf returns what lm (or an LM it wraps) declares, else
+// ModelCapabilities' guess for model, with guessed set.
+func capabilitiesOf(lm LM, model string) (caps Capabilities, guessed bool) {
 	for lm != nil {
 		if r, ok := lm.(CapabilityReporter); ok {
-			return r.Capabilities()
+			return r.Capabilities(), false
 		}
 		u, ok := lm.(Unwrapper)
 		if !ok {
@@ -81,7 +84,25 @@ func capabilitiesOf(lm LM, model string) Capabilities {
 		}
 		lm = u.Unwrap()
 	}
-	return ModelCapabilities(model)
+	return ModelCapabilities(model), true
+}
+
+// String lists what c supports ("structured outputs, JSON mode, tools,
+// reasoning"), "none" for nothing.
+func (c Capabilities) String() string {
+	var s []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{c.StructuredOutputs, "structured outputs"}, {c.JSONMode, "JSON mode"}, {c.Tools, "tools"}, {c.Reasoning, "reasoning"}} {
+		if f.on {
+			s = append(s, f.name)
+		}
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 // ModelCapabilities guesses what a model supports from its name, as the

@@ -309,6 +309,33 @@ func (e *RefusalError) Is(target error) bool { return target == ErrRefusal }
 // Unwrap returns the provider's error, if any.
 func (e *RefusalError) Unwrap() error { return e.Err }
 
+// CapabilityGuessError reports a call that failed while it relied on
+// capabilities the library guessed from the model's name ([ModelCapabilities])
+// because the LM declares none: the guess may be why. Two ways a guess
+// fails: it denied a native feature the call wanted (tool calls asked for
+// in the text of a model that does not follow the format; the Result's
+// Notes say so), and the reply could not be read; or it granted one (tools,
+// native reasoning) that the provider rejected with a 400 or 422.
+// [WithCapabilities] is the one place that overrides the guess. Err, the
+// call's error, is in the chain: errors.As still finds the *ParseError or
+// *LMError beneath.
+type CapabilityGuessError struct {
+	// Model is the model name the guess was made from.
+	Model string
+	// Guess is what was guessed.
+	Guess Capabilities
+	Err   error
+}
+
+// Error gives the call's error, then the guess and how to override it.
+func (e *CapabilityGuessError) Error() string {
+	return fmt.Sprintf("%v (the capabilities of model %q were guessed from its name: %s; declare what the LM supports with adapter.WithCapabilities)",
+		e.Err, e.Model, e.Guess)
+}
+
+// Unwrap returns the call's error.
+func (e *CapabilityGuessError) Unwrap() error { return e.Err }
+
 // PanicError is a panic the library recovered in code it runs for a
 // call on the caller's behalf: a tool run for the model ([Trace.RunTool],
 // so ReAct's steps, native or not, and ToolCalls.Execute), a

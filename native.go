@@ -44,11 +44,14 @@ type WireReader interface {
 
 // NativeRequest is what a NativeHook decides from.
 type NativeRequest struct {
-	Field     string                       // the output field
-	Signature *signature.Signature         // the call's signature
-	Inputs    Values                       // the call's inputs
-	Caps      Capabilities                 // what the LM declares
-	Request   openai.ChatCompletionRequest // the request template (a copy)
+	Field     string               // the output field
+	Signature *signature.Signature // the call's signature
+	Inputs    Values               // the call's inputs
+	Caps      Capabilities         // what the LM declares, or the guess
+	// Guessed: the LM declares nothing (see [CapabilityReporter]), and
+	// Caps is [ModelCapabilities]' guess from the request's model name.
+	Guessed bool
+	Request openai.ChatCompletionRequest // the request template (a copy)
 	// NativeTools: the adapter asks for native function calling (see
 	// [NativeToolAdapter]; JSON and BAML by default, Chat and XML when
 	// their Options.NativeTools turns it on).
@@ -68,6 +71,13 @@ type Plan struct {
 	// be answered as the adapter asks (a ToolCalls output for native tool
 	// calling, with no input holding the tools).
 	Err error
+	// Note, when set, says what the hook did other than the adapter asked,
+	// and why: tool calls asked for in the text because the LM does not
+	// support native calling, say. It is added once to the call's
+	// Result.Notes, which the [Trace]'s CallDone carries. A Note made
+	// from a guess (NativeRequest.Guessed) makes the call's failure a
+	// *[CapabilityGuessError].
+	Note string
 }
 
 // NativeToolAdapter is implemented by adapters that can ask for tool
@@ -106,49 +116,71 @@ type nativeField struct {
 	hook NativeHook
 }
 
-// planNative applies the outputs' native hooks to req and returns the
-// signature the adapter formats and parses (without the dropped fields),
-// the inputs without the dropped inputs, and the dropped outputs. When a
-// hook puts tools in the request, parallel_tool_calls follows the
-// adapter's option unless the template sets it, and a request that then
-// has parallel_tool_calls gets tool_choice "auto" unless the template sets
+// lmCaps is what an LM supports, as it declares it or as guessed from
+// the model name (guessed).
+type lmCaps struct {
+	caps    Capabilities
+	guessed bool
+}
+
+// nativePlan is what planNative decided for one request: the signature
+// the adapter formats and parses (without the dropped fields), the inputs
+// without the dropped inputs, the dropped outputs, and the hooks' notes
+// (guessNote: one of them was made from a guess; guessUsed: a field went
+// native on a guess).
+type nativePlan struct {
+	sig                  *signature.Signature
+	inputs               Values
+	dropped              []nativeField
+	notes                []string
+	guessNote, guessUsed bool
+}
+
+// planNative applies the outputs' native hooks to req. When a hook puts
+// tools in the request, parallel_tool_calls follows the adapter's option
+// unless the template sets it, and a request that then has
+// parallel_tool_calls gets tool_choice "auto" unless the template sets
 // one: DSPy's LM layer adds it only then, so a request without
 // parallel_tool_calls leaves tool_choice to the provider. A hook's Err
 // stops the call (an *InputError naming the field). A [NativeToolAdapter]
 // that asks for no native tools gets a request without tool options.
-func planNative(a Adapter, sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest) (*signature.Signature, Values, []nativeField, error) {
+func planNative(a Adapter, sig *signature.Signature, inputs Values, lc lmCaps, req *openai.ChatCompletionRequest) (nativePlan, error) {
 	nt, ok := a.(NativeToolAdapter)
 	var native bool
 	var parallel Switch
 	if ok {
 		native, parallel = nt.NativeTools()
 	}
-	fsig, fin, dropped, err := applyHooks(sig, inputs, caps, req, native, parallel)
+	p, err := applyHooks(sig, inputs, lc, req, native, parallel)
 	if err == nil && ok && !native {
 		stripTools(req)
 	}
-	return fsig, fin, dropped, err
+	return p, err
 }
 
 // applyHooks is planNative's work on the outputs' hooks, for an adapter
 // that asks for native function calling or not (native) with parallel,
 // its parallel_tool_calls.
-func applyHooks(sig *signature.Signature, inputs Values, caps Capabilities, req *openai.ChatCompletionRequest, native bool, parallel Switch) (*signature.Signature, Values, []nativeField, error) {
+func applyHooks(sig *signature.Signature, inputs Values, lc lmCaps, req *openai.ChatCompletionRequest, native bool, parallel Switch) (nativePlan, error) {
+	p := nativePlan{sig: sig, inputs: inputs}
 	if !traitsOfSig(sig).native {
-		return sig, inputs, nil, nil
+		return p, nil
 	}
-	var dropped []nativeField
-	fsig, fin, copied := sig, inputs, false
+	copied := false
 	for i := range sig.NumOutputs() {
 		f := sig.Output(i)
 		if !traitsOf(f.Type).native {
 			continue
 		}
 		hook := reflect.Zero(f.Type).Interface().(NativeHook)
-		plan := hook.PlanNative(NativeRequest{Field: f.Name, Signature: sig, Inputs: inputs, Caps: caps, Request: *req,
-			NativeTools: native})
+		plan := hook.PlanNative(NativeRequest{Field: f.Name, Signature: sig, Inputs: inputs, Caps: lc.caps, Guessed: lc.guessed,
+			Request: *req, NativeTools: native})
 		if plan.Err != nil {
-			return nil, nil, nil, &InputError{Field: f.Name, Err: plan.Err}
+			return nativePlan{}, &InputError{Field: f.Name, Err: plan.Err}
+		}
+		if plan.Note != "" {
+			p.notes = append(p.notes, plan.Note)
+			p.guessNote = p.guessNote || lc.guessed
 		}
 		hadTools := len(req.Tools) > 0
 		if plan.Request != nil {
@@ -168,20 +200,21 @@ func applyHooks(sig *signature.Signature, inputs Values, caps Capabilities, req 
 			}
 		}
 		if plan.Drop {
-			fsig = fsig.Delete(f.Name)
-			dropped = append(dropped, nativeField{f.Name, f.Type, hook})
+			p.guessUsed = p.guessUsed || lc.guessed
+			p.sig = p.sig.Delete(f.Name)
+			p.dropped = append(p.dropped, nativeField{f.Name, f.Type, hook})
 		}
 		for _, in := range plan.DropInputs {
-			fsig = fsig.Delete(in)
-			if _, ok := fin[in]; ok {
+			p.sig = p.sig.Delete(in)
+			if _, ok := p.inputs[in]; ok {
 				if !copied {
-					fin, copied = maps.Clone(inputs), true
+					p.inputs, copied = maps.Clone(inputs), true
 				}
-				delete(fin, in)
+				delete(p.inputs, in)
 			}
 		}
 	}
-	return fsig, fin, dropped, nil
+	return p, nil
 }
 
 // stripTools removes the native tool-calling options from req.

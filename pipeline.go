@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -184,12 +185,18 @@ type run struct {
 	lm      LM           // the LM without the library's wrappers (see peel)
 	mw      []Middleware // the middlewares of those wrappers
 	stream  StreamingLM  // lm, for a Stream
-	caps    Capabilities
+	caps    lmCaps
 	sig     *signature.Signature
 	demos   []Values
 	inputs  Values
 	parent  uint64      // the module run this call is part of
 	sink    *streamSink // nil for a Call
+
+	// guessNote: a native hook noted what it did from guessed
+	// capabilities (see Plan.Note); a parse failure then names the guess.
+	// guessUsed: a hook moved a field to a native feature the guess
+	// granted; the provider's rejection then names it.
+	guessNote, guessUsed bool
 
 	// capture, set by Prepare, takes the first request in place of the
 	// invoker chain and fails with errPrepared: nothing is sent.
@@ -268,7 +275,7 @@ func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demo
 	r.parent = rs.parent
 	r.cfg.trace = composeTrace(rs.trace, r.cfg.trace)
 	r.lm, r.mw = peel(lm)
-	r.caps = capabilitiesOf(lm, r.cfg.req.Model)
+	r.caps.caps, r.caps.guessed = capabilitiesOf(lm, r.cfg.req.Model)
 	r.state.ident.lm = r.lm
 	if r.cfg.trace != nil {
 		r.state.trace, r.state.callID = r.cfg.trace, r.cfg.callID()
@@ -311,6 +318,9 @@ func (r *run) do(ctx context.Context) (err error) {
 			if c, ok := context.Cause(ctx).(callTimeout); ok && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, c) {
 				err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
 			}
+			if r.guessFailed(err) {
+				err = &CapabilityGuessError{Model: r.cfg.req.Model, Guess: r.caps.caps, Err: err}
+			}
 		}
 		r.state.settle(false) // a verdict the attempt never gave (a panic) drops what waited for it
 		r.finish()
@@ -339,6 +349,26 @@ func (r *run) do(ctx context.Context) (err error) {
 		return &FallbackError{First: err, Err: ferr}
 	}
 	return nil
+}
+
+// guessFailed reports a call error that guessed capabilities may explain
+// (see CapabilityGuessError): a parse failure after a hook did without a
+// native feature the guess denied, or a request a hook shaped from the
+// guess that the provider rejected.
+func (r *run) guessFailed(err error) bool {
+	if !r.caps.guessed {
+		return false
+	}
+	var pe *ParseError
+	if r.guessNote && errors.As(err, &pe) {
+		return true
+	}
+	var le *LMError
+	if r.guessUsed && errors.As(err, &le) && !errors.Is(err, ErrContextWindow) {
+		st := statusOf(le.Err)
+		return st == http.StatusBadRequest || st == http.StatusUnprocessableEntity
+	}
+	return false
 }
 
 // fallsBack reports a parse failure that the fallback adapter may
@@ -370,10 +400,18 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 		return err
 	}
 	req := r.cfg.req
-	fsig, fin, dropped, err := planNative(a, r.sig, r.inputs, r.caps, &req)
+	plan, err := planNative(a, r.sig, r.inputs, r.caps, &req)
 	if err != nil {
 		return err
 	}
+	for _, n := range plan.notes {
+		if !slices.Contains(r.res.Notes, n) { // once per call, not per attempt
+			r.res.Notes = append(r.res.Notes, n)
+		}
+	}
+	r.guessNote = r.guessNote || plan.guessNote
+	r.guessUsed = r.guessUsed || plan.guessUsed
+	fsig, fin, dropped := plan.sig, plan.inputs, plan.dropped
 	start := tr.now()
 	msgs, err := a.Format(fsig, r.demos, fin)
 	tr.format(msgs, tr.since(start), err)
@@ -469,7 +507,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		req.Messages = msgs
 		mode := ""
 		if shapes {
-			m, ok, err := shapeRequest(a, shaper, fsig, req, r.caps, level)
+			m, ok, err := shapeRequest(a, shaper, fsig, req, r.caps.caps, level)
 			if err != nil {
 				return openai.ChatCompletionResponse{}, err
 			}

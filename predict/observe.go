@@ -25,10 +25,20 @@ import (
 // as Result.Usage counts them) and the error. Parse failures are logged at
 // Warn, and so is a cache's failure (see adapter.FallibleCache: the call
 // went on to the LM); each tool run with its name, arguments, duration
-// and error.
+// and error; and at the end of a call, each of its Result's Notes (what
+// the call did other than asked: tool calls asked for in the text, say)
+// at Warn.
 // Requests never carry the API key, so neither do the logs.
 func Logger(l *slog.Logger) *adapter.Trace {
 	return &adapter.Trace{
+		CallDone: func(i adapter.CallDoneInfo) {
+			if i.Result == nil {
+				return
+			}
+			for _, n := range i.Result.Notes {
+				l.LogAttrs(context.Background(), slog.LevelWarn, "note", slog.Uint64("call", i.CallID), slog.String("note", n))
+			}
+		},
 		LMCallDone: func(i adapter.LMCallDoneInfo) {
 			level := slog.LevelInfo
 			if i.Err != nil {

@@ -598,7 +598,9 @@ func (ToolCalls) FormatHint() string {
 // asks for native function calling, the LM supports it and an input holds
 // the tools (a Tool or []Tool): the tools go into the request, and the
 // tools input and this output leave the prompt. Otherwise the calls are
-// asked for in the text.
+// asked for in the text, as DSPy does for a model without function
+// calling; when the adapter asked for native calls, the Plan's Note says
+// why they were not (the Result's Notes).
 func (ToolCalls) PlanNative(r adapter.NativeRequest) adapter.Plan {
 	if !r.NativeTools {
 		return adapter.Plan{}
@@ -607,7 +609,11 @@ func (ToolCalls) PlanNative(r adapter.NativeRequest) adapter.Plan {
 		return adapter.Plan{Err: errNoToolInput}
 	}
 	if !r.Caps.Tools {
-		return adapter.Plan{}
+		why := "the LM declares no tool support (adapter.Capabilities.Tools)"
+		if r.Guessed {
+			why = fmt.Sprintf("model %q is not known to support function calling (adapter.ModelCapabilities guessed from its name; declare it with adapter.WithCapabilities)", r.Request.Model)
+		}
+		return adapter.Plan{Note: fmt.Sprintf("%s: tool calls asked for in the text, not natively: %s", r.Field, why)}
 	}
 	for i := range r.Signature.NumInputs() {
 		f := r.Signature.Input(i)
@@ -625,7 +631,7 @@ func (ToolCalls) PlanNative(r adapter.NativeRequest) adapter.Plan {
 		for _, t := range tools {
 			d, err := t.ToolDefinition()
 			if err != nil {
-				return adapter.Plan{} // asked for in the text instead
+				return adapter.Plan{Note: fmt.Sprintf("%s: tool calls asked for in the text, not natively: tool %q has no definition to send: %v", r.Field, t.Name, err)}
 			}
 			defs = append(defs, d)
 		}
