@@ -87,14 +87,16 @@ type CacheEntry struct {
 //     across processes, provided its HTTP client is nil, an *http.Client
 //     with the default transport and no cookie jar, or one of those inside
 //     [HTTPDoer]: another transport may add credentials of its own, so such
-//     a client is identified as a value, as below (embed the client in a
-//     type with an LMIdentity method to share its entries across
-//     processes);
+//     a client is identified as a value, as below, unless [WithIdentity]
+//     declares it;
 //   - for any other LM that is a pointer: an identity of its own, random,
 //     given to the value the first time a cache sees it and never to
 //     another value, so that its entries live no longer than the LM and
 //     are never served to an LM that later gets its address (nor to
-//     another process);
+//     another process). Its keys say so ([LocalCacheKey]): a store shared
+//     by processes counts the entries it stores under them and logs the
+//     first (DiskCache, rediscache), since no other process will read
+//     them;
 //   - none for an LM that is not a pointer (a func type, a struct value):
 //     calls through it are not cached.
 type Identifier interface {
@@ -105,9 +107,16 @@ type Identifier interface {
 type lmIdent struct {
 	lm    LM
 	once  sync.Once
-	id    string
+	id    identity
 	azure *openai.ClientConfig // an Azure client: its deployment depends on the model
 	ok    bool
+}
+
+// identity is what identifies an LM, and whether it is this process's
+// alone (a value's own, see [Identifier]).
+type identity struct {
+	id    string
+	local bool
 }
 
 // key returns the cache key of req sent to the LM, false when the LM has
@@ -119,17 +128,20 @@ func (i *lmIdent) key(req openai.ChatCompletionRequest) (string, bool) {
 	}
 	id := i.id
 	if i.azure != nil {
-		id += "\x00deployment " + i.azure.GetAzureDeploymentByModel(req.Model)
+		id.id += "\x00deployment " + i.azure.GetAzureDeploymentByModel(req.Model)
 	}
 	key, err := cacheKey(id, req)
 	return key, err == nil
 }
 
 // lmIdentity returns what identifies lm (see [Identifier]).
-func lmIdentity(lm LM) (id string, azure *openai.ClientConfig, ok bool) {
+func lmIdentity(lm LM) (id identity, azure *openai.ClientConfig, ok bool) {
 	for w := lm; w != nil; {
+		if d, ok := w.(identified); ok {
+			return d.identity()
+		}
 		if i, ok := w.(Identifier); ok {
-			return "id\x00" + i.LMIdentity(), nil, true
+			return identity{id: "id\x00" + i.LMIdentity()}, nil, true
 		}
 		u, ok := w.(Unwrapper)
 		if !ok {
@@ -139,26 +151,89 @@ func lmIdentity(lm LM) (id string, azure *openai.ClientConfig, ok bool) {
 	}
 	lm, _ = peel(lm)
 	if c, ok := lm.(*openai.Client); ok && c != nil {
-		if id, azure, ok := clientIdentity(c); ok {
-			return id, azure, true
+		if id, azure, ok := clientIdentity(c, false); ok {
+			return identity{id: id}, azure, true
 		}
 	}
-	id, ok = valueIdentity(lm)
-	return id, nil, ok
+	v, ok := valueIdentity(lm)
+	return identity{id: v, local: true}, nil, ok
+}
+
+// WithIdentity returns lm with the identity id (see [Identifier]): a
+// [Cached] beneath which it is keys its entries by id, the same in every
+// process, so that replicas sharing a store (Redis, disk) share their
+// entries. It is the one call to make for a go-openai client whose HTTP
+// client has a transport of its own (tuned pools, otelhttp, a proxy),
+// which the library otherwise identifies per process, since a transport
+// may add credentials of its own:
+//
+//	lm := adapter.WithMiddleware(adapter.WithIdentity(client, "prod"), adapter.Cached(store))
+//
+// For an *openai.Client beneath (inside the library's wrappers), the
+// identity is id and what identifies the client itself (its base URL, API
+// type and version, organization and a SHA-256 of its API key), so that
+// one id never mixes tenants or endpoints; id then says what the
+// transport changes (any constant when it changes nothing about who
+// answers). For any other LM the identity is id alone: it must name
+// everything that changes a reply (the endpoint, the credentials, the
+// tenant). The result streams when lm does and keeps lm's declared
+// capabilities; put the cache over it, not beneath.
+func WithIdentity(lm LM, id string) StreamingLM {
+	return identified{lm: lm, id: id}
+}
+
+type identified struct {
+	lm LM
+	id string
+}
+
+func (d identified) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	return d.lm.CreateChatCompletion(ctx, req)
+}
+
+// CreateChatCompletionStream streams from the wrapped LM.
+func (d identified) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
+	s, ok := d.lm.(StreamingLM)
+	if !ok {
+		return nil, cannotStream(d.lm)
+	}
+	return s.CreateChatCompletionStream(ctx, req)
+}
+
+// Unwrap returns the wrapped LM.
+func (d identified) Unwrap() LM { return d.lm }
+
+// LMIdentity returns the declared identity (the client's beside it: see
+// WithIdentity).
+func (d identified) LMIdentity() string {
+	id, _, _ := d.identity()
+	return id.id
+}
+
+// identity is id, and for a go-openai client beneath, the client's.
+func (d identified) identity() (identity, *openai.ClientConfig, bool) {
+	inner, _ := peel(d.lm)
+	if c, ok := inner.(*openai.Client); ok && c != nil {
+		if cid, azure, ok := clientIdentity(c, true); ok {
+			return identity{id: "declared\x00" + d.id + "\x00" + cid}, azure, true
+		}
+	}
+	return identity{id: "id\x00" + d.id}, nil, true
 }
 
 // clientIdentity reads the endpoint and credentials of a go-openai client,
 // which keeps its configuration unexported; false when its HTTP client
-// may change who it calls as (see [Identifier]), or when the client's
-// layout is not the one this reads.
-func clientIdentity(c *openai.Client) (id string, azure *openai.ClientConfig, ok bool) {
+// may change who it calls as (see [Identifier]) and anyDoer is not set
+// (WithIdentity vouches for it), or when the client's layout is not the
+// one this reads.
+func clientIdentity(c *openai.Client, anyDoer bool) (id string, azure *openai.ClientConfig, ok bool) {
 	f := reflect.ValueOf(c).Elem().FieldByName("config")
 	if !f.IsValid() || f.Type() != reflect.TypeFor[openai.ClientConfig]() {
 		return "", nil, false
 	}
 	cfg := (*openai.ClientConfig)(unsafe.Pointer(f.UnsafeAddr()))
 	token := reflect.ValueOf(cfg).Elem().FieldByName("authToken")
-	if !token.IsValid() || token.Kind() != reflect.String || !plainDoer(cfg.HTTPClient) {
+	if !token.IsValid() || token.Kind() != reflect.String || !anyDoer && !plainDoer(cfg.HTTPClient) {
 		return "", nil, false
 	}
 	key := sha256.Sum256([]byte(token.String()))
@@ -877,8 +952,9 @@ const cacheKeyVersion = "v2"
 // cacheKey is the version, then the SHA-256 of the version, the LM's
 // identity (length-prefixed) and the request's JSON, without the fields
 // that only say how the reply travels (stream, stream_options), so that
-// Call and Stream share entries: "v2:" and 64 hex digits.
-func cacheKey(id string, req openai.ChatCompletionRequest) (string, error) {
+// Call and Stream share entries: "v2:" and 64 hex digits, or
+// "v2:local:" and 64 hex digits under an identity of this process alone.
+func cacheKey(id identity, req openai.ChatCompletionRequest) (string, error) {
 	req.Stream, req.StreamOptions = false, nil
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -886,11 +962,27 @@ func cacheKey(id string, req openai.ChatCompletionRequest) (string, error) {
 	}
 	h := sha256.New()
 	h.Write([]byte("sigwire/adapter cache key " + cacheKeyVersion + "\x00"))
-	h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(id))))
-	h.Write([]byte(id))
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(id.id))))
+	h.Write([]byte(id.id))
 	h.Write(b)
-	return cacheKeyVersion + ":" + hex.EncodeToString(h.Sum(nil)), nil
+	prefix := cacheKeyVersion + ":"
+	if id.local {
+		prefix = localKeyPrefix
+	}
+	return prefix + hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// localKeyPrefix starts the keys of LMs identified per process.
+const localKeyPrefix = cacheKeyVersion + ":local:"
+
+// LocalCacheKey reports whether key, as [Cached] computes it, is under an
+// LM identity of this process alone (an LM identified as a value: see
+// [Identifier]): no other process computes it, so a store shared by
+// processes (Redis, disk) will never serve its entry to another. Such a
+// store counts the entries it stores under these keys and says so once
+// (DiskCacheStats.Local; rediscache's Stats.Local); declare the LM's
+// identity with [WithIdentity] to share them.
+func LocalCacheKey(key string) bool { return strings.HasPrefix(key, localKeyPrefix) }
 
 // LRU is an in-memory least-recently-used Cache.
 type LRU struct {

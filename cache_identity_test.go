@@ -1,8 +1,10 @@
 package adapter_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
@@ -330,4 +332,63 @@ func TestCacheIdentityGlobalAndInteriorLMs(t *testing.T) {
 	for name, lm := range lms {
 		assert.Equal(t, 1, lm.calls, "%s: the second call was its own cache hit", name)
 	}
+}
+
+// TestWithIdentity: the keys of a go-openai client with a transport of its
+// own are this process's alone (LocalCacheKey), and a DiskCache shared by
+// processes counts the entries it stores under them and warns once;
+// WithIdentity makes them the same for every client value (another
+// process's) with the same endpoint and key, never for another key; over
+// any other LM the identity is the id alone. The wrapper keeps streaming
+// and declared capabilities.
+func TestWithIdentity(t *testing.T) {
+	spy := &keySpy{}
+	req := openai.ChatCompletionRequest{Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}}}
+	custom := func(key string) *openai.Client {
+		cfg := openai.DefaultConfig(key)
+		cfg.BaseURL = "https://api.example.com/v1"
+		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		return openai.NewClientWithConfig(cfg)
+	}
+	key := func(lm adapter.LM) string {
+		_, err := adapter.WithMiddleware(lm, adapter.Cached(spy)).CreateChatCompletion(t.Context(), req)
+		require.NoError(t, err)
+		return spy.keys[len(spy.keys)-1]
+	}
+	local := key(custom("sk-A"))
+	assert.True(t, adapter.LocalCacheKey(local), local)
+	assert.NotEqual(t, local, key(custom("sk-A")), "two client values: two identities")
+	plain := openai.DefaultConfig("sk-A")
+	assert.False(t, adapter.LocalCacheKey(key(openai.NewClientWithConfig(plain))))
+
+	a := key(adapter.WithIdentity(custom("sk-A"), "prod"))
+	assert.False(t, adapter.LocalCacheKey(a), a)
+	assert.Regexp(t, `^v2:[0-9a-f]{64}$`, a)
+	assert.Equal(t, a, key(adapter.WithIdentity(custom("sk-A"), "prod")), "the same in every process")
+	assert.NotEqual(t, a, key(adapter.WithIdentity(custom("sk-B"), "prod")), "never another tenant's")
+	assert.NotEqual(t, a, key(adapter.WithIdentity(custom("sk-A"), "staging")))
+	assert.Equal(t, a, key(adapter.WithCapabilities(adapter.WithIdentity(custom("sk-A"), "prod"), adapter.Capabilities{Tools: true})),
+		"found through the library's wrappers")
+	assert.Equal(t, key(adapter.WithIdentity(&tenantLM{tenant: "A"}, "tenant A")), key(adapter.WithIdentity(&tenantLM{tenant: "B"}, "tenant A")),
+		"any other LM: the id alone")
+
+	// Streams and capabilities pass through.
+	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nParis"))
+	defer srv.Close()
+	lm := adapter.WithIdentity(adapter.WithCapabilities(srv.Client(), adapter.Capabilities{StructuredOutputs: true}), "test")
+	fields, _, err := drain(adapter.Stream(t.Context(), lm, mustParse(t, "q -> a"), nil, adapter.Values{"q": "x"}, adapter.UseAdapter(adapter.JSON{})))
+	require.NoError(t, err)
+	assert.Equal(t, "Paris", fields["a"])
+	assert.Contains(t, string(srv.Requests()[0].Body), `"json_schema"`, "the declared capabilities are found through WithIdentity")
+
+	// A DiskCache counts what it stores under a local key, and warns once.
+	var logs bytes.Buffer
+	dc, err := adapter.OpenDiskCache(t.TempDir(), adapter.DiskCacheLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	require.NoError(t, err)
+	for _, k := range []string{local, "v2:local:" + strings.Repeat("ab", 32), a} {
+		dc.Put(t.Context(), k, adapter.CacheEntry{Response: openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{FinishReason: "stop"}}}})
+	}
+	assert.Equal(t, int64(2), dc.Stats().Local)
+	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"))
+	assert.Contains(t, logs.String(), "adapter.WithIdentity")
 }

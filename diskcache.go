@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -71,7 +72,9 @@ type DiskCache struct {
 	shards  [256]atomic.Bool // subdirectories known to exist
 
 	evicting atomic.Bool
-	stats    struct{ hits, misses, corrupt, errors, oversize, evicted atomic.Int64 }
+	stats    struct{ hits, misses, corrupt, errors, oversize, evicted, local atomic.Int64 }
+
+	logger *slog.Logger // nil: slog.Default()
 }
 
 // DiskCacheStats counts what a [DiskCache] did since it was opened, in
@@ -90,6 +93,12 @@ type DiskCacheStats struct {
 	Oversize int64
 	// Evicted counts files this process removed to keep the bound.
 	Evicted int64
+	// Local counts the entries stored under a key of an LM identified per
+	// process ([LocalCacheKey]): no other process will read them, and
+	// this one only while the LM lives. The first is logged at Warn (see
+	// [DiskCacheLogger]). Declare the LM's identity with [WithIdentity]
+	// to share them.
+	Local int64
 	// Bytes and Entries are this process's estimate of the directory's
 	// size: as last scanned, plus its own writes since.
 	Bytes   int64
@@ -113,6 +122,13 @@ func DiskCacheMaxBytes(n int64) DiskCacheOption {
 // n < 1 means unbounded).
 func DiskCacheMaxEntries(n int) DiskCacheOption {
 	return func(c *DiskCache) { c.maxEntries = max(n, 0) }
+}
+
+// DiskCacheLogger sets the logger the cache warns on, once, when it first
+// stores an entry no other process will read (see DiskCacheStats.Local);
+// slog.Default() when unset or nil.
+func DiskCacheLogger(l *slog.Logger) DiskCacheOption {
+	return func(c *DiskCache) { c.logger = l }
 }
 
 // diskCacheVersion names the directory of this file format, and is
@@ -227,7 +243,7 @@ func (c *DiskCache) Stats() DiskCacheStats {
 	return DiskCacheStats{
 		Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(), Corrupt: c.stats.corrupt.Load(),
 		Errors: c.stats.errors.Load(), Oversize: c.stats.oversize.Load(), Evicted: c.stats.evicted.Load(),
-		Bytes: b, Entries: n,
+		Local: c.stats.local.Load(), Bytes: b, Entries: n,
 	}
 }
 
@@ -370,6 +386,14 @@ func (c *DiskCache) Store(_ context.Context, key string, entry CacheEntry) error
 	if err := c.write(shard, name, b); err != nil {
 		c.stats.errors.Add(1)
 		return fmt.Errorf("adapter: disk cache: %w", err)
+	}
+	if LocalCacheKey(key) && c.stats.local.Add(1) == 1 {
+		logger := c.logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Warn("adapter: disk cache: an entry stored under an LM identity of this process alone: no other process will read it; declare the LM's identity with adapter.WithIdentity (DiskCacheStats.Local counts them)",
+			slog.String("dir", c.dir))
 	}
 	c.mu.Lock()
 	c.bytes += int64(len(b))

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,7 @@ type Cache struct {
 	token                           string // names this Cache's leases ([Lease])
 	hits, misses, corrupt, oversize atomic.Int64
 	leases, waits, waitTimeouts     atomic.Int64
+	local                           atomic.Int64
 }
 
 // Stats counts what a [Cache] did since [New].
@@ -53,6 +55,13 @@ type Stats struct {
 	Corrupt int64
 	// Oversize counts replies not stored for passing MaxEntryBytes.
 	Oversize int64
+	// Local counts the entries stored under a key of an LM identified per
+	// process (adapter.LocalCacheKey): no other replica will read them,
+	// so the replicas each pay for every prompt. The first is logged at
+	// Warn ([Logger]). Declare the LM's identity with adapter.WithIdentity
+	// (a go-openai client whose HTTP client has a transport of its own
+	// needs it) to share them.
+	Local int64
 	// With [Lease]: Leases counts the misses on which this Cache took
 	// the lease (its caller called the LM), Waits the lookups that waited
 	// for another's lease, WaitTimeouts those of them that ran out of
@@ -62,7 +71,8 @@ type Stats struct {
 
 // New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
 // *redis.Ring or a failover client). The options: [Prefix], [TTL],
-// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError], [Lease].
+// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError], [Lease],
+// [Logger].
 //
 // New panics if [Sign] was given a secret shorter than [MinSecretBytes]
 // (an empty one included), with an error matching [ErrShortSecret] that
@@ -175,6 +185,14 @@ func (c *Cache) Store(ctx context.Context, key string, entry adapter.CacheEntry)
 	if err != nil && ctx.Err() == nil {
 		return &Error{Op: "put", Key: rkey, Err: err}
 	}
+	if err == nil && adapter.LocalCacheKey(key) && c.local.Add(1) == 1 {
+		logger := c.s.cfg.logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.WarnContext(ctx, "rediscache: an entry stored under an LM identity of this process alone: no other replica will read it; declare the LM's identity with adapter.WithIdentity (Stats.Local counts them)",
+			slog.String("key", rkey))
+	}
 	return nil
 }
 
@@ -199,7 +217,7 @@ func (c *Cache) Stats() Stats {
 	return Stats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(),
 		Errors: c.s.errors.Load(), Bypassed: c.s.bypassed.Load(),
-		Corrupt: c.corrupt.Load(), Oversize: c.oversize.Load(),
+		Corrupt: c.corrupt.Load(), Oversize: c.oversize.Load(), Local: c.local.Load(),
 		Leases: c.leases.Load(), Waits: c.waits.Load(), WaitTimeouts: c.waitTimeouts.Load(),
 	}
 }

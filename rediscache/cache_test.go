@@ -1,9 +1,12 @@
 package rediscache_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -452,4 +455,63 @@ func TestTwoTiers(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), shared.Stats().Hits, "Redis asked once, the LRU after")
 	assert.Len(t, srv.Requests(), 1)
+}
+
+// TestCustomTransportReplicas: replicas whose go-openai clients have an
+// HTTP transport of their own are identified per process, so each pays
+// for every prompt; the Cache says so (Stats.Local, and one Warn line
+// on its Logger however many such entries it stores). One call,
+// adapter.WithIdentity, makes them share again, without mixing tenants
+// (newcomer review 4, item 1: 10 entries in Redis that no other process
+// would read, and no signal).
+func TestCustomTransportReplicas(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := echoServer(t)
+	custom := func(key string) *openai.Client {
+		cfg := openai.DefaultConfig(key)
+		cfg.BaseURL = srv.URL()
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		return openai.NewClientWithConfig(cfg)
+	}
+	p := prefix(t)
+	type replica struct {
+		lm    adapter.LM
+		cache *rediscache.Cache
+		logs  *bytes.Buffer
+	}
+	newReplica := func(declare func(adapter.LM) adapter.LM, key string) replica {
+		logs := new(bytes.Buffer)
+		c := rediscache.New(client(t), rediscache.Prefix(p), slack, rediscache.Logger(slog.New(slog.NewTextHandler(logs, nil))))
+		return replica{adapter.WithMiddleware(declare(custom(key)), adapter.Cached(c)), c, logs}
+	}
+	ask := func(r replica, qs ...string) {
+		for _, q := range qs {
+			res, err := adapter.Call(t.Context(), r.lm, sig, nil, adapter.Values{"q": q})
+			require.NoError(t, err)
+			assert.Equal(t, "answer to "+q, res.Outputs[0]["a"])
+		}
+	}
+	asIs := func(lm adapter.LM) adapter.LM { return lm }
+	one, two := newReplica(asIs, "sk-A"), newReplica(asIs, "sk-A")
+	ask(one, "x", "y", "z")
+	ask(two, "x", "y", "z")
+	assert.Len(t, srv.Requests(), 6, "per-process identities: each replica paid for every prompt")
+	for _, r := range []replica{one, two} {
+		assert.Equal(t, int64(3), r.cache.Stats().Local)
+		assert.Equal(t, 1, strings.Count(r.logs.String(), "level=WARN"), "one line, however many entries")
+		assert.Contains(t, r.logs.String(), "adapter.WithIdentity")
+	}
+
+	declared := func(lm adapter.LM) adapter.LM { return adapter.WithIdentity(lm, "prod") }
+	three, four := newReplica(declared, "sk-A"), newReplica(declared, "sk-A")
+	ask(three, "x", "y", "z")
+	ask(four, "x", "y", "z")
+	assert.Len(t, srv.Requests(), 9, "declared: the second replica's prompts were the first's")
+	assert.Zero(t, three.cache.Stats().Local)
+	assert.Equal(t, int64(3), four.cache.Stats().Hits)
+	assert.Empty(t, three.logs.String())
+
+	other := newReplica(declared, "sk-B") // another tenant, the same declared identity
+	ask(other, "x")
+	assert.Len(t, srv.Requests(), 10, "another API key under the same id is another identity")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,9 @@ type config struct {
 	timeout  time.Duration
 	cooldown time.Duration
 	onError  func(context.Context, error)
-	sign     bool   // Sign was given: a Cache signs and verifies, whatever the secret
-	secret   []byte // Sign's secret
+	logger   *slog.Logger // nil: slog.Default()
+	sign     bool         // Sign was given: a Cache signs and verifies, whatever the secret
+	secret   []byte       // Sign's secret
 	fallback *RateLimit
 	maxWait  time.Duration
 	block    time.Duration
@@ -124,6 +126,12 @@ func Cooldown(d time.Duration) Option {
 func OnError(f func(ctx context.Context, err error)) Option {
 	return func(c *config) { c.onError = f }
 }
+
+// Logger is the logger a Cache warns on, once, when it first stores an
+// entry no other process will read: one keyed by an LM identified per
+// process (see adapter.LocalCacheKey and Stats.Local). slog.Default()
+// when unset or nil. Cache.
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // Fallback is the limit each process keeps on its own while Redis is
 // unreachable (by default the shared limit itself: with n replicas cut

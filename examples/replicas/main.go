@@ -15,6 +15,14 @@
 // -lru each replica has its own in-memory cache instead, as without Redis:
 // each pays for every question, 300 LM calls.
 //
+// Each replica's go-openai client has an HTTP client of its own (a
+// timeout, a tuned transport), as a production service's does. The
+// library cannot know what such a transport adds (credentials, say), so
+// it identifies the client per process, and the replicas would share
+// nothing: adapter.WithIdentity declares the identity, one call. With
+// -identity=false the replicas run without it: each pays for every
+// question, and the Redis cache says so (Stats.Local, and one warning).
+//
 // A replica that catches up with another may ask a question the other is
 // still waiting on. The cache's lease (rediscache.Lease, -lease, 5 s by
 // default) makes it wait for the other's reply rather than pay for the
@@ -32,12 +40,12 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,7 +65,7 @@ const (
 // report is what a replica tells the parent, as one JSON line.
 type report struct {
 	Replica   int
-	Calls     int // LM requests sent
+	Calls     int // LM requests sent (Result.Requests)
 	CacheHits int
 	Wrong     int // replies that do not answer the question asked
 	Cache     rediscache.Stats
@@ -67,6 +75,7 @@ type report struct {
 var (
 	lru   = flag.Bool("lru", false, "give each replica its own in-memory LRU cache instead of the shared Redis cache")
 	lease = flag.Duration("lease", 5*time.Second, "how long a replica waits for another's call to the same question (rediscache.Lease; 0: it calls the LM too)")
+	ident = flag.Bool("identity", true, "declare the client's identity with adapter.WithIdentity (false: each replica's entries are its own)")
 	rto   = flag.Duration("redis-timeout", 0, "bound on each Redis command (rediscache.Timeout; 0: its default, 100 ms); past it a lookup is a miss and Redis is left alone for a second")
 )
 
@@ -121,8 +130,8 @@ func main() {
 
 	total, wrong, failed := 0, 0, int64(0)
 	for _, r := range reports {
-		fmt.Printf("replica %d: %d questions, %d LM calls, %d cache hits, %d waited for another's call (Redis errors %d, waits run out %d, limiter waits %d)\n",
-			r.Replica, questions, r.Calls, r.CacheHits, r.Cache.Waits, r.Cache.Errors, r.Cache.WaitTimeouts, r.Limiter.Waits)
+		fmt.Printf("replica %d: %d questions, %d LM calls, %d cache hits, %d waited for another's call (Redis errors %d, waits run out %d, limiter waits %d, entries no other replica reads %d)\n",
+			r.Replica, questions, r.Calls, r.CacheHits, r.Cache.Waits, r.Cache.Errors, r.Cache.WaitTimeouts, r.Limiter.Waits, r.Cache.Local)
 		total += r.Calls
 		wrong += r.Wrong
 		failed += r.Cache.Errors + r.Cache.Bypassed + r.Cache.WaitTimeouts
@@ -132,7 +141,14 @@ func main() {
 	if wrong > 0 || total != len(srv.Requests()) {
 		os.Exit(1)
 	}
-	if !*lru && *lease > 0 && failed == 0 && total != questions {
+	local := int64(0)
+	for _, r := range reports {
+		local += r.Cache.Local
+	}
+	if !*lru && *ident != (local == 0) {
+		log.Fatalf("%d entries stored under a per-process identity, with -identity=%v", local, *ident)
+	}
+	if !*lru && *ident && *lease > 0 && failed == 0 && total != questions {
 		// With the lease and nothing failing, a question is paid for once.
 		log.Fatalf("%d LM calls for %d questions with the lease and no Redis failure", total, questions)
 	}
@@ -149,24 +165,24 @@ func replica(n int) {
 	cache := rediscache.New(rdb, prefix, rediscache.TTL(10*time.Minute), rediscache.Lease(*lease), rediscache.Timeout(*rto))
 	limit := rediscache.NewLimiter(rdb, "lmtest", rediscache.RateLimit{RPM: 6000, TPM: 2_000_000}, prefix)
 
-	// What reaches the LM, past the cache.
-	var sent atomic.Int64
-	count := func(next adapter.Invoker) adapter.Invoker {
-		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			sent.Add(1)
-			return next(ctx, req)
-		}
-	}
 	cfg := openai.DefaultConfig("test-key")
 	cfg.BaseURL = os.Getenv("LM_URL")
-	cfg.HTTPClient = adapter.HTTPDoer(nil) // so that a 429's Retry-After reaches the limiter
+	// A service's own HTTP client, wrapped with HTTPDoer so that a 429's
+	// Retry-After reaches the limiter.
+	cfg.HTTPClient = adapter.HTTPDoer(&http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()})
+	var client adapter.LM = openai.NewClientWithConfig(cfg)
+	if *ident {
+		// The same in every replica: the identity is "lmtest" and the
+		// client's endpoint and key, whatever its transport.
+		client = adapter.WithIdentity(client, "lmtest")
+	}
 	// The cache first, so that hits spend no rate; the limiter on the LM,
 	// inside the retries, so that every attempt is admitted.
 	var c adapter.Cache = cache
 	if *lru {
 		c = adapter.NewLRU(1000)
 	}
-	lm := adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(c), limit.Middleware(), count)
+	lm := adapter.WithMiddleware(client, adapter.Cached(c), limit.Middleware())
 	sig, err := signature.Parse("question -> answer")
 	check(err)
 
@@ -177,11 +193,12 @@ func replica(n int) {
 		res, err := adapter.Call(context.Background(), lm, sig, nil, adapter.Values{"question": fmt.Sprintf("question %d", q)})
 		check(err)
 		r.CacheHits += res.CacheHits
+		r.Calls += res.Requests
 		if res.Outputs[0]["answer"] != fmt.Sprintf("answer to %d", q) {
 			r.Wrong++
 		}
 	}
-	r.Calls, r.Cache, r.Limiter = int(sent.Load()), cache.Stats(), limit.Stats()
+	r.Cache, r.Limiter = cache.Stats(), limit.Stats()
 	check(json.NewEncoder(os.Stdout).Encode(r))
 }
 
