@@ -237,14 +237,18 @@ func asConversation(v any) (Conversation, bool) {
 // into text parts (unstripped, empty ones left out) and the parts the
 // markers carry. Only markers rendered from a Formatter value count (they
 // carry value.PartsKey): marker text that came in plain text, an input
-// string or a History turn, stays text, as written.
+// string, a demo or a History turn, stays text, as written. A message
+// whose text holds DSPy's start marker all the same is sent as content
+// parts, as DSPy sends every user message holding it (textParts).
 func expandParts(m *openai.ChatCompletionMessage) {
 	content := m.Content
 	if !strings.Contains(content, value.PartsKey) {
-		return // the common case: no Formatter value, so no marker and no key
+		textParts(m) // the common case: no Formatter value, so no marker and no key
+		return
 	}
 	if !strings.Contains(content, value.PartsOpen) {
 		m.Content = value.StripKey(content)
+		textParts(m)
 		return
 	}
 	var parts []openai.ChatMessagePart
@@ -269,6 +273,20 @@ func expandParts(m *openai.ChatCompletionMessage) {
 	}
 	text(content)
 	m.Content, m.MultiContent = "", parts
+}
+
+// textParts sends a user message whose text holds DSPy's start marker but
+// no marker of a Formatter value as one text part holding that text: DSPy
+// turns every user message holding the start marker into content parts
+// (a demo value SIMBA cut short, an input quoting the marker), and the text
+// stays text here, so that is one text part, byte for byte DSPy's when the
+// marker has no end. Where DSPy would also read a complete marker's parts
+// out of the text, it stays text here (see expandParts).
+func textParts(m *openai.ChatCompletionMessage) {
+	if m.Content != "" && strings.Contains(m.Content, value.PartsStart) {
+		m.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
+		m.Content = ""
+	}
 }
 
 // decodeParts reads a marker's payload: a JSON list of parts, or one
