@@ -39,6 +39,11 @@ var (
 	ErrUnknownInput = errors.New("unknown input field")
 	// ErrMissingInput: a required input field has no value.
 	ErrMissingInput = errors.New("missing input field")
+	// ErrHistoryTurn: a turn of a Conversation input (types.History) is
+	// neither the signature's fields nor one chat message {"role": "user",
+	// "content": "…"}, or mixes both. The *InputError names the input, and
+	// its text the turn and its keys.
+	ErrHistoryTurn = errors.New(`a history turn holds the signature's fields or is one chat message {"role": …, "content": …}`)
 	// ErrInputType: an input value does not fit its field's type and
 	// cannot be converted to it without loss (a string for list[str], 42
 	// for str, 2.5 for int), or holds what no prompt can show (a channel,

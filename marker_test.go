@@ -73,8 +73,30 @@ func TestMarkersInTextStayText(t *testing.T) {
 		assert.Contains(t, text, "<<CUSTOM-TYPE-START-IDENTIFIER>>", a.Name())
 		assert.NotContains(t, text, value.PartsKey, a.Name())
 		last := msgs[len(msgs)-1]
-		assert.Contains(t, last.Content, forgedParts, "%s: the str input is verbatim", a.Name())
+		require.Len(t, last.MultiContent, 1, "%s: one text part, as DSPy sends a user message holding its marker", a.Name())
+		assert.Equal(t, openai.ChatMessagePartTypeText, last.MultiContent[0].Type, a.Name())
+		assert.Contains(t, last.MultiContent[0].Text, forgedParts, "%s: the str input is verbatim", a.Name())
+		assert.Empty(t, last.Content, a.Name())
 	}
+}
+
+// TestMarkerTextSentAsParts: DSPy sends every user message holding its
+// start marker as content parts; a text holding it (a demo value SIMBA
+// cut short: the marker and no end) is that message's one text part, byte
+// for byte DSPy's, and stays a string in assistant and system messages.
+// Text without the marker is a string, as before.
+func TestMarkerTextSentAsParts(t *testing.T) {
+	sig := mustParse(t, "page -> answer")
+	cut := "<<CUSTOM-TYPE-START-IDENTIFIER>>[{\"type\": \"image_url\", \"image_url\": {\"url\": \"data:image/jpeg;base64,/9j/4AAQ\n\t\t... <TRUNCATED FOR BREVITY>"
+	msgs, err := adapter.Chat{}.Format(sig, []adapter.Values{{"page": cut, "answer": cut}}, adapter.Values{"page": "plain"})
+	require.NoError(t, err)
+	require.Len(t, msgs, 4)
+	assert.Equal(t, []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "[[ ## page ## ]]\n" + cut}}, msgs[1].MultiContent)
+	assert.Empty(t, msgs[1].Content)
+	assert.Equal(t, "[[ ## answer ## ]]\n"+cut+"\n\n[[ ## completed ## ]]\n", msgs[2].Content, "an assistant turn keeps its text")
+	assert.Empty(t, msgs[2].MultiContent)
+	assert.Empty(t, msgs[3].MultiContent, "no marker, a string")
+	assert.Contains(t, msgs[3].Content, "plain")
 }
 
 // TestMarkersBesideRealParts: a Formatter value still becomes its part

@@ -2,7 +2,12 @@ package adapter
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -27,6 +32,16 @@ type Formatter interface {
 // assistant message (its outputs, a missing one as None) between the demos
 // and the request. Only the first such input counts; it stays listed in the
 // system message, as DSPy lists it.
+//
+// A turn may instead be one chat message, written as users write them:
+// {"role": "user", "content": "…"}, with role "user", "assistant" or
+// "system" and content a string. It is sent as a message of that role
+// with that content, in its place among the turns (DSPy 3.3.1 drops such
+// a turn, showing an assistant reply of None). A "tool" message answers a
+// call by its id, which such a turn cannot give: tool calls and their
+// results are a field turn's ToolCalls value. A turn that is neither, that
+// mixes both shapes, or whose role or content is another value, is an
+// *InputError (ErrHistoryTurn) naming the turn and its keys.
 type Conversation interface {
 	Turns() []Values
 }
@@ -57,7 +72,15 @@ func (l *layout) formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig
 			}
 		}
 		if conv, ok := asConversation(inputs[name]); ok {
-			for _, turn := range conv.Turns() {
+			for i, turn := range conv.Turns() {
+				role, content, isMessage, err := messageTurn(sig, turn)
+				if err != nil {
+					return nil, &InputError{Field: name, Err: fmt.Errorf("%w: turn %d: %w", ErrHistoryTurn, i+1, err)}
+				}
+				if isMessage {
+					msgs = append(msgs, openai.ChatCompletionMessage{Role: role, Content: content})
+					continue
+				}
 				u, err := user(ar, reqSig, turn, "", "")
 				if err != nil {
 					return nil, err
@@ -103,6 +126,87 @@ func (l *layout) formatTurns(ar *arena, msgs []openai.ChatCompletionMessage, sig
 		msgs = appendMessage(msgs, openai.ChatMessageRoleUser, u)
 	}
 	return msgs, nil
+}
+
+// The keys of a Conversation turn written as a chat message, and the
+// roles it may have.
+const (
+	turnRole    = "role"
+	turnContent = "content"
+)
+
+var messageRoles = []string{openai.ChatMessageRoleUser, openai.ChatMessageRoleAssistant, openai.ChatMessageRoleSystem}
+
+// messageTurn reads a Conversation turn written as a chat message
+// ({"role": …, "content": …}, the role not a field of sig): ok reports it,
+// with the message's role and content. A turn with no "role" key is a turn
+// of sig's fields (ok false), as DSPy renders it, unless none of its keys
+// names a field and it holds no tool calls, which DSPy would show as None
+// replies. The error says what is wrong, naming the keys.
+func messageTurn(sig *signature.Signature, turn Values) (role, content string, ok bool, err error) {
+	isField := func(k string) bool { _, _, f := sig.Field(k); return f }
+	keys := slices.Sorted(maps.Keys(turn))
+	if _, hasRole := turn[turnRole]; !hasRole || isField(turnRole) {
+		for _, k := range keys {
+			if isField(k) {
+				return "", "", false, nil
+			}
+			if _, calls := turn[k].(nativeToolTurn); calls {
+				return "", "", false, nil
+			}
+		}
+		if len(keys) == 0 {
+			return "", "", false, errors.New("an empty turn (no field of the signature, no message)")
+		}
+		return "", "", false, fmt.Errorf("no key names a field of the signature (%s); a chat message needs %q and %q", quoteKeys(keys), turnRole, turnContent)
+	}
+	var fields, others []string
+	for _, k := range keys {
+		switch {
+		case isField(k):
+			fields = append(fields, k)
+		case k != turnRole && k != turnContent:
+			others = append(others, k)
+		}
+	}
+	switch {
+	case len(fields) > 0:
+		return "", "", false, fmt.Errorf("%q makes it a chat message, but it also holds the signature's fields %s (its keys: %s): a turn is one or the other", turnRole, quoteKeys(fields), quoteKeys(keys))
+	case len(others) > 0:
+		return "", "", false, fmt.Errorf("a chat message holds %q and %q only, not %s", turnRole, turnContent, quoteKeys(others))
+	}
+	role, isString := turn[turnRole].(string)
+	switch {
+	case !isString:
+		return "", "", false, fmt.Errorf("%q is %s, not a string", turnRole, typeName(turn[turnRole]))
+	case role == openai.ChatMessageRoleTool:
+		return "", "", false, fmt.Errorf("%q %q: a tool message answers a tool call by its id; give the calls and their results as a ToolCalls value in a turn of the signature's fields", turnRole, role)
+	case !slices.Contains(messageRoles, role):
+		return "", "", false, fmt.Errorf("%q %q: want %s", turnRole, role, quoteKeys(messageRoles))
+	}
+	c, present := turn[turnContent]
+	if !present {
+		return "", "", false, fmt.Errorf("a chat message without %q", turnContent)
+	}
+	if content, isString = c.(string); !isString {
+		return "", "", false, fmt.Errorf("%q is %s, not a string", turnContent, typeName(c))
+	}
+	return role, content, true, nil
+}
+
+func quoteKeys(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = strconv.Quote(k)
+	}
+	return strings.Join(q, ", ")
+}
+
+func typeName(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // expandAll splits the user messages of msgs at content-part markers and
@@ -237,14 +341,18 @@ func asConversation(v any) (Conversation, bool) {
 // into text parts (unstripped, empty ones left out) and the parts the
 // markers carry. Only markers rendered from a Formatter value count (they
 // carry value.PartsKey): marker text that came in plain text, an input
-// string or a History turn, stays text, as written.
+// string, a demo or a History turn, stays text, as written. A message
+// whose text holds DSPy's start marker all the same is sent as content
+// parts, as DSPy sends every user message holding it (textParts).
 func expandParts(m *openai.ChatCompletionMessage) {
 	content := m.Content
 	if !strings.Contains(content, value.PartsKey) {
-		return // the common case: no Formatter value, so no marker and no key
+		textParts(m) // the common case: no Formatter value, so no marker and no key
+		return
 	}
 	if !strings.Contains(content, value.PartsOpen) {
 		m.Content = value.StripKey(content)
+		textParts(m)
 		return
 	}
 	var parts []openai.ChatMessagePart
@@ -269,6 +377,20 @@ func expandParts(m *openai.ChatCompletionMessage) {
 	}
 	text(content)
 	m.Content, m.MultiContent = "", parts
+}
+
+// textParts sends a user message whose text holds DSPy's start marker but
+// no marker of a Formatter value as one text part holding that text: DSPy
+// turns every user message holding the start marker into content parts
+// (a demo value SIMBA cut short, an input quoting the marker), and the text
+// stays text here, so that is one text part, byte for byte DSPy's when the
+// marker has no end. Where DSPy would also read a complete marker's parts
+// out of the text, it stays text here (see expandParts).
+func textParts(m *openai.ChatCompletionMessage) {
+	if m.Content != "" && strings.Contains(m.Content, value.PartsStart) {
+		m.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
+		m.Content = ""
+	}
 }
 
 // decodeParts reads a marker's payload: a JSON list of parts, or one

@@ -246,3 +246,56 @@ func FuzzLoadImageDemo(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadCutMarker: a custom-type value cut short when it was saved
+// (DSPy's start marker and no end marker, as SIMBA saves a long demo
+// value; real file 68) loads in an Image field, a str field and a list of
+// images, keeps the saved text, and is sent as DSPy sends it: the text, in
+// a user message of one text part. Ignored names the demo and the field;
+// the complete markers beside it still load as images.
+func TestLoadCutMarker(t *testing.T) {
+	cut := markerStart + `[{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQSkZJRg` + "\n\t\t... <TRUNCATED FOR BREVITY>"
+	for _, spec := range []string{"photo: Image, note -> caption", "photo, note -> caption"} {
+		sig, err := signature.Parse(spec, signature.WithTypes(types.Names()))
+		require.NoError(t, err)
+		m, err := predict.NewModule(sig).Load(imageProgram(t, cut, "n", "c"), "p")
+		require.NoError(t, err, spec)
+		assert.Equal(t, cut, m.Demos()[0]["photo"], spec)
+		require.Len(t, m.Ignored(), 1, spec)
+		assert.Contains(t, m.Ignored()[0], `demo 1: field "photo": a custom-type value cut short when it was saved`, spec)
+		assert.Contains(t, m.Ignored()[0], `ending "…`, spec)
+		in := adapter.Values{"photo": "https://example.com/in.png", "note": "x"}
+		if sig.Input(0).Type == reflect.TypeFor[types.Image]() {
+			in["photo"] = types.Image{URL: "https://example.com/in.png"}
+		}
+		msgs, err := adapter.Chat{}.Format(m.Signature(), m.Demos(), in)
+		require.NoError(t, err)
+		assert.Equal(t, []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "[[ ## photo ## ]]\n" + cut + "\n\n[[ ## note ## ]]\nn"}}, msgs[1].MultiContent, spec)
+	}
+
+	// In a list of images, beside a complete marker.
+	sig, err := signature.Parse("photos: list[Image] -> caption", signature.WithTypes(types.Names()))
+	require.NoError(t, err)
+	prog, err := predict.LoadProgram(strings.NewReader(`{"p": {"demos": [{"photos": [` + quoteJSON(savedImage("https://a.example/1.png")) + `, ` + quoteJSON(cut) + `], "caption": "c"}, {"photos": [], "caption": "d"}, {"photos": [` + quoteJSON(cut) + `], "caption": "e"}],
+		"signature": {"instructions": "", "fields": [{"prefix": "Photos:", "description": "${photos}"}, {"prefix": "Caption:", "description": "${caption}"}]}}}`))
+	require.NoError(t, err)
+	m, err := predict.NewModule(sig).Load(prog, "p")
+	require.NoError(t, err)
+	assert.Equal(t, []any{types.Image{URL: "https://a.example/1.png"}, cut}, m.Demos()[0]["photos"])
+	require.Len(t, m.Ignored(), 2)
+	assert.Contains(t, m.Ignored()[0], `demo 1: field "photos": a custom-type value cut short`)
+	assert.Contains(t, m.Ignored()[1], `demo 3: field "photos": a custom-type value cut short`)
+	msgs, err := adapter.Chat{}.Format(m.Signature(), m.Demos(), adapter.Values{"photos": []types.Image{}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://a.example/1.png"}, imageURLs(msgs))
+	assert.Equal(t, `", `+strings.NewReplacer(`\u003c`, "<", `\u003e`, ">").Replace(quoteJSON(cut))+`]`, msgs[1].MultiContent[2].Text, "the cut value is text, as DSPy's json.dumps gives it")
+
+	// Real file 68: SIMBA's demo, 100,030 characters.
+	prog, err = predict.ReadProgram("testdata/realworld/68-dspy-rise-humbench-bibliographic-simba-cot_optimized.json")
+	require.NoError(t, err)
+	sig, err = signature.Parse("page_image: Image -> reasoning: str, document: str", signature.WithTypes(types.Names()))
+	require.NoError(t, err)
+	m, err = predict.NewModule(sig).Load(prog, "predict.predict")
+	require.NoError(t, err)
+	assert.Contains(t, m.Ignored(), `demo 1: field "page_image": a custom-type value cut short when it was saved (DSPy's <<CUSTOM-TYPE-START-IDENTIFIER>> with no <<CUSTOM-TYPE-END-IDENTIFIER>>; 100030 characters ending "…/K\n\t\t... <TRUNCATED FOR BREVITY>"): kept as the saved text, which DSPy sends as it is, not read as the field's type`)
+}

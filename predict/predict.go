@@ -375,6 +375,13 @@ type Chunk[Out any] struct {
 	adapter.Chunk
 	// Out is the first choice's outputs, on the Done chunk.
 	Out Out
+	// Rationale is, on the Done chunk of a ChainOfThought's Stream (and of
+	// a BestOfN's or Refine's over one), the reasoning that came before
+	// Out, as text: what ChainOfThought.Call returns as its second result
+	// for the same reply. It is "" on the other chunks and for other
+	// modules. (Reasoning, the embedded chunk's, is a delta of native
+	// reasoning as it arrives.)
+	Rationale string
 }
 
 // Stream runs the module on in as a stream: field deltas as they arrive,
@@ -440,13 +447,23 @@ func (c *ChainOfThought[In, Out]) Signature() *signature.Signature {
 }
 
 // Stream runs the module as a stream: the reasoning's deltas (Field
-// "reasoning"), Out's fields' deltas, then a Done chunk carrying the
-// Result (the reasoning is Result.Outputs[0]["reasoning"]) and Out.
+// "reasoning", or Reasoning deltas when it is native), Out's fields'
+// deltas, then a Done chunk carrying the Result, Out and the reasoning as
+// text (Rationale): what Call returns for the same reply.
 func (c *ChainOfThought[In, Out]) Stream(ctx context.Context, lm adapter.StreamingLM, in In, opts ...adapter.CallOption) iter.Seq2[Chunk[Out], error] {
 	if err := c.zero(); err != nil {
 		return errSeq[Chunk[Out]](err)
 	}
-	return c.p.Stream(ctx, lm, in, opts...)
+	return func(yield func(Chunk[Out], error) bool) {
+		for ch, err := range c.p.Stream(ctx, lm, in, opts...) {
+			if err == nil && ch.Done {
+				ch.Rationale = reasoningText(ch.Result.Outputs[0]["reasoning"])
+			}
+			if !yield(ch, err) {
+				return
+			}
+		}
+	}
 }
 
 // Call runs the module and returns Out and the reasoning.
@@ -461,6 +478,47 @@ func (c *ChainOfThought[In, Out]) Call(ctx context.Context, lm adapter.LM, in In
 	}
 	return out, reasoningText(res.Outputs[0]["reasoning"]), res, nil
 }
+
+// Reasoned is a ChainOfThought's prediction with its reasoning: Out and
+// the text ChainOfThought.Call returns beside it. It is the Out of the
+// Runner that ChainOfThought.Reasoned returns, for a BestOfN's or
+// Refine's reward that scores the reasoning too.
+type Reasoned[Out any] struct {
+	// Out is the prediction's outputs.
+	Out Out
+	// Reasoning is the reasoning before them, as text.
+	Reasoning string
+}
+
+// Reasoned returns c as a Runner for NewBestOfN and NewRefine whose
+// predictions are Reasoned[Out]: the reward sees each attempt's reasoning
+// beside Out, Call returns the chosen attempt's, and so does Stream's Done
+// chunk's Out. The attempts, their requests, Refine's feedback and hints
+// are the same as over c.
+func (c *ChainOfThought[In, Out]) Reasoned() Runner[In, Reasoned[Out]] {
+	return reasonedRunner[In, Out]{c}
+}
+
+// reasonedRunner is ChainOfThought.Reasoned's Runner.
+type reasonedRunner[In, Out any] struct {
+	c *ChainOfThought[In, Out]
+}
+
+func (r reasonedRunner[In, Out]) attempt(ctx context.Context, lm adapter.LM, in In, opts []adapter.CallOption) (Reasoned[Out], *adapter.Result, error) {
+	out, reasoning, res, err := r.c.Call(ctx, lm, in, opts...)
+	return Reasoned[Out]{Out: out, Reasoning: reasoning}, res, err
+}
+
+func (r reasonedRunner[In, Out]) streamAttempt(ctx context.Context, lm adapter.StreamingLM, in In, opts []adapter.CallOption, yield func(adapter.Chunk) bool) (Reasoned[Out], *adapter.Result, error) {
+	return streamOf(r.c.Stream(ctx, lm, in, opts...), func(c Chunk[Out]) adapter.Chunk { return c.Chunk },
+		func(c Chunk[Out]) Reasoned[Out] { return Reasoned[Out]{Out: c.Out, Reasoning: c.Rationale} }, yield)
+}
+
+func (r reasonedRunner[In, Out]) describe() (programInfo, error) { return r.c.describe() }
+
+// goType is the Go type Refine's feedback shows as the program's code:
+// the ChainOfThought's.
+func (r reasonedRunner[In, Out]) goType() string { return fmt.Sprintf("%T", r.c) }
 
 // reasoningText is a ChainOfThought's reasoning as text: a str, or a
 // types.Reasoning (WithNativeReasoning).

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -333,8 +334,10 @@ const maxSavedStops = 4
 // As in DSPy, demo keys that name no field of m's signature (a training
 // example's dspy_uuid, gold labels, another predictor's fields) are left
 // out, and every demo value keeps its saved JSON: a list in a str field is
-// shown as DSPy shows it, objects keep their key order. Ignored lists what
-// was left out.
+// shown as DSPy shows it, objects keep their key order. A custom-type
+// value cut short when it was saved (DSPy's marker with no end marker,
+// which SIMBA writes for a long demo value) stays that text in any field,
+// as DSPy sends it. Ignored lists what was left out or kept as text.
 //
 // DSPy applies the saved texts to the fields by position, whatever their
 // names. Load does so only where the names agree: a predictor whose saved
@@ -406,6 +409,7 @@ func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, e
 		return nil, fmt.Errorf("predict: predictor %q: %w", name, err)
 	}
 	demos := make([]adapter.Values, 0, len(sp.Demos))
+	var asText []string
 	for i, d := range sp.Demos {
 		vals := adapter.Values{}
 		var unknown []string
@@ -418,9 +422,12 @@ func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, e
 				unknown = append(unknown, k)
 				continue
 			}
-			v, err := demoValue(raw, f)
+			v, cut, err := demoValue(raw, f)
 			if err != nil {
 				return nil, fmt.Errorf("predict: predictor %q: demo %d: field %q: %w", name, i+1, k, err)
+			}
+			if cut != "" {
+				asText = append(asText, fmt.Sprintf("demo %d: field %q: %s", i+1, k, cut))
 			}
 			vals[k] = v
 		}
@@ -428,6 +435,9 @@ func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, e
 			slices.Sort(unknown)
 			ignored = append(ignored, fmt.Sprintf("demo %d: %s: not fields of the signature", i+1, strings.Join(quoteAll(unknown), ", ")))
 		}
+		slices.Sort(asText)
+		ignored = append(ignored, asText...)
+		asText = asText[:0]
 		demos = append(demos, vals)
 	}
 	if len(sp.LM) > 0 {
@@ -475,41 +485,89 @@ func quoteAll(s []string) []string {
 // A value that is exactly DSPy's custom-type marker — how DSPy saves a
 // dspy.Image in a demo — is read as the Image it stands for (savedImage),
 // in whatever field, as DSPy shows it: an image part in a user message.
-func demoValue(raw json.RawMessage, f signature.Field) (any, error) {
-	v, err := pyjson.Decode(raw)
-	if err != nil {
-		return nil, err
+//
+// A value holding a custom-type marker that was cut short when it was
+// saved (it starts with the start marker and has no end marker: SIMBA
+// shortens long demo values so) keeps its saved JSON whatever the field's
+// type, since no type can read it: DSPy, which holds demo values as saved,
+// sends it as that text, and so does formatting here. cut then says so,
+// for Module.Ignored; it is "" otherwise.
+func demoValue(raw json.RawMessage, f signature.Field) (v any, cut string, err error) {
+	if v, err = pyjson.Decode(raw); err != nil {
+		return nil, "", err
 	}
 	v, images, err := savedImages(v, 0)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if s, ok := cutMarker(v, 0); ok {
+		return v, cutNote(s), nil
 	}
 	if v == nil || !needsGoValue(f.Spec, 0) {
-		return v, nil
+		return v, "", nil
 	}
 	if img, ok := v.(types.Image); ok && f.Spec.GoType() == imageType {
-		return img, nil
+		return img, "", nil
 	}
 	if images {
 		// The Go value is read from the JSON with each image as
 		// {"url": …}, which Image's UnmarshalJSON reads.
 		if raw, err = pyjson.Marshal(v); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if t := f.Spec.GoType(); t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
 		p := reflect.New(t)
 		if err := p.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err == nil {
-			return p.Elem().Interface(), nil
+			return p.Elem().Interface(), "", nil
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var plain any
 	if err := dec.Decode(&plain); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return value.FromJSON(plain, f.Spec)
+	v, err = value.FromJSON(plain, f.Spec)
+	return v, "", err
+}
+
+// cutMarker finds, at any depth of a decoded demo value, a string that
+// starts with DSPy's custom-type start marker and holds no end marker: a
+// custom type's saved value cut short.
+func cutMarker(v any, depth int) (string, bool) {
+	if depth > 64 {
+		return "", false
+	}
+	switch x := v.(type) {
+	case string:
+		if strings.HasPrefix(x, customTypeStart) && !strings.Contains(x, customTypeEnd) {
+			return x, true
+		}
+	case []any:
+		for _, e := range x {
+			if s, ok := cutMarker(e, depth+1); ok {
+				return s, true
+			}
+		}
+	case pyjson.Object:
+		for _, m := range x.Members() {
+			if s, ok := cutMarker(m.Value, depth+1); ok {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+// cutNote is Module.Ignored's account of a value holding the cut-short
+// marker s.
+func cutNote(s string) string {
+	tail := s
+	if n := utf8.RuneCountInString(s); n > 32 {
+		tail = "…" + string([]rune(s)[n-32:])
+	}
+	return fmt.Sprintf("a custom-type value cut short when it was saved (DSPy's %s with no %s; %d characters ending %q): kept as the saved text, which DSPy sends as it is, not read as the field's type", customTypeStart, customTypeEnd, utf8.RuneCountInString(s), tail)
 }
 
 var (
@@ -647,7 +705,10 @@ func needsGoValue(t *signature.TypeSpec, depth int) bool {
 }
 
 // Ignored lists what Load left out of the saved predictor, one line each:
-// demo keys that name no field (DSPy ignores them too) and the saved LM
+// demo keys that name no field (DSPy ignores them too), demo values kept as
+// their saved text rather than read as their field's type (a custom-type
+// value cut short when it was saved, as SIMBA saves long ones; DSPy sends
+// that text too), naming the demo and the field, and the saved LM
 // settings. It is nil for a module that was not loaded.
 func (m *Module) Ignored() []string {
 	if m == nil {

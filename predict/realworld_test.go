@@ -20,12 +20,14 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// The real saved programs of testdata/realworld (57 files that DSPy's
-// program.save wrote, from 40 public repositories; origins in each
+// The real saved programs of testdata/realworld (72 files that DSPy's
+// program.save wrote, from 45 public repositories; origins in each
 // .meta.json; 40–57 are the second set, a bare Predict saved on its own
-// and image demos among them) and dspy_reference.json: what DSPy 3.3.1 itself does with
-// each (FILE|PREDICTOR|VARIANT → load outcome, instructions, fields, demo
-// count, and ChatAdapter.format's messages for fixed sample inputs).
+// and image demos among them; 58–72 the third, with a SIMBA program whose
+// image demo was cut short when saved, 68) and dspy_reference.json: what
+// DSPy 3.3.1 itself does with each (FILE|PREDICTOR|VARIANT → load outcome,
+// instructions, fields, demo count, and ChatAdapter.format's messages for
+// fixed sample inputs).
 
 type realMeta struct {
 	File       string `json:"file"`
@@ -122,6 +124,56 @@ func messagesJSON(msgs []openai.ChatCompletionMessage) []realMessage {
 	return out
 }
 
+// diffMessages describes the first difference between DSPy's messages
+// and ours ("" when they are byte-identical, text and shape): the message,
+// the part, and a window around the first differing byte (some texts run
+// to 100 KB).
+func diffMessages(want, got []realMessage) string {
+	if len(want) != len(got) {
+		return fmt.Sprintf("%d messages, DSPy sends %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		switch {
+		case w.Role != g.Role:
+			return fmt.Sprintf("message %d: role %s, DSPy's %s", i, g.Role, w.Role)
+		case (w.Content == nil) != (g.Content == nil):
+			return fmt.Sprintf("message %d: text %t, parts %d; DSPy's: text %t, parts %d", i, g.Content != nil, len(g.Parts), w.Content != nil, len(w.Parts))
+		case w.Content != nil:
+			if d := diffText(*w.Content, *g.Content); d != "" {
+				return fmt.Sprintf("message %d: %s", i, d)
+			}
+		case len(w.Parts) != len(g.Parts):
+			return fmt.Sprintf("message %d: %d parts, DSPy's %d", i, len(g.Parts), len(w.Parts))
+		default:
+			for j := range w.Parts {
+				if w.Parts[j].Type != g.Parts[j].Type {
+					return fmt.Sprintf("message %d part %d: type %s, DSPy's %s", i, j, g.Parts[j].Type, w.Parts[j].Type)
+				}
+				if d := diffText(w.Parts[j].Text+w.Parts[j].URL, g.Parts[j].Text+g.Parts[j].URL); d != "" {
+					return fmt.Sprintf("message %d part %d: %s", i, j, d)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func diffText(want, got string) string {
+	if want == got {
+		return ""
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	window := func(s string) string {
+		lo, hi := max(i-40, 0), min(i+40, len(s))
+		return fmt.Sprintf("%q", s[lo:hi])
+	}
+	return fmt.Sprintf("%d bytes, DSPy's %d; first difference at byte %d: %s, DSPy's %s", len(got), len(want), i, window(got), window(want))
+}
+
 // TestRealWorldPrograms loads every real saved program with every
 // signature variant and compares the outcome with DSPy 3.3.1's: a case
 // DSPy loads loads here with the same instructions, field texts, demo
@@ -180,17 +232,8 @@ func TestRealWorldPrograms(t *testing.T) {
 			assert.Len(t, m.Demos(), want.NDemos, "demos")
 			msgs, err := adapter.Chat{}.Format(got, m.Demos(), sampleInputs(t, got))
 			require.NoError(t, err)
-			gotMsgs := messagesJSON(msgs)
-			require.Len(t, gotMsgs, len(want.Messages), "messages")
-			for i := range want.Messages {
-				w, g := want.Messages[i], gotMsgs[i]
-				require.Equal(t, w.Role, g.Role, "message %d role", i)
-				if w.Content != nil {
-					require.NotNil(t, g.Content, "message %d is text", i)
-					require.Equal(t, *w.Content, *g.Content, "message %d", i)
-				} else {
-					require.Equal(t, w.Parts, g.Parts, "message %d parts", i)
-				}
+			if diff := diffMessages(want.Messages, messagesJSON(msgs)); diff != "" {
+				t.Fatal(diff)
 			}
 		})
 		switch {

@@ -23,10 +23,12 @@ import (
 
 // Runner is a module BestOfN and Refine run, once per attempt: a
 // *Predict[In, Out] or *ChainOfThought[In, Out] (typed: the reward sees
-// Out), a *Module or *ReAct (untyped: In and Out are adapter.Values, the
-// first choice's outputs, a ReAct's "trajectory" included), or a
-// *BestOfN or *Refine of one of them. The set is closed: Refine injects
-// its hints into the predictors of the program, which it must know.
+// Out), a ChainOfThought's Reasoned() (the reward sees Out and the
+// reasoning, Reasoned[Out]), a *Module or *ReAct (untyped: In and Out are
+// adapter.Values, the first choice's outputs, a ChainOfThought's
+// "reasoning" and a ReAct's "trajectory" included), or a *BestOfN or
+// *Refine of one of them. The set is closed: Refine injects its hints
+// into the predictors of the program, which it must know.
 type Runner[In, Out any] interface {
 	// attempt runs the program once with the attempt's options.
 	attempt(ctx context.Context, lm adapter.LM, in In, opts []adapter.CallOption) (Out, *adapter.Result, error)
@@ -44,6 +46,7 @@ type programInfo struct {
 	predictors []namedModule
 	inputs     []string // the inputs' keys in order (program_inputs)
 	outputs    []string // the outputs' keys in order (program_outputs)
+	reasons    bool     // a ChainOfThought: its outputs hold "reasoning" (Chunk.Rationale)
 }
 
 type namedModule struct {
@@ -77,7 +80,9 @@ func (m *Module) describe() (programInfo, error) {
 		return programInfo{}, err
 	}
 	if m.kind == "ChainOfThought" {
-		return moduleInfo("predict", m), nil // dspy.ChainOfThought holds its Predict as .predict
+		info := moduleInfo("predict", m) // dspy.ChainOfThought holds its Predict as .predict
+		info.reasons = true
+		return info, nil
 	}
 	return moduleInfo(FlatName, m), nil // a bare dspy.Predict is its own predictor, "self"
 }
@@ -102,7 +107,9 @@ func (c *ChainOfThought[In, Out]) describe() (programInfo, error) {
 	if err := c.zero(); err != nil {
 		return programInfo{}, err
 	}
-	return moduleInfo("predict", c.p.m), nil
+	info := moduleInfo("predict", c.p.m)
+	info.reasons = true
+	return info, nil
 }
 
 func (r *ReAct) attempt(ctx context.Context, lm adapter.LM, in adapter.Values, opts []adapter.CallOption) (adapter.Values, *adapter.Result, error) {
@@ -126,7 +133,9 @@ func (r *ReAct) describe() (programInfo, error) {
 }
 
 // Reward scores an attempt: the program's inputs and outputs in, a number
-// out, higher is better (DSPy's reward_fn(args, pred)). An error, or NaN,
+// out, higher is better (DSPy's reward_fn(args, pred)). Over a
+// ChainOfThought, give NewBestOfN or NewRefine its Reasoned() for the
+// reward to see the reasoning too (Reasoned[Out]). An error, or NaN,
 // is the attempt's failure (see FailCount), and so is a panic, recovered
 // as an *adapter.PanicError (its value and stack). ctx is the call's, for
 // a reward that calls an LM itself.
@@ -379,6 +388,9 @@ func newSearch[In, Out any](kind string, program Runner[In, Out], n int, reward 
 		return s, nil
 	}
 	s.programCode = fmt.Sprintf("%T", program)
+	if t, ok := program.(interface{ goType() string }); ok {
+		s.programCode = t.goType()
+	}
 	if cfg.programCode != nil {
 		s.programCode = *cfg.programCode
 	}

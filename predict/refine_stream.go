@@ -13,7 +13,8 @@ import (
 // Stream runs the attempts as Call does and streams them: each attempt's
 // chunks as its program streams them, each tagged with Attempt (its
 // number, from 1), then a Done chunk whose Result and Out are what Call
-// returns for the same replies and whose Attempt is the chosen attempt's.
+// returns for the same replies and whose Attempt is the chosen attempt's;
+// over a ChainOfThought, its Rationale is the chosen attempt's reasoning.
 //
 // Between them, Status chunks (Attempt set, nothing else): "Attempt k of
 // N" when an attempt starts; when it ends, "Attempt k of N: reward R" or
@@ -74,7 +75,11 @@ func (s *search[In, Out]) stream(ctx context.Context, lm adapter.StreamingLM, in
 		case err != nil:
 			yield(Chunk[Out]{Chunk: adapter.Chunk{Result: res}}, err)
 		default:
-			yield(Chunk[Out]{Chunk: adapter.Chunk{Adapter: res.Adapter, Attempt: attempt, Done: true, Result: res}, Out: out}, nil)
+			done := Chunk[Out]{Chunk: adapter.Chunk{Adapter: res.Adapter, Attempt: attempt, Done: true, Result: res}, Out: out}
+			if s.info.reasons {
+				done.Rationale = reasoningText(res.Outputs[0]["reasoning"])
+			}
+			yield(done, nil)
 		}
 	}
 }

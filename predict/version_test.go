@@ -462,8 +462,9 @@ func TestRealWorldProgramsProfile(t *testing.T) {
 			require.NotNil(t, res, key)
 			assert.Equal(t, "dspy-3.3.1", res.Profile, key)
 			reqs := srv.Requests()
-			got := messagesJSON(reqs[len(reqs)-1].Chat.Messages)
-			require.Equal(t, want.Messages, got, key)
+			if diff := diffMessages(want.Messages, messagesJSON(reqs[len(reqs)-1].Chat.Messages)); diff != "" {
+				t.Fatalf("%s: %s", key, diff)
+			}
 		}
 	}
 	t.Logf("%d real cases: DSPy 3.3.1's messages through Call under dspy-3.3.1", len(keys))

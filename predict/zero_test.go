@@ -104,6 +104,10 @@ func TestZeroModules(t *testing.T) {
 			"Prepare":   withErr(func() error { _, err := c.Prepare(ctx, lm, q); return err }),
 			"Stream":    withErr(func() error { return lastErr(c.Stream(ctx, lm, q)) }),
 			"Load":      withErr(func() error { _, err := c.Load(prog, "generate_answer.predict"); return err }),
+			"Reasoned": withErr(func() error {
+				_, err := predict.NewBestOfN(c.Reasoned(), 1, func(context.Context, Question, predict.Reasoned[Answer]) (float64, error) { return 1, nil }, 1)
+				return err
+			}),
 		})
 	}
 	bests := map[string]*predict.BestOfN[Question, Answer]{"nil *BestOfN": nil, "zero BestOfN": {}}

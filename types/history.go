@@ -11,6 +11,15 @@ import (
 // into user and assistant messages between the demos and the request
 // (adapter.Conversation); a turn's missing outputs show as None.
 //
+// A turn may also be one chat message, as users write them:
+// {"role": "user", "content": "Hi, I'm Ann."}, with role "user",
+// "assistant" or "system" and content a string. It is sent as a message of
+// that role, in its place among the turns (DSPy 3.3.1 drops such a turn
+// and shows a None reply). A turn that mixes the two shapes, a "tool"
+// message, another role or key, content that is not a string, or a turn
+// none of whose keys names a field, is an *adapter.InputError
+// (adapter.ErrHistoryTurn) naming the turn and its keys.
+//
 // Turns holding tool calls (a ToolCalls value) are shown as text, DSPy's
 // non-native mode; their results follow as a tool_call_results user
 // message.
