@@ -14,7 +14,16 @@ type Price struct {
 	Input float64
 	// CachedInput is the price of the prompt tokens the provider read from
 	// its prompt cache (Usage.PromptTokensDetails.CachedTokens, a part of
-	// the prompt tokens); 0 prices them as Input.
+	// the prompt tokens); 0 prices them as Input. The count is read from
+	// prompt_tokens_details.cached_tokens (OpenAI, xAI, vLLM, OpenRouter)
+	// or, where that is absent or 0, from DeepSeek's
+	// prompt_cache_hit_tokens, cache_read_input_tokens (Anthropic's name,
+	// as LiteLLM passes it on) or llama.cpp's timings.cache_n; a count
+	// above the prompt tokens is not believed. A stream reads them all; a
+	// blocking call reads the last three only when its client's HTTP
+	// client is wrapped with [HTTPDoer] (go-openai drops them). Tokens
+	// written to a cache (Anthropic's cache_creation_input_tokens) are
+	// priced as Input.
 	CachedInput float64
 	// Output is the price of completion tokens, reasoning tokens included.
 	Output float64

@@ -20,8 +20,9 @@ type assembly struct {
 	bytes     int64 // the events' bytes so far
 	resp      openai.ChatCompletionResponse
 	choices   []*assembledChoice
-	usage     *openai.Usage // the last usage seen: some servers send running totals on every chunk
+	usage     *wireUsage // the last usage seen: some servers send running totals on every chunk
 	groqUsage *openai.Usage
+	cacheN    *int // llama.cpp's timings.cache_n, the last seen
 	chunkErr  *wireError
 }
 
@@ -84,6 +85,9 @@ func (a *assembly) add(c *wireChunk) error {
 	}
 	if c.XGroq != nil && c.XGroq.Usage != nil {
 		a.groqUsage = c.XGroq.Usage
+	}
+	if c.Timings != nil && c.Timings.CacheN != nil {
+		a.cacheN = c.Timings.CacheN
 	}
 	if c.Error != nil {
 		a.chunkErr = c.Error
@@ -159,9 +163,9 @@ func (a *assembly) response() openai.ChatCompletionResponse {
 	resp.Object = "chat.completion"
 	switch {
 	case a.usage != nil:
-		resp.Usage = *a.usage
+		resp.Usage = a.usage.usage(a.cacheN)
 	case a.groqUsage != nil:
-		resp.Usage = *a.groqUsage
+		resp.Usage = cachedFrom(*a.groqUsage, a.cacheN)
 	}
 	resp.Choices = make([]openai.ChatCompletionChoice, len(a.choices))
 	for i, ch := range a.choices {

@@ -84,14 +84,15 @@ type wireError struct {
 
 // wireChunk is one streamed chunk as the wire carries it.
 type wireChunk struct {
-	ID                string        `json:"id"`
-	Created           int64         `json:"created"`
-	Model             string        `json:"model"`
-	SystemFingerprint string        `json:"system_fingerprint"`
-	Choices           wireChoices   `json:"choices"`
-	Usage             *openai.Usage `json:"usage"`
-	XGroq             *xGroq        `json:"x_groq"`
-	Error             *wireError    `json:"error"`
+	ID                string      `json:"id"`
+	Created           int64       `json:"created"`
+	Model             string      `json:"model"`
+	SystemFingerprint string      `json:"system_fingerprint"`
+	Choices           wireChoices `json:"choices"`
+	Usage             *wireUsage  `json:"usage"`
+	XGroq             *xGroq      `json:"x_groq"`
+	Error             *wireError  `json:"error"`
+	Timings           *timings    `json:"timings"`
 }
 
 // wireChoices are a stream event's choices. More than [MaxChoices] of
@@ -110,6 +111,72 @@ func (c *wireChoices) UnmarshalJSON(b []byte) error {
 
 type xGroq struct {
 	Usage *openai.Usage `json:"usage"`
+}
+
+// wireUsage is a usage object: go-openai's members, and those in which
+// some providers count the prompt tokens their cache served instead of
+// (or beside) prompt_tokens_details.cached_tokens: DeepSeek's
+// prompt_cache_hit_tokens, and cache_read_input_tokens, Anthropic's name
+// as OpenAI-compatible proxies pass it on (LiteLLM). nil when absent.
+type wireUsage struct {
+	openai    openai.Usage
+	cacheHit  *int
+	cacheRead *int
+}
+
+// UnmarshalJSON reads the object as encoding/json reads go-openai's
+// Usage, and the cache counts beside it when they are integers (a count
+// that is not is left out: it never fails the reply).
+func (w *wireUsage) UnmarshalJSON(b []byte) error {
+	var x struct {
+		CacheHit  *int `json:"prompt_cache_hit_tokens"`
+		CacheRead *int `json:"cache_read_input_tokens"`
+	}
+	if err := json.Unmarshal(b, &w.openai); err != nil {
+		return err
+	}
+	if json.Unmarshal(b, &x) == nil {
+		w.cacheHit, w.cacheRead = x.CacheHit, x.CacheRead
+	}
+	return nil
+}
+
+// timings is llama.cpp's timings object: cache_n counts the prompt
+// tokens its cache served.
+type timings struct {
+	CacheN *int `json:"cache_n"`
+}
+
+// cachedFrom returns u with its cached prompt tokens read from the
+// provider's own count (the first of counts that is set) when u reports
+// none: the one rule for every shape, blocking and streamed. A count
+// outside [0, prompt tokens] is not believed.
+func cachedFrom(u openai.Usage, counts ...*int) openai.Usage {
+	if u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens > 0 {
+		return u
+	}
+	for _, n := range counts {
+		if n == nil || *n <= 0 {
+			continue
+		}
+		if *n > u.PromptTokens {
+			return u
+		}
+		d := openai.PromptTokensDetails{}
+		if u.PromptTokensDetails != nil {
+			d = *u.PromptTokensDetails
+		}
+		d.CachedTokens = *n
+		u.PromptTokensDetails = &d
+		return u
+	}
+	return u
+}
+
+// usage is the object's usage, cached prompt tokens filled in (see
+// cachedFrom), with llama.cpp's cacheN last.
+func (w *wireUsage) usage(cacheN *int) openai.Usage {
+	return cachedFrom(w.openai, w.cacheHit, w.cacheRead, cacheN)
 }
 
 type wireDelta struct {
@@ -174,8 +241,10 @@ func decodeChunk(raw string, c *wireChunk) bool {
 			return markSeen(&seen, 6) && r.Null()
 		case "error":
 			return markSeen(&seen, 7) && r.Null()
+		case "timings":
+			return markSeen(&seen, 8) && r.Null()
 		}
-		return otherKey(key, "id", "created", "model", "system_fingerprint", "choices", "usage", "x_groq", "error") && r.Skip()
+		return otherKey(key, "id", "created", "model", "system_fingerprint", "choices", "usage", "x_groq", "error", "timings") && r.Skip()
 	})
 	return ok && r.End()
 }
@@ -224,12 +293,17 @@ func decodeDelta(r *jsonx.Cursor, d *wireDelta) bool {
 }
 
 // decodeUsage reads a usage object (see decodeChunk).
-func decodeUsage(r *jsonx.Cursor, dst **openai.Usage) bool {
-	u := &openai.Usage{}
-	*dst = u
+func decodeUsage(r *jsonx.Cursor, dst **wireUsage) bool {
+	w := &wireUsage{}
+	*dst = w
+	u := &w.openai
 	var seen uint
 	return r.Object(func(key string) bool {
 		switch key {
+		case "prompt_cache_hit_tokens":
+			return markSeen(&seen, 5) && readOptCount(r, &w.cacheHit)
+		case "cache_read_input_tokens":
+			return markSeen(&seen, 6) && readOptCount(r, &w.cacheRead)
 		case "prompt_tokens":
 			return markSeen(&seen, 0) && readCount(r, &u.PromptTokens)
 		case "completion_tokens":
@@ -258,7 +332,8 @@ func decodeUsage(r *jsonx.Cursor, dst **openai.Usage) bool {
 			return readCounts(r, []string{"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"},
 				&d.AudioTokens, &d.ReasoningTokens, &d.AcceptedPredictionTokens, &d.RejectedPredictionTokens)
 		}
-		return otherKey(key, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details") && r.Skip()
+		return otherKey(key, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details",
+			"prompt_cache_hit_tokens", "cache_read_input_tokens") && r.Skip()
 	})
 }
 
@@ -312,6 +387,18 @@ func readCount(r *jsonx.Cursor, dst *int) bool {
 	n, ok := r.Int()
 	*dst = int(n)
 	return ok && int64(int(n)) == n
+}
+
+// readOptCount reads an integer into a new *int, or null (which leaves
+// dst nil), as encoding/json reads into a *int.
+func readOptCount(r *jsonx.Cursor, dst **int) bool {
+	if r.Null() {
+		*dst = nil
+		return true
+	}
+	n := new(int)
+	*dst = n
+	return readCount(r, n)
 }
 
 // otherKey reports whether key, which is none of known, is skipped by

@@ -96,6 +96,8 @@ func TestDecodeChunk(t *testing.T) {
 		`{"choices":[{"index":0,"delta":{"reasoning_content":"r","content":null},"content_filter_results":{"hate":{"filtered":false}}}],"citations":["u",1,2.5e3,true,[],{}]}`,
 		`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"cost":0.0006,"prompt_tokens_details":{"cached_tokens":3,"text_tokens":9},"completion_tokens_details":{"reasoning_tokens":1}}}`,
 		` { "choices" : [ { "index" : 1 , "delta" : { } , "finish_reason" : "stop" } ] } `,
+		`{"choices":[],"usage":{"prompt_tokens":339,"completion_tokens":83,"total_tokens":422,"prompt_tokens_details":{"cached_tokens":320},"prompt_cache_hit_tokens":320,"prompt_cache_miss_tokens":19}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"cache_read_input_tokens":null,"cache_creation_input_tokens":0},"timings":null}`,
 	} {
 		var c wireChunk
 		require.True(t, decodeChunk(raw, &c), raw)
@@ -109,6 +111,9 @@ func TestDecodeChunk(t *testing.T) {
 		`{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}`,
 		`{"choices":[{"index":1.0,"delta":{"content":"a"}}]}`,
 		`{"id":"a","x_groq":{"usage":{"prompt_tokens":1}}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"prompt_cache_hit_tokens":1.5}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"Prompt_Cache_Hit_Tokens":1}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9},"timings":{"cache_n":3}}`,
 		`{"error":{"message":"m"}}`,
 		`{"choices":[{"index":0,"delta":{"content":"a` + "\xff" + `"}}]}`,
 		`{"choices":[{"index":0,"delta":{"content":"a"}}]} x`,
@@ -126,6 +131,7 @@ func FuzzDecodeChunk(f *testing.F) {
 		f.Add(string(ev))
 	}
 	f.Add(`{"choices":[{"index":0,"delta":{"content":"\ud800\u0041 \\ \/"},"finish_reason":null}],"usage":{"prompt_tokens":-0}}`)
+	f.Add(`{"choices":[],"usage":{"prompt_tokens":9,"prompt_cache_hit_tokens":"x","cache_read_input_tokens":3},"timings":{"cache_n":2}}`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		var c wireChunk
 		if decodeChunk(raw, &c) {

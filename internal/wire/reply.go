@@ -17,8 +17,9 @@ type wireBody struct {
 			wireExtras
 		} `json:"message"`
 	} `json:"choices"`
-	Usage *openai.Usage `json:"usage"`
-	XGroq *xGroq        `json:"x_groq"`
+	Usage   *wireUsage `json:"usage"`
+	XGroq   *xGroq     `json:"x_groq"`
+	Timings *timings   `json:"timings"`
 }
 
 // Complete finishes a blocking reply as go-openai decoded it, body being
@@ -56,7 +57,8 @@ func arrivedWhole(resp *openai.ChatCompletionResponse) {
 // sent as an array of parts (go-openai keeps the text parts in
 // MultiContent and drops thinking parts), and, when the raw body is known
 // (through the HTTPDoer wrapper), reasoning sent as "reasoning" or as
-// thinking parts, and usage sent only inside x_groq. It returns the
+// thinking parts, usage sent only inside x_groq, and the prompt tokens a
+// cache served counted in a provider's own member (cachedFrom). It returns the
 // extras the body carried; a choice with more than maxItems of them is an
 // error.
 func normalize(resp *openai.ChatCompletionResponse, body []byte, maxItems int) ([]ChoiceExtras, error) {
@@ -108,5 +110,13 @@ func normalize(resp *openai.ChatCompletionResponse, body []byte, maxItems int) (
 	if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && wb.XGroq != nil && wb.XGroq.Usage != nil {
 		resp.Usage = *wb.XGroq.Usage
 	}
+	var cacheHit, cacheRead, cacheN *int
+	if wb.Usage != nil {
+		cacheHit, cacheRead = wb.Usage.cacheHit, wb.Usage.cacheRead
+	}
+	if wb.Timings != nil {
+		cacheN = wb.Timings.CacheN
+	}
+	resp.Usage = cachedFrom(resp.Usage, cacheHit, cacheRead, cacheN)
 	return extras, nil
 }
