@@ -146,6 +146,9 @@ func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidat
 	var out []candidate
 	spans := jsonx.Spans(t, maxCandidates)
 	for _, sp := range spans {
+		if t[sp.Start] == '[' && opensMarker(sig, t, sp.Start) {
+			continue // a field marker's bracket ("[[ ## completed ## ]]"): no JSON
+		}
 		whole := strings.TrimSpace(t[:sp.Start]) == "" && strings.TrimSpace(t[sp.End:]) == "" ||
 			sp.Fenced && len(spans) == 1
 		var v any
@@ -683,6 +686,16 @@ func stringWrapped(t string) (string, bool) {
 	}
 	inner := rest[1 : len(rest)-1]
 	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\r`, "\r", `\"`, `"`, `\\`, `\`).Replace(inner), true
+}
+
+// opensMarker reports whether the bracket s[i] opens a field marker (of
+// any name, "completed" too): what the marker reader takes for a marker
+// is never JSON, however a repair would read it ("[[ ##\tcompleted\t## ]]"
+// is not an array, "[ ## answer ##" not a truncated one).
+func opensMarker(sig *signature.Signature, s string, i int) bool {
+	lim := min(len(s), i+markerBound(sig)+maxMarker) // a marker and its decoration
+	m, ok := FindMarker(sig, s[:lim], i)
+	return ok && m.Start == i
 }
 
 // hasMarker reports a Chat field marker anywhere in s.
