@@ -342,10 +342,8 @@ func readBare(sig *signature.Signature, text string, fields []Field) {
 	if spec == nil || spec.Kind() != signature.KindString {
 		return
 	}
-	// A completed marker ends the answer, at the start of a line or in
-	// the middle of one, as it ends a field's section (markerScan.counts:
-	// bare text has no output marker after it); any other marker before
-	// it is structure this text does not have.
+	// A completed marker ends the answer (completedEnd); any other marker
+	// before it is structure this text does not have.
 	if m, ok := FindMarker(sig, text, 0); ok {
 		if m.Field != completedField {
 			return
