@@ -66,3 +66,27 @@ func TestMixedStylesParseAndStream(t *testing.T) {
 		}
 	}
 }
+
+// TestMixedShapesAmbiguous: a reply that gives one field as an XML
+// element, a JSON object or a label, and the others in another shape, is
+// ErrAmbiguous naming the field the chosen shape missed, in every adapter
+// — never None for an Optional the reply states (before: title None, or
+// year "1999\n<title>370</title>").
+func TestMixedShapesAmbiguous(t *testing.T) {
+	sig := mustParse(t, "q -> year: str, title: Optional[int]")
+	for _, reply := range []string{
+		"[[ ## year ## ]]\n1999\n<title>370</title>",
+		"<year>1999</year>\n[[ ## title ## ]]\n370",
+		"{\"year\": \"1999\"}\n[[ ## title ## ]]\n370",
+		"<year>1999</year>\nTitle: 370",
+		"{\"title\": 370}\n<year>1999</year>",
+	} {
+		for _, p := range []adapter.Parser{adapter.Chat{}, adapter.JSON{}, adapter.XML{}} {
+			_, err := p.Parse(sig, reply)
+			var pe *adapter.ParseError
+			require.ErrorAs(t, err, &pe, "%T %q", p, reply)
+			assert.ErrorIs(t, err, adapter.ErrAmbiguous, "%T %q", p, reply)
+			assert.NotEmpty(t, pe.Field, "%T %q", p, reply)
+		}
+	}
+}

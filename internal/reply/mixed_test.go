@@ -1,6 +1,8 @@
 package reply
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -128,4 +130,78 @@ func TestLabelsInMarkerReplies(t *testing.T) {
 			t.Errorf("%q: answer from %d, want missing", c.reply, fields[1].Source)
 		}
 	}
+}
+
+// TestMixedReplyShapes: a reply that gives some fields in line styles
+// (markers, labels) and others as XML elements, or as a JSON object before
+// the first marker, reads every field's own value, or is ErrAmbiguous
+// naming a field — never a missing field while the reply states it, nor
+// one field's element or object inside another's text. (A JSON object
+// inside a marker's section is that field's text: a dict value may hold
+// any key.)
+func TestMixedReplyShapes(t *testing.T) {
+	sig := mustSig(t, "question -> year: int, title: Optional[int], note: str")
+	names := []string{"year", "title", "note"}
+	r := rand.New(rand.NewPCG(45, 4))
+	read, ambiguous := 0, 0
+	for range 3000 {
+		vals := []string{fmt.Sprint(1900 + r.IntN(200)), fmt.Sprint(r.IntN(1000)), []string{"Dry.", "Cold\nat night."}[r.IntN(2)]}
+		var b strings.Builder
+		for k, i := range r.Perm(3) {
+			if k > 0 {
+				b.WriteString("\n\n")
+			}
+			style := r.IntN(4)
+			if style == 3 && k > 0 {
+				style = r.IntN(3)
+			}
+			switch style {
+			case 0:
+				b.WriteString([]string{"[[ ## ", "**[[ ## ", "## "}[r.IntN(3)] + names[i] + " ## ]]\n" + vals[i])
+			case 1:
+				b.WriteString([]string{"## ", "**", ""}[r.IntN(3)] + strings.ToUpper(names[i][:1]) + names[i][1:] + ":\n" + vals[i])
+			case 2:
+				b.WriteString("<" + names[i] + ">" + vals[i] + "</" + names[i] + ">")
+			case 3:
+				q, _ := json.Marshal(vals[i])
+				b.WriteString(`{"` + names[i] + `": ` + string(q) + `}`)
+			}
+		}
+		reply := b.String()
+		for _, prefer := range []Shape{Markers, JSON, XML} {
+			fields := make([]Field, 3)
+			err := Read(sig, reply, prefer, fields, nil)
+			if err != nil {
+				var re *Error
+				if !errors.Is(err, errAmbiguous) || !errors.As(err, &re) || re.Field < 0 {
+					t.Fatalf("%q (shape %d): %v", reply, prefer, err)
+				}
+				ambiguous++
+				continue
+			}
+			read++
+			for i, f := range fields {
+				if got := fieldText(f); got != vals[i] {
+					t.Fatalf("%q (shape %d): %s is %q (source %d), want %q", reply, prefer, names[i], got, f.Source, vals[i])
+				}
+			}
+		}
+	}
+	if read < 1000 || ambiguous < 1000 {
+		t.Fatalf("%d read, %d ambiguous: the generator misses one kind", read, ambiguous)
+	}
+}
+
+// fieldText is a field's content as text, whatever its source.
+func fieldText(f Field) string {
+	switch f.Source {
+	case Missing:
+		return "<missing>"
+	case Element, Member:
+		if f.Value == nil {
+			return "<null>"
+		}
+		return fmt.Sprint(f.Value)
+	}
+	return f.Text
 }

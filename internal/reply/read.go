@@ -102,11 +102,116 @@ func Read(sig *signature.Signature, completion string, prefer Shape, fields []Fi
 			return replyErr(-1, err)
 		}
 		if found {
-			return nil
+			return mixedStyles(sig, text, sh, fields)
 		}
 	}
 	readBare(sig, text, fields)
 	return nil
+}
+
+// inElement reports whether text position i is inside one of els.
+func inElement(els []xmlElem, i int) bool {
+	for _, el := range els {
+		if el.start <= i && i < el.end {
+			return true
+		}
+	}
+	return false
+}
+
+// mixedStyles is the error for a reply read in one shape that gives an
+// output the shape left missing in another: a field marker (as the marker
+// reader takes it: at a line start, or bracketed on both sides), an XML
+// element, a label at a line start (outputLabel), or a member of a JSON
+// object before the first marker of a reply in markers or outside the
+// elements of a reply in XML. Such a reply
+// mixes styles the reader does not combine; the output is ErrAmbiguous,
+// never None or missing while the reply states it. (A label among
+// markers is read: see markerScan.sections.)
+func mixedStyles(sig *signature.Signature, text string, shape Shape, fields []Field) error {
+	for i := range fields {
+		if fields[i].Source != Missing {
+			continue
+		}
+		if how := statedElsewhere(sig, text, shape, i); how != "" {
+			return &Error{Field: i, Err: wrapf(errAmbiguous, "the reply gives the field as "+how+", in another style than its other fields")}
+		}
+	}
+	return nil
+}
+
+// statedElsewhere says how text gives output i in a style other than
+// shape's ("" when it does not), before the reply's end (a line-start
+// completed marker). See mixedStyles.
+func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) string {
+	firstMarker := -1
+	for pos := 0; ; {
+		m, ok := FindMarker(sig, text, pos)
+		if !ok {
+			break
+		}
+		if m.Field == completedField && m.LineStart {
+			text = text[:m.Start]
+			break
+		}
+		if m.Field >= 0 && firstMarker < 0 {
+			firstMarker = m.Start
+		}
+		if m.Field == i && (m.LineStart || m.Strong) && shape != Markers {
+			return "a field marker"
+		}
+		pos = m.End
+	}
+	var els []xmlElem
+	if strings.IndexByte(text, '<') >= 0 {
+		els, _ = scanXML(text, 0, len(text), nil)
+	}
+	if shape != XML {
+		for _, el := range els {
+			if el.closed && outputIndex(sig, el.key()) == i {
+				return "an XML element"
+			}
+		}
+	}
+	if shape == XML || shape == JSON {
+		for start := 0; start < len(text); {
+			end := len(text)
+			if nl := strings.IndexByte(text[start:], '\n'); nl >= 0 {
+				end = start + nl
+			}
+			if m, ok := outputLabel(sig, text, start, end); ok && m.Field == i {
+				return "a label"
+			}
+			start = end + 1
+		}
+	}
+	// JSON objects outside the shape's own structure: before the first
+	// marker of a reply in markers (inside a section, an object is the
+	// field's text), outside the elements of a reply in XML.
+	region := ""
+	switch shape {
+	case Markers:
+		region = text[:max(firstMarker, 0)]
+	case XML:
+		region = text
+	}
+	if strings.IndexByte(region, '{') < 0 {
+		return ""
+	}
+	for _, sp := range jsonx.Spans(region, maxCandidates) {
+		if inElement(els, sp.Start) {
+			continue
+		}
+		v, err := jsonx.DecodePython(region[sp.Start:sp.End])
+		if obj, ok := v.(map[string]any); ok && err == nil {
+			for k := range unwrap(sig, obj) {
+				if outputIndex(sig, k) == i {
+					return "a JSON member"
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func readMarkers(sig *signature.Signature, text string, fields []Field) (bool, error) {
