@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -265,7 +264,7 @@ func holdsAll(sig *signature.Signature, big map[string]any, cands []candidate) b
 				continue
 			}
 			w, ok := big[k]
-			if !ok || !reflect.DeepEqual(v, w) {
+			if !ok || !jsonx.Equal(v, w) {
 				return false
 			}
 		}
@@ -378,7 +377,7 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) error
 				continue // the exact name wins over a case variant
 			}
 			if k != name {
-				if !reflect.DeepEqual(f.Value, v) {
+				if !jsonx.Equal(f.Value, v) {
 					clashes = append(clashes, i)
 				}
 				continue
