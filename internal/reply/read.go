@@ -129,21 +129,30 @@ func inElement(els []xmlElem, i int) bool {
 // never None or missing while the reply states it. (A label among
 // markers is read: see markerScan.sections.)
 func mixedStyles(sig *signature.Signature, text string, shape Shape, fields []Field) error {
+	missing := false
 	for i := range fields {
-		if fields[i].Source != Missing {
-			continue
-		}
-		if how := statedElsewhere(sig, text, shape, i); how != "" {
-			return &Error{Field: i, Err: wrapf(errAmbiguous, "the reply gives the field as "+how+", in another style than its other fields")}
-		}
+		missing = missing || fields[i].Source == Missing
+	}
+	if !missing {
+		return nil
+	}
+	if i, how := statedElsewhere(sig, text, shape, fields); i >= 0 {
+		return &Error{Field: i, Err: wrapf(errAmbiguous, "the reply gives the field as "+how+", in another style than its other fields")}
 	}
 	return nil
 }
 
-// statedElsewhere says how text gives output i in a style other than
-// shape's ("" when it does not), before the reply's end (a line-start
-// completed marker). See mixedStyles.
-func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) string {
+// statedElsewhere finds an output fields leaves missing that text gives
+// in a style other than shape's, before the reply's end (a line-start
+// completed marker), and says how; -1 when there is none. One pass per
+// style, whatever the number of outputs. See mixedStyles.
+func statedElsewhere(sig *signature.Signature, text string, shape Shape, fields []Field) (int, string) {
+	missing := func(name string) int {
+		if i := outputIndex(sig, name); i >= 0 && fields[i].Source == Missing {
+			return i
+		}
+		return -1
+	}
 	firstMarker := -1
 	for pos := 0; ; {
 		m, ok := FindMarker(sig, text, pos)
@@ -157,8 +166,8 @@ func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) 
 		if m.Field >= 0 && firstMarker < 0 {
 			firstMarker = m.Start
 		}
-		if m.Field == i && (m.LineStart || m.Strong) && shape != Markers {
-			return "a field marker"
+		if m.Field >= 0 && fields[m.Field].Source == Missing && (m.LineStart || m.Strong) && shape != Markers {
+			return m.Field, "a field marker"
 		}
 		pos = m.End
 	}
@@ -168,8 +177,8 @@ func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) 
 	}
 	if shape != XML {
 		for _, el := range els {
-			if el.closed && outputIndex(sig, el.key()) == i {
-				return "an XML element"
+			if i := missing(el.key()); i >= 0 && el.closed {
+				return i, "an XML element"
 			}
 		}
 	}
@@ -179,8 +188,8 @@ func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) 
 			if nl := strings.IndexByte(text[start:], '\n'); nl >= 0 {
 				end = start + nl
 			}
-			if m, ok := outputLabel(sig, text, start, end); ok && m.Field == i {
-				return "a label"
+			if m, ok := outputLabel(sig, text, start, end); ok && fields[m.Field].Source == Missing {
+				return m.Field, "a label"
 			}
 			start = end + 1
 		}
@@ -196,7 +205,7 @@ func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) 
 		region = text
 	}
 	if strings.IndexByte(region, '{') < 0 {
-		return ""
+		return -1, ""
 	}
 	for _, sp := range jsonx.Spans(region, maxCandidates) {
 		if inElement(els, sp.Start) {
@@ -204,14 +213,18 @@ func statedElsewhere(sig *signature.Signature, text string, shape Shape, i int) 
 		}
 		v, err := jsonx.DecodePython(region[sp.Start:sp.End])
 		if obj, ok := v.(map[string]any); ok && err == nil {
+			first := -1 // the first output, whatever the map's order
 			for k := range unwrap(sig, obj) {
-				if outputIndex(sig, k) == i {
-					return "a JSON member"
+				if i := missing(k); i >= 0 && (first < 0 || i < first) {
+					first = i
 				}
+			}
+			if first >= 0 {
+				return first, "a JSON member"
 			}
 		}
 	}
-	return ""
+	return -1, ""
 }
 
 func readMarkers(sig *signature.Signature, text string, fields []Field) (bool, error) {
