@@ -488,6 +488,9 @@ func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) 
 		for m != nil && !ms.counts(m) {
 			m = it.next()
 		}
+		for lok && l.Start < curStart {
+			l, lok = labels.next() // inside the marker just read
+		}
 		if m == nil && !lok {
 			break
 		}
@@ -496,7 +499,7 @@ func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) 
 			next = &l
 		}
 		if cur >= 0 {
-			if err := setSection(fields, cur, curSrc, sectionText(ms.text[curStart:next.Start])); err != nil {
+			if err := setSection(fields, cur, curSrc, sectionText(ms.text[curStart:max(curStart, next.Start)])); err != nil {
 				return found, unknown, err
 			}
 		}
