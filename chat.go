@@ -18,7 +18,8 @@ import (
 // call, the slips real models make: marker drift (bold, heading, case,
 // spacing, mid-line, "]]:", missing or extra brackets), the answer given
 // as JSON, fenced JSON, XML elements or "Answer: …" labels instead of
-// markers, bare text for a single str output, an output named with a
+// markers, a field given with a label ("## Title", "**Title:**") among
+// fields given with markers, bare text for a single str output, an output named with a
 // prefix or suffix of its name, a code fence around the reply, <think>
 // blocks and preambles before the first marker, and chatter after the last
 // field. A marker in the middle of a line is recovery only: it never

@@ -23,7 +23,9 @@ var (
 	// default.
 	ErrMissingField = errors.New("output field missing")
 	// ErrTruncated: the reply was cut off by the token limit (finish_reason
-	// "length") or the text ends inside a value.
+	// "length") or the text ends inside a value. The *ParseError's Field
+	// names the output the reply was giving when it was cut ("" when it
+	// ended outside any: in reasoning, after the completed marker).
 	ErrTruncated = value.ErrTruncated
 	// ErrEmptyResponse: the LM returned no text.
 	ErrEmptyResponse = errors.New("empty response")

@@ -85,6 +85,9 @@ func parseReply(sig *signature.Signature, completion, adapter string, prefer rep
 				pe.Field = sig.OutputName(re.Field)
 			}
 		}
+		if pe.Field == "" && errors.Is(err, ErrTruncated) {
+			pe.Field = cutField(sig, completion, prefer)
+		}
 		return nil, pe
 	}
 	vals := make(Values, n)
@@ -219,4 +222,29 @@ func finishOutputs(sig *signature.Signature, vals Values, completion, adapter st
 		}
 	}
 	return vals, nil
+}
+
+// cutField names the output a reply cut off at its end was giving (see
+// reply.CutField), read in the shape prefer; "" when it ended outside
+// any.
+func cutField(sig *signature.Signature, completion string, prefer reply.Shape) string {
+	if i := reply.CutField(sig, completion, prefer); i >= 0 {
+		return sig.OutputName(i)
+	}
+	return ""
+}
+
+// truncatedField is cutField for a reply of adapter a that the token limit
+// cut (or that has no finish reason): the output it was giving, read in
+// a's shape (a reply in field markers first for an adapter of another
+// kind: the reader reads every shape).
+func truncatedField(a Adapter, sig *signature.Signature, completion string) string {
+	prefer := reply.Markers
+	switch a.(type) {
+	case JSON, *JSON, BAML, *BAML:
+		prefer = reply.JSON
+	case XML, *XML:
+		prefer = reply.XML
+	}
+	return cutField(sig, completion, prefer)
 }

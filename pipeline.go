@@ -729,7 +729,7 @@ func (r *run) truncated(a Adapter, tr tracer, ps parser, sig *signature.Signatur
 		}
 		cause = fmt.Errorf("%w; raise MaxCompletionTokens (or MaxTokens) in the request to get the whole reply", cause)
 	}
-	pe := &ParseError{Adapter: a.Name(), Completion: text, Err: cause}
+	pe := &ParseError{Adapter: a.Name(), Field: truncatedField(a, sig, text), Completion: text, Err: cause}
 	if _, calls := a.(CallingParser); calls || strings.TrimSpace(text) == "" {
 		return pe
 	}

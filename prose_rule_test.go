@@ -117,11 +117,15 @@ func proseTemplates() []proseTemplate {
 	add("alternative", ambiguous, "{v}, unless it is None", "{v} unless None", "{v}, if not None", "{v}, unless it's null",
 		"{v} (unless it is None)")
 	add("refusal", refused, "Unknown, maybe {v}", "Unknown (possibly {v})", "N/A - perhaps {v}", "None, but probably {v}")
+	// A value named again and joined to None there: every mention counts,
+	// not only the first (issue 45: "nO no and unknown A" read "no").
+	add("alternative", ambiguous, "{v} {v} and unknown", "{v}. Well, {v} or unknown.", "{v}, {v} or None", "The answer is {v}; {v} or null.")
 	// A yes/no word is an answer before punctuation or a closed-class word,
 	// a determiner before any other word.
 	for _, t := range []string{"{v}, it is.", "{v} it is", "{v} the passage says so", "{v} because the passage says so",
 		"{v} - the passage says so", "{v}! The passage says so.", "{v} indeed", "{v}, definitely not otherwise",
-		"No evidence contradicts it, so the answer is {v}.", "No data contradicts it: {v}", "{v}\u00a0it is"} {
+		"No evidence contradicts it, so the answer is {v}.", "No data contradicts it: {v}", "{v}\u00a0it is",
+		"{v}, {v}.", "{v}, definitely {v}", "{v}. {v}, it is."} {
 		ts = append(ts, proseTemplate{family: "answer word", text: t, want: stated, yesNo: true})
 	}
 	for _, t := range []string{"{v} answer", "{v} idea.", "{v} clear evidence", "{v} way to tell", "{v} information is given.", "{v} comment",

@@ -2,12 +2,17 @@ package jsonx
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
 // DuplicateKeyError reports an object that gives one key twice with
-// different values: decoding would silently keep the last, a guess.
+// different values: decoding would silently keep the last, a guess. The
+// same value written twice (in other spacing, key order or number
+// spelling: see Equal) is no error.
 type DuplicateKeyError struct {
 	Key string
 }
@@ -61,7 +66,8 @@ func members(v any) int {
 }
 
 // findDuplicate scans valid JSON for a key repeated in one object with a
-// different value (values compared as written, blanks trimmed).
+// different value: values written alike (blanks trimmed) are the same;
+// values written otherwise are decoded and compared by Equal.
 func findDuplicate(s string) error {
 	type frame struct {
 		object   bool
@@ -75,7 +81,7 @@ func findDuplicate(s string) error {
 			return nil
 		}
 		val := strings.TrimSpace(s[f.valStart:end])
-		if old, ok := f.seen[f.key]; ok && old != val {
+		if old, ok := f.seen[f.key]; ok && old != val && !sameText(old, val) {
 			return &DuplicateKeyError{Key: f.key}
 		}
 		f.seen[f.key] = val
@@ -117,4 +123,93 @@ func findDuplicate(s string) error {
 		}
 	}
 	return nil
+}
+
+// sameText reports whether two valid JSON texts hold equal values (Equal).
+func sameText(a, b string) bool {
+	va, err := decodeNumbers(a)
+	if err != nil {
+		return false
+	}
+	vb, err := decodeNumbers(b)
+	return err == nil && Equal(va, vb)
+}
+
+func decodeNumbers(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// Equal reports whether two decoded JSON values (json.Number for numbers)
+// are the same JSON value: strings by their content, numbers by value as
+// Python reads them (see numberEqual: 1.0 and 1e0 are one float, 1 and
+// 1.0 are not one value), objects by their members in any order, arrays
+// item by item.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && numberEqual(string(x), string(y))
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	}
+	return a == b
+}
+
+// numberEqual reports whether two JSON numbers are the same value as
+// Python reads them (and so as every field type reads them): integers by
+// their digits (-0 is 0), numbers with a fraction or an exponent as
+// float64s (1.0, 1.00, 1e0 and 10e-1 are one float, whose str() DSPy
+// writes as "1.0"). An integer and a float are different values even when
+// equal (1 and 1.0: str() gives "1" and "1.0").
+func numberEqual(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, fb := strings.ContainsAny(a, ".eE"), strings.ContainsAny(b, ".eE")
+	switch {
+	case fa != fb:
+		return false
+	case !fa:
+		return canonInt(a) == canonInt(b)
+	}
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	// Out of range is ±Inf or 0, as Python reads it.
+	return (errA == nil || errors.Is(errA, strconv.ErrRange)) && (errB == nil || errors.Is(errB, strconv.ErrRange)) && x == y && math.Signbit(x) == math.Signbit(y)
+}
+
+// canonInt is a JSON integer without a sign on zero.
+func canonInt(s string) string {
+	if s == "-0" {
+		return "0"
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -237,6 +238,60 @@ func allStrings(t *testing.T, s string) []string {
 		}
 		if str, ok := tok.(string); ok {
 			acc = append(acc, str)
+		}
+	}
+}
+
+// TestRepairKeepsEscapesBesideComments: a string beside a comment is a
+// string the text states, protected from the repairer like any other: its
+// escapes are read once (before: "x\/\u0079" next to a comment came back
+// as the text x\/\u0079, its backslashes doubled by the repairer).
+func TestRepairKeepsEscapesBesideComments(t *testing.T) {
+	for _, in := range []string{
+		"{\"v\": \"x\\/\\u0079\" // note\n}",
+		"{\"v\": \"x\\/\\u0079\" /* c */, \"n\": 1}",
+		"{\"v\" /* c */ : /* c */ \"x\\/\\u0079\",}",
+		"{\"v\": [\t[ \"x\\/\\u0079\"\t // note\n],\t]}",
+	} {
+		fixed, _, err := Repair(in)
+		require.NoError(t, err, in)
+		v, err := Decode(fixed)
+		require.NoError(t, err, in)
+		assert.Contains(t, fmt.Sprint(v), "x/y", in)
+		assert.NotContains(t, fmt.Sprint(v), `\`, in)
+	}
+}
+
+// TestDuplicateKeyValues: a key repeated with the same value, however
+// written, decodes; with another value it is a *DuplicateKeyError. Numbers
+// are the same value as Python reads them: 1.5, 1.50 and 15e-1 are one
+// float; 1 and 1.0 are an int and a float.
+func TestDuplicateKeyValues(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		same bool
+	}{
+		{`[1, 2]`, `[1,2]`, true},
+		{`{"x": 1, "y": [true]}`, `{"y":[true],"x":1}`, true},
+		{`"x/y"`, `"x\/\u0079"`, true},
+		{`1.5`, `1.50`, true},
+		{`1.5`, `15e-1`, true},
+		{`-0`, `0`, true},
+		{`1e400`, `2e400`, true},
+		{`1`, `1.0`, false},
+		{`0.0`, `-0.0`, false},
+		{`1.5`, `1.6`, false},
+		{`"1"`, `1`, false},
+		{`[1, 2]`, `[2, 1]`, false},
+		{`{"x": 1}`, `{"x": 1, "y": 2}`, false},
+		{`null`, `false`, false},
+	} {
+		_, err := Decode(`{"k": ` + tt.a + `, "k": ` + tt.b + `}`)
+		if tt.same {
+			assert.NoError(t, err, "%s, %s", tt.a, tt.b)
+		} else {
+			var dk *DuplicateKeyError
+			assert.ErrorAs(t, err, &dk, "%s, %s", tt.a, tt.b)
 		}
 	}
 }

@@ -38,10 +38,7 @@ func statedStrings(span string) []stated {
 			if j >= len(span) {
 				return out // cut inside the string: scan's to judge
 			}
-			n := j + 1
-			for n < len(span) && strings.IndexByte(" \t\r\n", span[n]) >= 0 {
-				n++
-			}
+			n := skipBlanksAndComments(span, j+1)
 			closes := n == len(span) || strings.IndexByte(",:]}", span[n]) >= 0
 			var s string
 			if l.ValueMayStart() && closes && json.Unmarshal([]byte(span[i:j+1]), &s) == nil {
@@ -51,11 +48,45 @@ func statedStrings(span string) []stated {
 			l.Saw('s')
 			continue
 		}
+		if span[i] == '/' && l.quote == 0 {
+			if e := skipBlanksAndComments(span, i); e > i {
+				i = e - 1 // a comment is blank (a repair drops it)
+				continue
+			}
+		}
 		if !l.Skip(span[i]) {
 			l.Saw(span[i])
 		}
 	}
 	return out
+}
+
+// skipBlanksAndComments returns where the blanks and the comments
+// ("// …" to the line's end, "/* … */") from span[i] on end: a string
+// followed by a comment closes where the comment ends (a repair drops
+// comments).
+func skipBlanksAndComments(span string, i int) int {
+	for i < len(span) {
+		switch {
+		case strings.IndexByte(" \t\r\n", span[i]) >= 0:
+			i++
+		case strings.HasPrefix(span[i:], "//"):
+			nl := strings.IndexByte(span[i:], '\n')
+			if nl < 0 {
+				return len(span)
+			}
+			i += nl + 1
+		case strings.HasPrefix(span[i:], "/*"):
+			end := strings.Index(span[i+2:], "*/")
+			if end < 0 {
+				return i // an unclosed comment: not known to close
+			}
+			i += 2 + end + 2
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // protect replaces the stated strings st of span that hold anything the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -146,6 +145,9 @@ func candidates(sig *signature.Signature, t string, b *jsonx.Budget) ([]candidat
 	var out []candidate
 	spans := jsonx.Spans(t, maxCandidates)
 	for _, sp := range spans {
+		if t[sp.Start] == '[' && opensMarker(sig, t, sp.Start) {
+			continue // a field marker's bracket ("[[ ## completed ## ]]"): no JSON
+		}
 		whole := strings.TrimSpace(t[:sp.Start]) == "" && strings.TrimSpace(t[sp.End:]) == "" ||
 			sp.Fenced && len(spans) == 1
 		var v any
@@ -262,7 +264,7 @@ func holdsAll(sig *signature.Signature, big map[string]any, cands []candidate) b
 				continue
 			}
 			w, ok := big[k]
-			if !ok || !reflect.DeepEqual(v, w) {
+			if !ok || !jsonx.Equal(v, w) {
 				return false
 			}
 		}
@@ -375,7 +377,7 @@ func members(sig *signature.Signature, obj map[string]any, fields []Field) error
 				continue // the exact name wins over a case variant
 			}
 			if k != name {
-				if !reflect.DeepEqual(f.Value, v) {
+				if !jsonx.Equal(f.Value, v) {
 					clashes = append(clashes, i)
 				}
 				continue
@@ -683,6 +685,16 @@ func stringWrapped(t string) (string, bool) {
 	}
 	inner := rest[1 : len(rest)-1]
 	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\r`, "\r", `\"`, `"`, `\\`, `\`).Replace(inner), true
+}
+
+// opensMarker reports whether the bracket s[i] opens a field marker (of
+// any name, "completed" too): what the marker reader takes for a marker
+// is never JSON, however a repair would read it ("[[ ##\tcompleted\t## ]]"
+// is not an array, "[ ## answer ##" not a truncated one).
+func opensMarker(sig *signature.Signature, s string, i int) bool {
+	lim := min(len(s), i+markerBound(sig)+maxMarker) // a marker and its decoration
+	m, ok := FindMarker(sig, s[:lim], i)
+	return ok && m.Start == i
 }
 
 // hasMarker reports a Chat field marker anywhere in s.

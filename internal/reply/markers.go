@@ -373,11 +373,11 @@ type markerScan struct {
 	buf      [maxBuffered]Mark
 	n        int
 	overflow bool
-	end      int    // the first line-start completed marker, or len(text)
-	lineMask uint64 // outputs 0–63 with a line-start marker before end
-	lineMore []bool // outputs from 64 on, likewise
-	lastLine int    // start of the last line-start output marker before end, or -1
-	anyLine  bool
+	end      int      // the first line-start completed marker, or len(text)
+	line     streamed // outputs with a line-start marker before end
+	marked   streamed // outputs with any marker before end
+	nMarked  int      // how many outputs marked holds
+	lastLine int      // start of the last line-start output marker before end, or -1
 }
 
 func (ms *markerScan) init(sig *signature.Signature, text string) {
@@ -395,10 +395,15 @@ func (ms *markerScan) init(sig *signature.Signature, text string) {
 			ms.end = m.Start
 			return
 		}
-		if m.Field >= 0 && m.LineStart {
-			ms.setLine(m.Field)
-			ms.lastLine = m.Start
-			ms.anyLine = true
+		if m.Field >= 0 {
+			if !ms.marked.again(m.Field) {
+				ms.marked.mark(m.Field)
+				ms.nMarked++
+			}
+			if m.LineStart {
+				ms.line.mark(m.Field)
+				ms.lastLine = m.Start
+			}
 		}
 		if ms.n < len(ms.buf) {
 			ms.n++
@@ -407,24 +412,6 @@ func (ms *markerScan) init(sig *signature.Signature, text string) {
 		}
 		pos = m.End
 	}
-}
-
-func (ms *markerScan) setLine(i int) {
-	if i < 64 {
-		ms.lineMask |= 1 << i
-		return
-	}
-	if ms.lineMore == nil {
-		ms.lineMore = make([]bool, ms.sig.NumOutputs()-64)
-	}
-	ms.lineMore[i-64] = true
-}
-
-func (ms *markerScan) hasLine(i int) bool {
-	if i < 64 {
-		return ms.lineMask&(1<<i) != 0
-	}
-	return ms.lineMore != nil && ms.lineMore[i-64]
 }
 
 // counts reports whether a marker found by the first pass takes effect.
@@ -440,7 +427,7 @@ func (ms *markerScan) counts(m *Mark) bool {
 	case m.LineStart:
 		return true
 	case m.Field >= 0:
-		return !ms.hasLine(m.Field)
+		return !ms.line.again(m.Field)
 	case m.Field == completedField:
 		return m.Start > ms.lastLine
 	}
@@ -478,33 +465,121 @@ func (it *markIter) next() *Mark {
 // marker counted; a field given twice with different values is
 // errAmbiguous. unknown reports a line-start marker with a name that is
 // neither an output nor an input (a rename candidate).
+//
+// A reply may mix styles: an output no marker names may be given with a
+// label at the start of a line, as the labels reader reads one ("##
+// title", "**Title:** 370", "Title: 370") but naming the output by its
+// whole name (see outputLabel), outside a code block. Such a
+// label ends the section before it, as a marker would, and its text is
+// the output's (none when it is empty: the output stays missing). So the
+// label is never text of the field before it, and the output it names is
+// never missing when the reply states it. A label of an output that a
+// marker names is text, as is one of an input.
 func (ms *markerScan) sections(fields []Field) (found, unknown bool, err error) {
-	cur, curStart := otherField, 0
+	cur, curSrc, curStart := otherField, Marker, 0
 	it := markIter{ms: ms}
+	var labels labelIter
+	if ms.nMarked < ms.sig.NumOutputs() {
+		labels = labelIter{ms: ms, on: true}
+	}
+	m := it.next()
+	l, lok := labels.next()
 	for {
-		m := it.next()
-		if m == nil {
+		for m != nil && !ms.counts(m) {
+			m = it.next()
+		}
+		for lok && l.Start < curStart {
+			l, lok = labels.next() // inside the marker just read
+		}
+		if m == nil && !lok {
 			break
 		}
-		if !ms.counts(m) {
-			continue
+		next := m
+		if lok && (m == nil || l.Start < m.Start) {
+			next = &l
 		}
 		if cur >= 0 {
-			if err := setText(fields, cur, Marker, sectionText(ms.text[curStart:m.Start])); err != nil {
+			if err := setSection(fields, cur, curSrc, sectionText(ms.text[curStart:max(curStart, next.Start)])); err != nil {
 				return found, unknown, err
 			}
+		}
+		if next == &l {
+			cur, curSrc, curStart = l.Field, Label, l.End
+			l, lok = labels.next()
+			continue
 		}
 		if m.Field == completedField {
 			return found, unknown, nil
 		}
-		cur, curStart = m.Field, m.End
+		cur, curSrc, curStart = m.Field, Marker, m.End
 		found = found || m.Field >= 0
 		unknown = unknown || m.Field == otherField && !isInput(ms.sig, m.Name(ms.text))
+		m = it.next()
 	}
 	if cur >= 0 {
-		err = setText(fields, cur, Marker, sectionText(ms.text[curStart:ms.end]))
+		err = setSection(fields, cur, curSrc, sectionText(ms.text[curStart:ms.end]))
 	}
 	return found, unknown, err
+}
+
+// setSection is setText for a marker's section; a label's files only
+// text (see sections).
+func setSection(fields []Field, i int, src Source, v string) error {
+	if src == Label && v == "" {
+		return nil
+	}
+	return setText(fields, i, src, v)
+}
+
+// outputLabel is labelAt for a label in a marker reply: one whose words
+// are an output's name ("Title:", "## Final answer" for final_answer), not
+// only its last words ("Here is the answer:" is prose there).
+func outputLabel(sig *signature.Signature, s string, start, end int) (Mark, bool) {
+	m, ok := labelAt(sig, s, start, end)
+	if !ok || m.Field < 0 {
+		return Mark{}, false
+	}
+	name := strings.Join(strings.Fields(m.Name(s)), "_")
+	if outputIndex(sig, name) != m.Field {
+		return Mark{}, false
+	}
+	return m, true
+}
+
+// labelIter walks, in order, the labels before a marker reply's end that
+// name an output no marker names (see sections), outside code blocks.
+type labelIter struct {
+	ms    *markerScan
+	on    bool // some output has no marker
+	pos   int
+	fence bool // inside a code block
+}
+
+func (it *labelIter) next() (Mark, bool) {
+	if !it.on {
+		return Mark{}, false
+	}
+	ms := it.ms
+	for it.pos < ms.end {
+		start := it.pos
+		end := ms.end
+		if nl := strings.IndexByte(ms.text[start:end], '\n'); nl >= 0 {
+			end = start + nl
+		}
+		it.pos = end + 1
+		if t := strings.TrimLeft(ms.text[start:end], " \t"); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			it.fence = !it.fence
+			continue
+		}
+		if it.fence {
+			continue
+		}
+		if m, ok := outputLabel(ms.sig, ms.text, start, end); ok && !ms.marked.again(m.Field) {
+			return m, true
+		}
+	}
+	it.on = false
+	return Mark{}, false
 }
 
 // renamedSection finds the section of a line-start marker whose unknown
@@ -646,8 +721,10 @@ func labelField(sig *signature.Signature, name string) (int, bool) {
 }
 
 // labels files the sections of "Answer: …" labels; it reports whether any
-// output label was found.
+// output label was found. The reply ends at a completed marker (see
+// completedEnd).
 func labels(sig *signature.Signature, text string, fields []Field) (bool, error) {
+	text = text[:completedEnd(sig, text)]
 	any := false
 	cur, curStart := otherField, 0
 	for pos := 0; ; {
@@ -678,6 +755,23 @@ func hasOutputMarker(sig *signature.Signature, text string) bool {
 		}
 		if m.Field >= 0 {
 			return true
+		}
+		pos = m.End
+	}
+}
+
+// completedEnd returns where a reply with no output marker ends: at its
+// first completed marker, at the start of a line or in the middle of one
+// (as in a reply in markers, where one counts after the last line-start
+// output marker: see markerScan.counts), or at its end.
+func completedEnd(sig *signature.Signature, text string) int {
+	for pos := 0; ; {
+		m, ok := FindMarker(sig, text, pos)
+		if !ok {
+			return len(text)
+		}
+		if m.Field == completedField {
+			return m.Start
 		}
 		pos = m.End
 	}

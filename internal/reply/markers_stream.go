@@ -40,6 +40,8 @@ type chatFieldStream struct {
 	sent     streamed                                                   // outputs whose text was sent
 	line     streamed                                                   // outputs marked at the start of a line so far
 	deferred bool                                                       // a mid-line marker may count: decide on Close
+	lineChk  int                                                        // lines of full before it are checked for labels (labelAhead)
+	lineSeen int                                                        // full[lineChk:lineSeen] holds no line break
 	fence    int                                                        // 0 undecided, 1 the answer is inside a code fence, 2 it is not
 	fenceTag string                                                     // the fence's opening run ("```", "````", "~~~")
 	depth    int                                                        // code blocks open inside the fence
@@ -73,6 +75,17 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 	full := s.buf.String()
 	for {
 		m, ok := FindMarker(s.sig, full, s.pos)
+		upto := len(full)
+		if ok {
+			upto = m.Start
+		}
+		if at, ok := s.labelAhead(full, upto, final); ok {
+			// A label of an output no marker has named so far: it ends the
+			// section unless a marker of that output follows (sections):
+			// undecided.
+			s.deferred = true
+			return s.emit(dst, full, at, false)
+		}
 		// A marker at the very end may still grow ("]]" then ":" or "**", or
 		// blanks and then a decoration).
 		if ok && !final && (len(full)-m.End < 2 || mayGrow(full[m.End:])) {
@@ -117,6 +130,31 @@ func (s *chatFieldStream) advance(dst []Delta, final bool) []Delta {
 			s.cur = otherField
 		}
 	}
+}
+
+// labelAhead reports the start of the first line starting before upto,
+// from s.lineChk on, that is a label of an output no line-start marker has
+// named so far (outputLabel: how the reader takes such a label, in
+// sections); lines not yet complete wait, unless final. It checks more
+// than sections counts (a marker of the output may still follow; code
+// blocks are not followed), so a stream that defers on it settles to
+// Parse's reading.
+func (s *chatFieldStream) labelAhead(full string, upto int, final bool) (int, bool) {
+	for s.lineChk < upto {
+		start, end := s.lineChk, len(full)
+		from := max(start, s.lineSeen)
+		if nl := strings.IndexByte(full[from:], '\n'); nl >= 0 {
+			end = from + nl
+		} else if !final {
+			s.lineSeen = len(full) // a long line is searched once
+			return 0, false
+		}
+		if m, ok := outputLabel(s.sig, full, start, end); ok && !s.line.again(m.Field) {
+			return start, true
+		}
+		s.lineChk = end + 1
+	}
+	return 0, false
 }
 
 // openingFence records whether the answer is inside a code fence: the

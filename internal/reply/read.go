@@ -102,11 +102,129 @@ func Read(sig *signature.Signature, completion string, prefer Shape, fields []Fi
 			return replyErr(-1, err)
 		}
 		if found {
-			return nil
+			return mixedStyles(sig, text, sh, fields)
 		}
 	}
 	readBare(sig, text, fields)
 	return nil
+}
+
+// inElement reports whether text position i is inside one of els.
+func inElement(els []xmlElem, i int) bool {
+	for _, el := range els {
+		if el.start <= i && i < el.end {
+			return true
+		}
+	}
+	return false
+}
+
+// mixedStyles is the error for a reply read in one shape that gives an
+// output the shape left missing in another: a field marker (as the marker
+// reader takes it: at a line start, or bracketed on both sides), an XML
+// element, a label at a line start (outputLabel), or a member of a JSON
+// object before the first marker of a reply in markers or outside the
+// elements of a reply in XML. Such a reply
+// mixes styles the reader does not combine; the output is ErrAmbiguous,
+// never None or missing while the reply states it. (A label among
+// markers is read: see markerScan.sections.)
+func mixedStyles(sig *signature.Signature, text string, shape Shape, fields []Field) error {
+	missing := false
+	for i := range fields {
+		missing = missing || fields[i].Source == Missing
+	}
+	if !missing {
+		return nil
+	}
+	if i, how := statedElsewhere(sig, text, shape, fields); i >= 0 {
+		return &Error{Field: i, Err: wrapf(errAmbiguous, "the reply gives the field as "+how+", in another style than its other fields")}
+	}
+	return nil
+}
+
+// statedElsewhere finds an output fields leaves missing that text gives
+// in a style other than shape's, before the reply's end (a line-start
+// completed marker), and says how; -1 when there is none. One pass per
+// style, whatever the number of outputs. See mixedStyles.
+func statedElsewhere(sig *signature.Signature, text string, shape Shape, fields []Field) (int, string) {
+	missing := func(name string) int {
+		if i := outputIndex(sig, name); i >= 0 && fields[i].Source == Missing {
+			return i
+		}
+		return -1
+	}
+	firstMarker := -1
+	for pos := 0; ; {
+		m, ok := FindMarker(sig, text, pos)
+		if !ok {
+			break
+		}
+		if m.Field == completedField && m.LineStart {
+			text = text[:m.Start]
+			break
+		}
+		if m.Field >= 0 && firstMarker < 0 {
+			firstMarker = m.Start
+		}
+		if m.Field >= 0 && fields[m.Field].Source == Missing && (m.LineStart || m.Strong) && shape != Markers {
+			return m.Field, "a field marker"
+		}
+		pos = m.End
+	}
+	var els []xmlElem
+	if strings.IndexByte(text, '<') >= 0 {
+		els, _ = scanXML(text, 0, len(text), nil)
+	}
+	if shape != XML {
+		for _, el := range els {
+			if i := missing(el.key()); i >= 0 && el.closed {
+				return i, "an XML element"
+			}
+		}
+	}
+	if shape == XML || shape == JSON {
+		for start := 0; start < len(text); {
+			end := len(text)
+			if nl := strings.IndexByte(text[start:], '\n'); nl >= 0 {
+				end = start + nl
+			}
+			if m, ok := outputLabel(sig, text, start, end); ok && fields[m.Field].Source == Missing {
+				return m.Field, "a label"
+			}
+			start = end + 1
+		}
+	}
+	// JSON objects outside the shape's own structure: before the first
+	// marker of a reply in markers (inside a section, an object is the
+	// field's text), outside the elements of a reply in XML.
+	region := ""
+	switch shape {
+	case Markers:
+		region = text[:max(firstMarker, 0)]
+	case XML:
+		region = text
+	}
+	if strings.IndexByte(region, '{') < 0 {
+		return -1, ""
+	}
+	for _, sp := range jsonx.Spans(region, maxCandidates) {
+		if inElement(els, sp.Start) {
+			continue
+		}
+		v, err := jsonx.DecodePython(region[sp.Start:sp.End])
+		if obj, ok := v.(map[string]any); ok && err == nil {
+			first := -1 // the first output, whatever the map's order
+			for k := range unwrap(sig, obj) {
+				if i := missing(k); i >= 0 && (first < 0 || i < first) {
+					first = i
+				}
+			}
+			if first >= 0 {
+				return first, "a JSON member"
+			}
+		}
+	}
+	return -1, ""
 }
 
 func readMarkers(sig *signature.Signature, text string, fields []Field) (bool, error) {
@@ -342,21 +460,13 @@ func readBare(sig *signature.Signature, text string, fields []Field) {
 	if spec == nil || spec.Kind() != signature.KindString {
 		return
 	}
-	// A completed marker ends the answer; any other marker is structure
-	// this text does not have.
-	for pos := 0; ; {
-		m, ok := FindMarker(sig, text, pos)
-		if !ok {
-			break
-		}
+	// A completed marker ends the answer (completedEnd); any other marker
+	// before it is structure this text does not have.
+	if m, ok := FindMarker(sig, text, 0); ok {
 		if m.Field != completedField {
 			return
 		}
-		if m.LineStart {
-			text = text[:m.Start]
-			break
-		}
-		pos = m.End
+		text = text[:m.Start]
 	}
 	t := strings.TrimSpace(afterOrphanClose(sig, text))
 	if t != "" {

@@ -51,6 +51,10 @@ func FuzzRead(f *testing.F) {
 		`{"reasoning": "r", "answer": 4}`, `{"answer": Paris is, "n": 1}`, "{'a': [1, 2}",
 		"<reasoning>r</reasoning><answer>4", "Reasoning: r\n## Answer\n4", "<think>x</think>[[ # answer ## ]] 4",
 		"[[ ## next_tool ## ]]\nsearch", "Draft {\"answer\": 1}\nCorrection: {\"answer\": 2}",
+		// Issue 45: spellings of completed, mixed styles, repeated values.
+		"Paris [[ ##  completed  ## ]]", "[[ ##\tcompleted\t## ]]", "[[ ## reasoning ## ]]\nr\n\n## answer\n370",
+		"[[ ## reasoning ## ]]\nr\n<answer>4</answer>", "{\"answer\": 1.5, \"answer\": 15e-1 /* c */,}",
+		"<tags><item>a</item></tags><tags><item>a</item></tags>",
 	} {
 		f.Add(s, uint8(0))
 	}

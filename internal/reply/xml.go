@@ -86,27 +86,103 @@ func fileXML(found [][]xmlElem, els []xmlElem, hits int) {
 // xmlFieldTree turns a field's elements into decoded data for
 // value.FromJSON: text leaves, []any for lists, map[string]any for structs
 // and dicts, nil for an empty optional element.
+//
+// A field given in several elements is, for a list, one item per element
+// (<tags>a</tags><tags>b</tags>, as DSPy reads it), unless each element
+// holds the whole list (its items as elements, or a JSON list, for items
+// that are not containers); otherwise, and for the whole lists, the
+// elements repeat one value: they must give the same value for the field's
+// type (written alike or not: <n>7</n> and <n> 7 </n>), or the field is
+// ErrAmbiguous. Never the markup of the items as values.
 func xmlFieldTree(text string, els []xmlElem, spec *signature.TypeSpec) (any, error) {
+	return elementsTree(text, els, spec, 0)
+}
+
+// elementsTree is xmlFieldTree for the elements of one name at a depth: a
+// field's (0) or a struct's or dict's member's, by the same rule.
+func elementsTree(text string, els []xmlElem, spec *signature.TypeSpec, depth int) (any, error) {
 	if len(els) > 1 {
-		if listSpec(spec) != nil {
+		ls := listSpec(spec)
+		whole := 0
+		if ls != nil {
+			for _, el := range els {
+				if wholeList(text, el, ls) {
+					whole++
+				}
+			}
+		}
+		switch {
+		case ls != nil && whole == 0:
 			items := make([]any, 0, len(els))
 			for _, el := range els {
-				v, err := xmlTree(text, el, listSpec(spec).Elem(), 0)
+				v, err := xmlTree(text, el, ls.Elem(), depth)
 				if err != nil {
 					return nil, err
 				}
 				items = append(items, v)
 			}
 			return items, nil
+		case ls != nil && whole < len(els):
+			return nil, wrapf(errAmbiguous, "the field appears as a whole list and as items")
 		}
-		first := strings.TrimSpace(text[els[0].start:els[0].end])
+		first, err := xmlTree(text, els[0], spec, depth)
+		if err != nil {
+			return nil, err
+		}
 		for _, el := range els[1:] {
-			if strings.TrimSpace(text[el.start:el.end]) != first {
+			v, err := xmlTree(text, el, spec, depth)
+			if err != nil {
+				return nil, err
+			}
+			if !sameValue(first, v, spec) {
 				return nil, wrapf(errAmbiguous, "the field appears twice with different values")
 			}
 		}
+		return first, nil
 	}
-	return xmlTree(text, els[0], spec, 0)
+	return xmlTree(text, els[0], spec, depth)
+}
+
+// wholeList reports whether el, one of several elements of a list field
+// of type ls, holds the whole list rather than one item: its item type is
+// not a container (a list, dict or struct, whose items are elements with
+// children of their own) and el holds elements or a JSON list; or its
+// items are structs or dicts and el holds only <item> elements (the XML
+// adapter's list).
+func wholeList(text string, el xmlElem, ls *signature.TypeSpec) bool {
+	item := ls.Elem()
+	if item.Kind() == signature.KindOptional {
+		item = item.Elem()
+	}
+	trimmed := strings.TrimSpace(text[el.start:el.end])
+	var buf [8]xmlElem
+	children, err := appendXML(buf[:0], text, el.start, el.end, nil)
+	if err != nil {
+		return false
+	}
+	switch item.Kind() {
+	case signature.KindList:
+		return false
+	case signature.KindStruct, signature.KindDict:
+		for _, c := range children {
+			if c.name != "item" {
+				return false
+			}
+		}
+		return len(children) > 0
+	}
+	return len(children) > 0 || strings.HasPrefix(trimmed, "[")
+}
+
+// sameValue reports whether two trees of a field give the same value of
+// its type (compared as trees when either does not convert).
+func sameValue(a, b any, spec *signature.TypeSpec) bool {
+	va, errA := value.FromJSON(a, spec)
+	vb, errB := value.FromJSON(b, spec)
+	if errA == nil && errB == nil {
+		return reflect.DeepEqual(va, vb)
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 func listSpec(spec *signature.TypeSpec) *signature.TypeSpec {
@@ -171,30 +247,41 @@ func xmlTree(text string, el xmlElem, spec *signature.TypeSpec, depth int) (any,
 			return items, nil
 		}
 		m := make(map[string]any, len(children))
+		var repeated map[string][]xmlElem // members given more than once
 		for _, c := range children {
-			var sub *signature.TypeSpec
-			if spec.Kind() == signature.KindDict {
-				sub = spec.Elem()
-			} else {
-				sub = structFieldSpec(spec, c.key())
-				if sub == nil {
-					continue // pydantic ignores unknown keys
+			key := c.key()
+			if _, again := m[key]; again {
+				if repeated == nil {
+					repeated = map[string][]xmlElem{}
 				}
+				repeated[key] = nil
+				continue
+			}
+			sub := memberSpec(spec, key)
+			if sub == nil {
+				continue // pydantic ignores unknown keys
 			}
 			v, err := xmlTree(text, c, sub, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			prev, again := m[c.key()]
-			switch {
-			case !again:
-				m[c.key()] = v
-			case listSpec(sub) != nil:
-				// Repeated children of a list member are its items:
-				// <tags><a>3</a><a>4</a></tags> is {"a": [3, 4]}.
-				m[c.key()] = append(asItems(prev), asItems(v)...)
-			case !reflect.DeepEqual(prev, v):
-				return nil, wrapf(errAmbiguous, "<"+c.name+"> appears twice with different values")
+			m[key] = v
+		}
+		if repeated != nil {
+			// Repeated members: a list's items, or one value repeated
+			// (see xmlFieldTree): <tags><a>3</a><a>4</a></tags> is
+			// {"a": [3, 4]}.
+			for _, c := range children {
+				if group, ok := repeated[c.key()]; ok {
+					repeated[c.key()] = append(group, c)
+				}
+			}
+			for key, group := range repeated {
+				v, err := elementsTree(text, group, memberSpec(spec, key), depth+1)
+				if err != nil {
+					return nil, err
+				}
+				m[key] = v
 			}
 		}
 		return m, nil
@@ -231,6 +318,15 @@ func asItems(v any) []any {
 		return nil
 	}
 	return []any{v}
+}
+
+// memberSpec is the type of a dict's values or of a struct's member key
+// (nil for a key the struct does not have).
+func memberSpec(spec *signature.TypeSpec, key string) *signature.TypeSpec {
+	if spec.Kind() == signature.KindDict {
+		return spec.Elem()
+	}
+	return structFieldSpec(spec, key)
 }
 
 func structFieldSpec(spec *signature.TypeSpec, name string) *signature.TypeSpec {

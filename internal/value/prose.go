@@ -150,12 +150,20 @@ var (
 
 // qualifier reports how the words just before text[i] qualify what
 // follows: errNegated, errBound or nil.
-func qualifier(text string, i int) error {
+func qualifier(text string, i int) error { return qualify(text, i, false) }
+
+// qualify is qualifier; for an answer word (yes/no), answer words before
+// it are the answer repeated, not a negation ("No, no.", as a bool reads
+// it).
+func qualify(text string, i int, answer bool) error {
 	words := strings.FieldsFunc(strings.ToLower(text[:i]), func(r rune) bool {
 		return !unicode.IsLetter(r) && r != '\'' && r != '’'
 	})
 	for k := len(words) - 1; k >= 0 && k >= len(words)-3; k-- {
 		w := strings.ReplaceAll(words[k], "’", "'")
+		if _, yesNo := strongBools[w]; answer && yesNo {
+			continue
+		}
 		switch {
 		case negations[w] || strings.HasSuffix(w, "n't"):
 			return errNegated
@@ -252,7 +260,10 @@ func bounded(text string, start, end int) bool {
 }
 
 // choiceCandidates finds the choices (enum values, Literal members)
-// named in prose as whole words, in any case, "_" read as a space.
+// named in prose as whole words, in any case, "_" read as a space: every
+// place each is named, so that a mention the text qualifies (negated,
+// joined to None, taken back) blocks the reading wherever it stands, not
+// only the first one ("no, no or unknown" states no Literal['yes', 'no']).
 func choiceCandidates(choices []string) candidateFinder {
 	return func(text string) []candidate {
 		lower := strings.ToLower(text)
@@ -263,18 +274,19 @@ func choiceCandidates(choices []string) candidateFinder {
 			}
 			for _, form := range [...]string{strings.ToLower(c), strings.ToLower(strings.ReplaceAll(c, "_", " "))} {
 				_, yesNo := strongBools[form]
-				i := indexWord(lower, form)
-				for yesNo && i >= 0 && determines(lower, i+len(form)) {
-					// "No evidence …": a determiner, not the member.
-					next := indexWord(lower[i+len(form):], form)
-					if next < 0 {
-						i = -1
+				named := false
+				for off := 0; off < len(lower); {
+					i := indexWord(lower[off:], form)
+					if i < 0 {
 						break
 					}
-					i += len(form) + next
-				}
-				if i >= 0 {
-					blocked := qualifier(lower, i)
+					i += off
+					off = i + len(form)
+					if yesNo && determines(lower, i+len(form)) {
+						continue // "No evidence …": a determiner, not the member
+					}
+					named = true
+					blocked := qualify(lower, i, yesNo)
 					if blocked == nil {
 						blocked = alternative(lower, i, i+len(form), false)
 					}
@@ -282,6 +294,8 @@ func choiceCandidates(choices []string) candidateFinder {
 						blocked = errRefusal // "No, I cannot tell."
 					}
 					out = append(out, candidate{text: c, blocked: blocked})
+				}
+				if named {
 					break
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/sigwire/adapter/internal/jsonx"
 	"github.com/sigwire/adapter/internal/pyjson"
@@ -784,6 +785,22 @@ func parseBool(raw string) (bool, error) {
 			return false, fmt.Errorf("%w: %s says both yes and no", ErrAmbiguous, clip(raw))
 		}
 	}
+	// The answer word named again is read by the same rule: joined to
+	// None there, the text states no value ("yes, yes or None").
+	for i := end; i < len(s); {
+		w, j := wordAt(s, i)
+		if w == "" {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			continue
+		}
+		if _, ok := strongBools[w]; ok && !determines(s, j) {
+			if err := alternative(s, i, j, false); err != nil {
+				return false, fmt.Errorf("%w: %s", err, clip(raw))
+			}
+		}
+		i = j
+	}
 	return b, nil
 }
 
@@ -922,6 +939,14 @@ func explainedChoice(s string, choices []string) (int, error) {
 	}
 	if _, yesNo := strongBools[normChoice(choices[at])]; yesNo && takesBack(rest) {
 		return -1, fmt.Errorf("%w: %s", errRefusal, clip(s))
+	}
+	// Every other mention of a choice in the explanation is read as the
+	// prose rule reads it: qualified anywhere (joined to None, negated,
+	// taken back), the text states no value ("no, no or unknown").
+	for _, c := range choiceCandidates(choices)(s) {
+		if c.blocked != nil {
+			return -1, fmt.Errorf("%w: %s", c.blocked, clip(s))
+		}
 	}
 	lower := strings.ToLower(rest)
 	for i, c := range choices {
@@ -1133,8 +1158,20 @@ func checkProse(raw string, at proseAt, spec *signature.TypeSpec, v reflect.Valu
 			}
 		}
 		ov, err := fromDecoded(other, spec, false, depth+1, b)
-		if err == nil && !reflect.DeepEqual(ov.Interface(), v.Interface()) {
+		if err != nil {
+			continue // not a value of the type
+		}
+		if !reflect.DeepEqual(ov.Interface(), v.Interface()) {
 			return fmt.Errorf("%w: %s holds two different values, %s and %s", ErrAmbiguous, clip(raw), clip(at.text[at.start:at.end]), clip(s))
+		}
+		// The same value named again is read by the same rules: negated,
+		// bounded or joined to None there, the text states no value
+		// ("[1, 2]. Well, [1, 2] or unknown.").
+		if err := qualifier(at.text, sp.Start); err != nil {
+			return fmt.Errorf("%w: %s", err, clip(raw))
+		}
+		if err := alternative(at.text, sp.Start, sp.End, false); err != nil {
+			return fmt.Errorf("%w: %s", err, clip(raw))
 		}
 	}
 	return nil
