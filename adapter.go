@@ -251,7 +251,7 @@ type Result struct {
 	// too, the call's *FallbackError holds the same error as First.
 	FallbackCause error
 	// Counts are the call's counters (Calls, Requests, Reasks, Retries,
-	// RetryWait, CacheHits, Coalesced, CacheErrors), read as fields of the
+	// RetryWait, CacheHits, Coalesced, CacheErrors, ModelFallbacks), read as fields of the
 	// Result: res.Calls, res.Requests.
 	Counts
 	// ReaskCause is why the latest re-ask (Reasks) ran: the error of the
@@ -336,6 +336,9 @@ type Counts struct {
 	// [FallibleCache]) during the call; each was reported to
 	// [Trace].CacheError, and the call went on as after a miss.
 	CacheErrors int
+	// ModelFallbacks counts the times a [FallbackLM] moved the call to
+	// its next model after a failure (each told in Result.Notes).
+	ModelFallbacks int
 }
 
 // Add adds o's counts to c: the one place the counters are summed.
@@ -348,6 +351,7 @@ func (c *Counts) Add(o Counts) {
 	c.CacheHits += o.CacheHits
 	c.Coalesced += o.Coalesced
 	c.CacheErrors += o.CacheErrors
+	c.ModelFallbacks += o.ModelFallbacks
 }
 
 // Add adds the counters of o, the Result of another call of the same run

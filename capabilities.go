@@ -75,6 +75,9 @@ type Unwrapper interface {
 // ModelCapabilities' guess for model, with guessed set.
 func capabilitiesOf(lm LM, model string) (caps Capabilities, guessed bool) {
 	for lm != nil {
+		if f, ok := lm.(*FallbackLM); ok {
+			return f.capabilities(model)
+		}
 		if r, ok := lm.(CapabilityReporter); ok {
 			return r.Capabilities(), false
 		}

@@ -60,7 +60,7 @@ type Invoker func(ctx context.Context, req openai.ChatCompletionRequest) (openai
 // Every request that reaches the LM through next is counted in
 // [Result].Requests, however many times a middleware calls next (a
 // fallback to another model is next called again with req.Model
-// changed). A middleware given to [WithMiddleware] runs beneath the
+// changed; [Fallback] does it with each model's own chain). A middleware given to [WithMiddleware] runs beneath the
 // [Trace]: the trace reports one LM call, whose [LMCallDoneInfo].Requests
 // counts the requests it sent. One given to [UseMiddleware] runs above the
 // trace: each of its calls of next is an LM call the trace reports, with

@@ -495,8 +495,31 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		bottom = blockingSender(r.lm, r.cfg.limits)
 	}
 	call := r.capture
-	if call == nil {
-		call = r.invoker(bottom, tr)
+	fb, _ := r.lm.(*FallbackLM)
+	switch {
+	case call != nil && fb != nil && fb.targets[0].Model != "":
+		capture, model := call, fb.targets[0].Model
+		call = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+			req.Model = model // the first target's request
+			return capture(ctx, req)
+		}
+	case call != nil:
+	case fb != nil:
+		sink, limits := r.sink, r.cfg.limits
+		call = r.fallbackInvoker(fb, r.mw, func(lm LM) Invoker {
+			if sink == nil {
+				return blockingSender(lm, limits)
+			}
+			s, ok := lm.(StreamingLM)
+			if !ok {
+				return func(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+					return openai.ChatCompletionResponse{}, cannotStream(lm)
+				}
+			}
+			return sink.sender(s, limits)
+		}, tr)
+	default:
+		call = r.invoker(wrapInvoker(r.mw, bottom), tr)
 	}
 	shaper, shapes := a.(RequestShaper)
 	var rejected error
@@ -578,12 +601,11 @@ func requestMode(mode string, req *openai.ChatCompletionRequest) string {
 	return ModePrompt
 }
 
-// invoker builds an attempt's chain around the sender: the call's
-// middlewares, retries, the trace (so it sees every request), the LM's
-// own middlewares. The context tells the call's middlewares from those
-// beneath them (runState.callLevel).
-func (r *run) invoker(bottom Invoker, tr tracer) Invoker {
-	inv := wrapInvoker(r.mw, bottom)
+// invoker builds an attempt's chain around inv (the sender wrapped in the
+// LM's own middlewares): the call's middlewares, retries, the trace (so
+// it sees every request). The context tells the call's middlewares from
+// those beneath them (runState.callLevel).
+func (r *run) invoker(inv Invoker, tr tracer) Invoker {
 	if tr.t != nil {
 		next, s := inv, &r.state // not r: the run stays on the stack
 		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {

@@ -30,7 +30,7 @@ func TestResultAdd(t *testing.T) {
 	for f := range reflect.TypeFor[adapter.Counts]().Fields() {
 		counts = append(counts, f.Name)
 	}
-	assert.Equal(t, []string{"Calls", "Requests", "Reasks", "Retries", "RetryWait", "CacheHits", "Coalesced", "CacheErrors"}, counts,
+	assert.Equal(t, []string{"Calls", "Requests", "Reasks", "Retries", "RetryWait", "CacheHits", "Coalesced", "CacheErrors", "ModelFallbacks"}, counts,
 		"Counts.Add sums each (a new counter is one field here and one line there)")
 
 	usage := func(n int) openai.Usage {
