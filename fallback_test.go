@@ -68,7 +68,7 @@ func TestFallbackSecondModelAnswers(t *testing.T) {
 			up := lmtest.NewServer()
 			defer up.Close()
 			up.Handle(func(r lmtest.Request) lmtest.Reply {
-				return lmtest.Text("[[ ## answer ## ]]\nfrom " + r.Chat.Model + "\n\n[[ ## completed ## ]]").WithUsage(20, 5)
+				return lmtest.Text("[[ ## answer ## ]]\nfrom "+r.Chat.Model+"\n\n[[ ## completed ## ]]").WithUsage(20, 5)
 			})
 			lm := adapter.Fallback(0,
 				adapter.Target{LM: down.Client(), Model: "big"},
