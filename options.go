@@ -46,6 +46,7 @@ type callConfig struct {
 	noRetry        bool
 	timeout        time.Duration
 	limits         Limits // WithLimits
+	budget         Budget // WithBudget
 	asDefault      bool   // applying Defaults
 	id             uint64 // the call's identity in Trace events (callID)
 }

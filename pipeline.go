@@ -281,6 +281,9 @@ func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demo
 		r.state.trace, r.state.callID = r.cfg.trace, r.cfg.callID()
 	}
 	rs.call, rs.ident = &r.state, &r.state.ident
+	if r.cfg.budget != nil {
+		rs.budget = r.cfg.budget
+	}
 	r.ctx = runContext{Context: ctx, rs: rs} // not rs.on: the run holds it
 	ctx = &r.ctx
 	cancel := context.CancelFunc(func() {})

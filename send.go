@@ -24,9 +24,17 @@ import (
 // blockingSender is the bottom of a Call's chain.
 func blockingSender(lm LM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		stateFrom(ctx).count(Counts{Requests: 1}) // each request sent, retries and a middleware's own included
+		rs := runFrom(ctx)
+		settle, err := reserve(ctx, rs.budget, req)
+		if err != nil {
+			return openai.ChatCompletionResponse{}, err
+		}
+		rs.call.count(Counts{Requests: 1}) // each request sent, retries and a middleware's own included
 		bctx, body := wire.KeepBody(ctx, limits.replyBytes())
 		resp, err := lm.CreateChatCompletion(bctx, req)
+		if settle != nil {
+			settle(resp, err)
+		}
 		if err != nil {
 			return resp, err
 		}
@@ -137,7 +145,8 @@ func (s *streamSink) emitDeltas(ds []FieldDelta) bool {
 // callState.out).
 func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		st := stateFrom(ctx)
+		rs := runFrom(ctx)
+		st := rs.call
 		var out streamOut = s
 		if st != nil && st.out != nil {
 			out = st.out
@@ -145,14 +154,24 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		if err := out.start(); err != nil { // refused: sent again after delivery, no request
 			return openai.ChatCompletionResponse{}, err
 		}
+		settle, err := reserve(ctx, rs.budget, req)
+		if err != nil {
+			return openai.ChatCompletionResponse{}, err
+		}
 		st.count(Counts{Requests: 1})
 		max := limits.replyBytes()
 		stream, err := lm.CreateChatCompletionStream(wire.CountBody(ctx, max), req)
 		if err != nil {
+			if settle != nil {
+				settle(openai.ChatCompletionResponse{}, err)
+			}
 			return openai.ChatCompletionResponse{}, err
 		}
 		defer stream.Close()
 		resp, extras, err := wire.ReadStream(ctx, stream, max, limits.wireItems(), out.delta)
+		if settle != nil {
+			settle(resp, err)
+		}
 		if err != nil {
 			switch sent, stopped := out.status(); {
 			case stopped:
