@@ -92,7 +92,9 @@ func (h *Handler) init() {
 	m.HandleFunc("POST /prepare", h.prepare)
 	m.HandleFunc("GET /schema", h.schema)
 	m.HandleFunc("GET /openapi.json", h.openAPI)
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	m.HandleFunc("GET /readyz", h.ready)
 	h.mux = m
 }
