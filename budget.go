@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,10 +20,6 @@ import (
 // with an error matching [ErrBudget]; after the reply the reservation is
 // settled from the usage the reply reported. Cache hits and joined calls
 // send no request and spend nothing.
-
-// ErrBudget matches the error of a request its budget could not hold
-// (a *[BudgetError]). Nothing was sent.
-var ErrBudget = errors.New("adapter: over budget")
 
 // Spend is what one request may spend or spent: its model and its
 // tokens.
@@ -279,20 +276,18 @@ func jsonLen(v any) int {
 	return len(b)
 }
 
-// reserve holds what req can spend from the call's budget b (nil: none,
-// nothing to settle) and returns what settles it from the reply.
-func reserve(ctx context.Context, b Budget, req openai.ChatCompletionRequest) (func(resp openai.ChatCompletionResponse, err error), error) {
-	if b == nil {
-		return nil, nil
-	}
-	max := MaxSpend(req)
+// reserve holds what req can spend from the call's budget b and returns
+// what settles it from the reply.
+func reserve(ctx context.Context, b Budget, req *openai.ChatCompletionRequest) (func(resp openai.ChatCompletionResponse, err error), error) {
+	max := MaxSpend(*req)
+	model := req.Model
 	settle, err := b.Reserve(ctx, max)
 	if err != nil {
 		return nil, err
 	}
 	return func(resp openai.ChatCompletionResponse, err error) {
 		if err != nil && statusOf(err) != 0 {
-			settle(Spend{Model: req.Model}) // refused with a status: nothing generated
+			settle(Spend{Model: model}) // refused with a status: nothing generated
 			return
 		}
 		if err != nil {
@@ -300,7 +295,7 @@ func reserve(ctx context.Context, b Budget, req openai.ChatCompletionRequest) (f
 			return
 		}
 		u := resp.Usage
-		s := Spend{Model: modelOf(resp, req), PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+		s := Spend{Model: cmp.Or(resp.Model, model), PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
 		if u.PromptTokensDetails != nil {
 			s.CachedTokens = u.PromptTokensDetails.CachedTokens
 		}

@@ -107,9 +107,9 @@ type Identifier interface {
 type lmIdent struct {
 	lm    LM
 	once  sync.Once
+	ok    bool // beside once, in its padding: runShared stays in its size class
 	id    identity
 	azure *openai.ClientConfig // an Azure client: its deployment depends on the model
-	ok    bool
 }
 
 // identity is what identifies an LM, and whether it is this process's
@@ -624,6 +624,9 @@ func (g *flights) join(key string) (f *flight, w waiter, first bool) {
 // request that sent it, with the call's own state and retry slot.
 func flightContext(ctx context.Context, c *flightCall) context.Context {
 	s := runFrom(ctx)
+	if s.call != nil {
+		c.state.budget = s.call.budget // the request is the caller's: its budget pays
+	}
 	s.call = &c.state
 	return context.WithValue(s.on(ctx), wire.RetryKey{}, &c.retry)
 }

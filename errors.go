@@ -94,6 +94,9 @@ var (
 	// that are not an entry for the key asked for: another format version,
 	// another key, or not a reply.
 	ErrCorruptCacheEntry = errors.New("not a cache entry for this key")
+	// ErrBudget matches the error of a request its budget could not hold
+	// (a *[BudgetError], see [WithBudget]). Nothing was sent.
+	ErrBudget = errors.New("over budget")
 )
 
 // The errors of TwoStep without an Extractor and of BAML for a recursive

@@ -65,6 +65,7 @@ type callState struct {
 	byModel map[string]openai.Usage
 	settled []func(accepted bool)
 	extras  WireExtras
+	budget  Budget // WithBudget's: the senders reserve from it
 }
 
 // cacheError counts a cache's failure in the call (s nil: outside the
@@ -281,9 +282,7 @@ func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demo
 		r.state.trace, r.state.callID = r.cfg.trace, r.cfg.callID()
 	}
 	rs.call, rs.ident = &r.state, &r.state.ident
-	if r.cfg.budget != nil {
-		rs.budget = r.cfg.budget
-	}
+	r.state.budget = r.cfg.budget
 	r.ctx = runContext{Context: ctx, rs: rs} // not rs.on: the run holds it
 	ctx = &r.ctx
 	cancel := context.CancelFunc(func() {})

@@ -30,8 +30,6 @@ type runState struct {
 	// call would carry one caller's retries and report to its trace, from
 	// another goroutine and maybe after that caller's call ended.
 	callLevel bool
-	// budget is the call's (WithBudget): the senders reserve from it.
-	budget Budget
 }
 
 type runKey struct{}

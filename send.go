@@ -24,12 +24,15 @@ import (
 // blockingSender is the bottom of a Call's chain.
 func blockingSender(lm LM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		rs := runFrom(ctx)
-		settle, err := reserve(ctx, rs.budget, req)
-		if err != nil {
-			return openai.ChatCompletionResponse{}, err
+		st := stateFrom(ctx)
+		var settle func(openai.ChatCompletionResponse, error)
+		if st != nil && st.budget != nil {
+			var err error
+			if settle, err = reserve(ctx, st.budget, &req); err != nil {
+				return openai.ChatCompletionResponse{}, err
+			}
 		}
-		rs.call.count(Counts{Requests: 1}) // each request sent, retries and a middleware's own included
+		st.count(Counts{Requests: 1}) // each request sent, retries and a middleware's own included
 		bctx, body := wire.KeepBody(ctx, limits.replyBytes())
 		resp, err := lm.CreateChatCompletion(bctx, req)
 		if settle != nil {
@@ -145,8 +148,7 @@ func (s *streamSink) emitDeltas(ds []FieldDelta) bool {
 // callState.out).
 func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		rs := runFrom(ctx)
-		st := rs.call
+		st := stateFrom(ctx)
 		var out streamOut = s
 		if st != nil && st.out != nil {
 			out = st.out
@@ -154,9 +156,12 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		if err := out.start(); err != nil { // refused: sent again after delivery, no request
 			return openai.ChatCompletionResponse{}, err
 		}
-		settle, err := reserve(ctx, rs.budget, req)
-		if err != nil {
-			return openai.ChatCompletionResponse{}, err
+		var settle func(openai.ChatCompletionResponse, error)
+		if st != nil && st.budget != nil {
+			var err error
+			if settle, err = reserve(ctx, st.budget, &req); err != nil {
+				return openai.ChatCompletionResponse{}, err
+			}
 		}
 		st.count(Counts{Requests: 1})
 		max := limits.replyBytes()
