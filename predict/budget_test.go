@@ -1,0 +1,232 @@
+package predict_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	adapter "github.com/sigwire/adapter"
+	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/predict"
+)
+
+// billing is a server that answers with scripted replies, in order, and
+// bills each request the most it could spend (adapter.MaxSpend, what a
+// budget holds for it), as the usage it reports: a budget then refuses
+// exactly the request that would pass its limit.
+type billing struct {
+	srv   *lmtest.Server
+	mu    sync.Mutex
+	bills []int
+}
+
+func billingServer(t *testing.T, replies ...lmtest.Reply) *billing {
+	b := &billing{srv: lmtest.NewServer()}
+	t.Cleanup(b.srv.Close)
+	b.srv.Handle(func(r lmtest.Request) lmtest.Reply {
+		s := adapter.MaxSpend(r.Chat)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.bills = append(b.bills, s.PromptTokens+s.CompletionTokens)
+		if len(b.bills) > len(replies) {
+			return lmtest.Error(500, `{"error":{"message":"no more replies"}}`)
+		}
+		return replies[len(b.bills)-1].WithUsage(s.PromptTokens, s.CompletionTokens)
+	})
+	return b
+}
+
+// billed is what the server billed in all.
+func (b *billing) billed() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sum := 0
+	for _, n := range b.bills {
+		sum += n
+	}
+	return sum
+}
+
+// limitAt is a limit that holds the first k requests b saw and half the
+// next: a budget of it refuses request k+1 (from 1).
+func (b *billing) limitAt(t *testing.T, k int) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Greater(t, len(b.bills), k, "the run without a budget made more than %d requests", k)
+	sum := 0
+	for _, n := range b.bills[:k] {
+		sum += n
+	}
+	return int64(sum + b.bills[k]/2)
+}
+
+func newBudget(t *testing.T, tokens int64) *adapter.LocalBudget {
+	b, err := adapter.NewBudget(adapter.Limit{Tokens: tokens})
+	require.NoError(t, err)
+	return b
+}
+
+// answerLength rewards a longer answer.
+func answerLength(_ context.Context, _ adapter.Values, out adapter.Values) (float64, error) {
+	a, _ := out["answer"].(string)
+	return float64(len(a)), nil
+}
+
+// lastOf runs a BestOfN or Refine stream to its end and returns its last
+// chunk, its error, and the texts a consumer holds.
+func lastOf[Out any](t *testing.T, seq func(func(predict.Chunk[Out], error) bool)) (predict.Chunk[Out], error, attemptTexts) {
+	t.Helper()
+	var last predict.Chunk[Out]
+	var err error
+	held := attemptTexts{}
+	n := 0
+	for ch, e := range seq {
+		require.Nil(t, err, "nothing after the error")
+		held.apply(ch.Chunk)
+		last, err = ch, e
+		n++
+	}
+	require.Positive(t, n)
+	return last, err, held
+}
+
+var maxTokens50 = adapter.WithRequest(openai.ChatCompletionRequest{Model: "m", MaxTokens: 50})
+
+// TestBestOfNBudget: a budget that holds two and a half attempts stops a
+// BestOfN of 5 when it refuses the third: no further attempt starts, the
+// refusal is not one more failure, and the call returns the best of the
+// two attempts that ran (its outputs, the Result of every request) with an
+// error matching ErrBudget that says where it stopped. The server saw
+// exactly the two requests and billed no more than the limit. Call and
+// Stream alike.
+func TestBestOfNBudget(t *testing.T) {
+	replies := func() []lmtest.Reply {
+		return []lmtest.Reply{answerReply("a"), answerReply("bbb"), answerReply("cc"), answerReply("dddd"), answerReply("eeeee")}
+	}
+	best, err := predict.NewBestOfN(qaModule(t), 5, answerLength, math.Inf(1))
+	require.NoError(t, err)
+	in := adapter.Values{"question": "q"}
+	dry := billingServer(t, replies()...)
+	_, _, err = best.Call(t.Context(), dry.srv.Client(), in, maxTokens50)
+	require.NoError(t, err)
+	require.Len(t, dry.bills, 5)
+	limit := dry.limitAt(t, 2)
+
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := billingServer(t, replies()...)
+			b := newBudget(t, limit)
+			var out adapter.Values
+			var res *adapter.Result
+			if stream {
+				last, serr, held := lastOf(t, best.Stream(t.Context(), srv.srv.Client(), in, maxTokens50, adapter.WithBudget(b)))
+				err = serr
+				out, res = last.Out, last.Result
+				assert.False(t, last.Done, "the run did not end as it should")
+				assert.Equal(t, 2, last.Attempt, "the best attempt's")
+				assert.Equal(t, "bbb", held["0/answer"], "the texts settled on the best attempt")
+			} else {
+				out, res, err = best.Call(t.Context(), srv.srv.Client(), in, maxTokens50, adapter.WithBudget(b))
+			}
+			require.ErrorIs(t, err, adapter.ErrBudget)
+			var be *adapter.BudgetError
+			require.ErrorAs(t, err, &be)
+			var ae *predict.AttemptsError
+			assert.NotErrorAs(t, err, &ae, "an attempt succeeded: not a failure of the attempts")
+			assert.Contains(t, err.Error(), "predict: BestOfN: stopped by its budget after 3 of 5 attempts: attempt 3 (rollout 2): ")
+			assert.Equal(t, "bbb", out["answer"], "the best of the attempts that ran")
+			require.NotNil(t, res)
+			assert.Equal(t, "bbb", res.Outputs[0]["answer"])
+			assert.Equal(t, 2, len(srv.srv.Requests()), "no request after the refused one")
+			assert.Equal(t, 2, res.Requests)
+			assert.Equal(t, srv.billed(), res.Usage.TotalTokens, "usage summed over the attempts")
+			assert.LessOrEqual(t, int64(srv.billed()), limit)
+			assert.Equal(t, float64(srv.billed()), b.Spent())
+		})
+	}
+
+	// No attempt succeeded before the refusal: the attempts' error, as
+	// without a budget, and still no further attempt.
+	t.Run("none succeeded", func(t *testing.T) {
+		srv := billingServer(t, lmtest.Text("no markers"), lmtest.Text("none"), lmtest.Text("none"), lmtest.Text("none"), lmtest.Text("none"), lmtest.Text("none"))
+		b := newBudget(t, 1) // holds no request at all after the first refusal
+		_, res, err := best.Call(t.Context(), srv.srv.Client(), in, maxTokens50, adapter.WithBudget(b))
+		require.ErrorIs(t, err, adapter.ErrBudget)
+		var ae *predict.AttemptsError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, 1, ae.Attempts)
+		assert.Contains(t, err.Error(), "predict: BestOfN: stopped by its budget after 1 of 5 attempts, none of which succeeded")
+		require.NotNil(t, res)
+		assert.Empty(t, srv.srv.Requests())
+	})
+}
+
+// TestRefineBudget: Refine's advice calls spend from the budget too; a
+// refusal, of an attempt or of an advice call, ends the run with the best
+// attempt so far and an error matching ErrBudget; nothing more is sent.
+func TestRefineBudget(t *testing.T) {
+	advice := func() lmtest.Reply { return feedbackReply("Too short.", `{"self": "Write more."}`) }
+	replies := func() []lmtest.Reply {
+		return []lmtest.Reply{answerReply("bb"), advice(), answerReply("a"), advice(), answerReply("cccc"), advice(), answerReply("ddddd")}
+	}
+	refine, err := predict.NewRefine(qaModule(t), 4, answerLength, math.Inf(1))
+	require.NoError(t, err)
+	in := adapter.Values{"question": "q"}
+	// Each mode's requests without a budget. (Refine.Stream's differ from
+	// Call's: a streamed attempt gets no hint; a bug of its own.)
+	dries := map[bool]*billing{}
+	for _, stream := range []bool{false, true} {
+		dry := billingServer(t, replies()...)
+		if stream {
+			_, err, _ = lastOf(t, refine.Stream(t.Context(), dry.srv.Client(), in, maxTokens50))
+		} else {
+			_, _, err = refine.Call(t.Context(), dry.srv.Client(), in, maxTokens50)
+		}
+		require.NoError(t, err)
+		require.Len(t, dry.bills, 7, "4 attempts, 3 advice calls")
+		dries[stream] = dry
+	}
+
+	for _, c := range []struct {
+		name    string
+		sent    int // requests before the refused one
+		message string
+	}{
+		{"the third attempt refused", 4, "predict: Refine: stopped by its budget after 3 of 4 attempts: attempt 3 (rollout 2): "},
+		{"the second advice refused", 3, "predict: Refine: stopped by its budget after 2 of 4 attempts: attempt 2 (rollout 1): feedback: "},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", c.name, stream), func(t *testing.T) {
+				dry := dries[stream]
+				limit := dry.limitAt(t, c.sent)
+				srv := billingServer(t, replies()...)
+				b := newBudget(t, limit)
+				var out adapter.Values
+				var res *adapter.Result
+				if stream {
+					var last predict.Chunk[adapter.Values]
+					last, err, _ = lastOf(t, refine.Stream(t.Context(), srv.srv.Client(), in, maxTokens50, adapter.WithBudget(b)))
+					out, res = last.Out, last.Result
+					assert.Equal(t, 1, last.Attempt)
+				} else {
+					out, res, err = refine.Call(t.Context(), srv.srv.Client(), in, maxTokens50, adapter.WithBudget(b))
+				}
+				require.ErrorIs(t, err, adapter.ErrBudget)
+				assert.Contains(t, err.Error(), c.message)
+				assert.Equal(t, "bb", out["answer"], "the best attempt so far")
+				require.NotNil(t, res)
+				assert.Equal(t, "bb", res.Outputs[0]["answer"])
+				assert.Equal(t, c.sent, len(srv.srv.Requests()), "dry %v, this %v", dry.bills, srv.bills)
+				assert.Equal(t, c.sent, res.Requests)
+				assert.Equal(t, srv.billed(), res.Usage.TotalTokens, "the attempts' and the advice calls' usage")
+				assert.LessOrEqual(t, int64(srv.billed()), limit)
+			})
+		}
+	}
+}
