@@ -14,6 +14,7 @@ import (
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/predict"
+	"github.com/sigwire/adapter/types"
 )
 
 // billing is a server that answers with scripted replies, in order, and
@@ -229,4 +230,157 @@ func TestRefineBudget(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runOf runs a ReAct or ReActV2 as a Call or a Stream, and returns the
+// Result and error Call returns, or the last chunk's.
+func runOf(t *testing.T, stream bool, call func() (*adapter.Result, error), seq func(func(adapter.Chunk, error) bool)) (*adapter.Result, error) {
+	t.Helper()
+	if !stream {
+		return call()
+	}
+	var res *adapter.Result
+	var err error
+	for ch, e := range seq {
+		require.NoError(t, err, "nothing after the error")
+		res, err = ch.Result, e
+	}
+	return res, err
+}
+
+// TestReActBudget: a ReAct run whose budget refuses the request of step 3
+// (or the extract call) ends there: no extract call, no more requests;
+// the Result holds the calls so far and the trajectory of the steps that
+// ran, with an error matching ErrBudget that says where the run stopped.
+// Call and Stream alike.
+func TestReActBudget(t *testing.T) {
+	replies := func() []lmtest.Reply {
+		return []lmtest.Reply{
+			step("Search.", "search", `{"query": "go"}`),
+			step("Again.", "search", `{"query": "gophers"}`),
+			step("Done.", "finish", "{}"),
+			answer("Go"),
+		}
+	}
+	agent := searchAgent(t)
+	in := adapter.Values{"question": "q"}
+	dry := billingServer(t, replies()...)
+	_, err := agent.Call(t.Context(), dry.srv.Client(), in, maxTokens50)
+	require.NoError(t, err)
+	require.Len(t, dry.bills, 4)
+
+	for _, c := range []struct {
+		name    string
+		sent    int
+		message string
+	}{
+		{"step 3 refused", 2, "predict: ReAct: stopped by its budget at step 3: "},
+		{"the extract call refused", 3, "predict: ReAct: stopped by its budget before the extract call: "},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", c.name, stream), func(t *testing.T) {
+				limit := dry.limitAt(t, c.sent)
+				srv := billingServer(t, replies()...)
+				b := newBudget(t, limit)
+				opts := []adapter.CallOption{maxTokens50, adapter.WithBudget(b)}
+				res, err := runOf(t, stream,
+					func() (*adapter.Result, error) { return agent.Call(t.Context(), srv.srv.Client(), in, opts...) },
+					agent.Stream(t.Context(), srv.srv.Client(), in, opts...))
+				require.ErrorIs(t, err, adapter.ErrBudget)
+				assert.Contains(t, err.Error(), c.message)
+				require.NotNil(t, res)
+				require.Len(t, res.Outputs, 1)
+				traj, ok := res.Outputs[0]["trajectory"].(predict.Trajectory)
+				require.True(t, ok, "the trajectory so far")
+				assert.Len(t, traj, min(c.sent, 3))
+				assert.Equal(t, "Search.", traj[0].Thought)
+				assert.Equal(t, "result for gophers", traj[1].Observation)
+				assert.NotContains(t, res.Outputs[0], "answer", "no outputs")
+				assert.Equal(t, c.sent, len(srv.srv.Requests()), "no request after the refused one")
+				assert.Equal(t, c.sent, res.Requests)
+				assert.Equal(t, srv.billed(), res.Usage.TotalTokens)
+				assert.LessOrEqual(t, int64(srv.billed()), limit)
+			})
+		}
+	}
+}
+
+// TestReActV2Budget: a ReActV2 (or Agent) run whose budget refuses the
+// request of step 3, or the forced submit, ends there without asking for
+// submit: the Result holds the calls so far, the history of the steps
+// that ran and the termination reason TerminatedByBudget, with an error
+// matching ErrBudget (not ErrNoSubmit). Call and Stream alike.
+func TestReActV2Budget(t *testing.T) {
+	replies := func() []lmtest.Reply {
+		return []lmtest.Reply{
+			nativeStep("Look.", fcall("a", "search", `{"query": "go"}`)),
+			nativeStep("Again.", fcall("b", "search", `{"query": "gophers"}`)),
+			nativeStep("", fcall("c", "submit", `{"answer": "Go"}`)),
+		}
+	}
+	in := adapter.Values{"question": "q"}
+	for _, c := range []struct {
+		name    string
+		agent   *predict.ReActV2
+		message string
+	}{
+		{"step 3 refused", weatherAgent(t, nil), "predict: ReActV2: stopped by its budget at step 3: "},
+		{"the forced submit refused", weatherAgent(t, nil, predict.MaxIters(2)), "predict: ReActV2: stopped by its budget at the forced submit: "},
+	} {
+		dry := billingServer(t, replies()...)
+		res, err := c.agent.Call(t.Context(), toolsLM(dry.srv), in, maxTokens50)
+		require.NoError(t, err)
+		require.Equal(t, "Go", res.Outputs[0]["answer"])
+		require.Len(t, dry.bills, 3)
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", c.name, stream), func(t *testing.T) {
+				limit := dry.limitAt(t, 2)
+				srv := billingServer(t, replies()...)
+				b := newBudget(t, limit)
+				opts := []adapter.CallOption{maxTokens50, adapter.WithBudget(b)}
+				res, err := runOf(t, stream,
+					func() (*adapter.Result, error) { return c.agent.Call(t.Context(), toolsLM(srv.srv), in, opts...) },
+					c.agent.Stream(t.Context(), toolsLM(srv.srv), in, opts...))
+				require.ErrorIs(t, err, adapter.ErrBudget)
+				assert.NotErrorIs(t, err, predict.ErrNoSubmit)
+				assert.Contains(t, err.Error(), c.message)
+				require.NotNil(t, res)
+				assert.Equal(t, predict.TerminatedByBudget, predict.TerminationOf(res))
+				calls := v2Calls(t, res)
+				require.Len(t, calls, 2, "the calls of the steps that ran")
+				assert.Equal(t, "result for gophers", calls[1].Value)
+				assert.NotContains(t, res.Outputs[0], "answer", "no outputs")
+				assert.Equal(t, 2, len(srv.srv.Requests()), "no request after the refused one")
+				assert.Equal(t, 2, res.Requests)
+				assert.Equal(t, srv.billed(), res.Usage.TotalTokens)
+				assert.LessOrEqual(t, int64(srv.billed()), limit)
+			})
+		}
+	}
+}
+
+// TestAgentBudget: an Agent stopped by its budget returns the zero Out
+// with the Result so far and the error, as its ReActV2 does.
+func TestAgentBudget(t *testing.T) {
+	agent, err := predict.NewAgent[cityQuestion, cityAnswer]([]types.Tool{populationTool(t)}, nativeChat)
+	require.NoError(t, err)
+	replies := func() []lmtest.Reply {
+		return []lmtest.Reply{
+			nativeStep("Look it up.", fcall("a", "population", `{"city": "Paris"}`)),
+			nativeStep("Once more.", fcall("b", "population", `{"city": "Paris"}`)),
+			nativeStep("", fcall("c", "submit", `{"city": "Paris", "population": 2148000}`)),
+		}
+	}
+	in := cityQuestion{"How many live in Paris?"}
+	dry := billingServer(t, replies()...)
+	_, _, err = agent.Call(t.Context(), toolsLM(dry.srv), in, maxTokens50)
+	require.NoError(t, err)
+	srv := billingServer(t, replies()...)
+	out, res, err := agent.Call(t.Context(), toolsLM(srv.srv), in, maxTokens50, adapter.WithBudget(newBudget(t, dry.limitAt(t, 2))))
+	require.ErrorIs(t, err, adapter.ErrBudget)
+	assert.Zero(t, out)
+	require.NotNil(t, res)
+	assert.Equal(t, predict.TerminatedByBudget, predict.TerminationOf(res))
+	assert.Len(t, predict.HistoryOf(res).Messages, 2)
+	assert.Equal(t, 2, len(srv.srv.Requests()))
 }
