@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -12,6 +13,7 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/signature"
 )
 
 // budgetServer answers every request with usage (prompt, completion) and
@@ -164,4 +166,54 @@ func TestMaxSpend(t *testing.T) {
 	assert.GreaterOrEqual(t, s.PromptTokens, 2*len(text))
 	req.MaxCompletionTokens, req.MaxTokens, req.N = 0, 0, 0
 	assert.Equal(t, adapter.DefaultReplyTokens, adapter.MaxSpend(req).CompletionTokens)
+}
+
+// TestBudgetStopsReask: a re-ask is one more request of the call: when
+// the budget cannot hold it, it is not sent, and the call fails with an
+// error matching ErrBudget, its Result saying why the re-ask was wanted
+// (ReaskCause, the first reply's parse error). Call and Stream alike.
+func TestBudgetStopsReask(t *testing.T) {
+	sig, err := signature.Parse("question -> answer: int")
+	require.NoError(t, err)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := lmtest.NewServer()
+			defer srv.Close()
+			var first atomic.Int64 // what the first request was billed
+			srv.Handle(func(r lmtest.Request) lmtest.Reply {
+				s := adapter.MaxSpend(r.Chat)
+				first.Store(int64(s.PromptTokens + s.CompletionTokens))
+				return lmtest.Text(reaskBad).WithUsage(s.PromptTokens, s.CompletionTokens)
+			})
+			// The first request fits; the re-ask, whose prompt holds the
+			// first's and more, does not.
+			req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 50}
+			opts := []adapter.CallOption{adapter.WithRequest(req), adapter.WithReask(1), adapter.NoFallback()}
+			msgs, err := adapter.Chat{}.Format(sig, nil, adapter.Values{"question": "q"})
+			require.NoError(t, err)
+			req.Messages = msgs
+			s := adapter.MaxSpend(req)
+			b, err := adapter.NewBudget(adapter.Limit{Tokens: int64(2 * (s.PromptTokens + s.CompletionTokens))})
+			require.NoError(t, err)
+			opts = append(opts, adapter.WithBudget(b))
+			var res *adapter.Result
+			if stream {
+				for ch, e := range adapter.Stream(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, opts...) {
+					res, err = ch.Result, e
+				}
+			} else {
+				res, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"question": "q"}, opts...)
+			}
+			require.ErrorIs(t, err, adapter.ErrBudget)
+			var lmErr *adapter.LMError
+			assert.ErrorAs(t, err, &lmErr)
+			require.NotNil(t, res)
+			assert.Equal(t, 1, res.Reasks)
+			var pe *adapter.ParseError
+			assert.ErrorAs(t, res.ReaskCause, &pe, "why the re-ask was wanted")
+			assert.Len(t, srv.Requests(), 1, "the re-ask was not sent")
+			assert.Equal(t, 1, res.Requests)
+			assert.Equal(t, float64(first.Load()), b.Spent(), "the first request's settled; the re-ask's none")
+		})
+	}
 }

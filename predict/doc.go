@@ -36,6 +36,14 @@
 // attempts); their Stream streams each attempt, tagged with its number
 // (adapter.Chunk.Attempt), and settles on the chosen one before Done.
 //
+// A budget given to a module call (adapter.WithBudget) spans the whole
+// run: a BestOfN's or Refine's attempts and advice calls, a ReAct's steps.
+// When it refuses a request, the run stops there and returns what it has
+// with an error matching adapter.ErrBudget: BestOfN and Refine the best
+// attempt so far, ReAct and ReActV2 the trajectory or history of the
+// steps that ran (without the extract call or forced submit, which would
+// need another request).
+//
 //	type QA struct{ Question string `json:"question"` }
 //	type Answer struct{ Answer string `json:"answer"` }
 //	p, err := predict.New[QA, Answer]()

@@ -216,16 +216,21 @@ func (m *Module) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adap
 	}
 	sig, demos, all := m.forCall(opts)
 	return func(yield func(adapter.Chunk, error) bool) {
+		sig, inputs, record, err := m.inAttempt(ctx, sig, inputs) // Refine's hint, its trajectory, as Call
+		if err != nil {
+			yield(adapter.Chunk{}, err)
+			return
+		}
 		ctx, done := adapter.StartModule(ctx, m.kind, inputs, all...)
 		var res *adapter.Result
-		var err error
 		defer func() { done(res, err) }()
 		for ch, e := range adapter.Stream(ctx, lm, sig, demos, inputs, all...) {
 			if ch.Result != nil {
 				ch.Result.Profile = m.profile.name
 			}
-			if ch.Done {
+			if ch.Done || e != nil {
 				res = ch.Result
+				record(res, e)
 			}
 			if err = e; !yield(ch, e) || e != nil {
 				return

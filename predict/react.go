@@ -538,6 +538,15 @@ type run struct {
 // exactly), which are the arguments Step.Args and the trace show. What the
 // model receives: each tool's result and, for a failed step, its error's
 // text verbatim unless WithToolErrorText says otherwise.
+//
+// A budget in opts (adapter.WithBudget) spans the run: every step's
+// request and the extract call's spend from it. When it refuses one (an
+// error matching adapter.ErrBudget), the run ends there, with no extract
+// call (it would need a request the budget refuses): the Result holds
+// every call made so far and, in Outputs[0], the "trajectory" of the steps
+// that ran, beside no outputs; the error matches adapter.ErrBudget and says
+// at which step the run stopped. Another error comes with the Result of
+// the calls so far, without outputs.
 func (r *ReAct) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
 	ctx, done := adapter.StartModule(ctx, "ReAct", inputs, opts...)
 	res, err := r.call(ctx, lm, inputs, opts)
@@ -551,7 +560,7 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 		return nil, err
 	}
 	if err := st.steps(); err != nil {
-		return st.total, err
+		return st.failed(err)
 	}
 	res, err := st.withTruncation(0, func() (*adapter.Result, error) {
 		in, err := st.extractInputs()
@@ -561,9 +570,38 @@ func (r *ReAct) call(ctx context.Context, lm adapter.LM, inputs adapter.Values, 
 		return r.extract.Call(ctx, lm, in, st.opts...)
 	})
 	if err != nil {
-		return st.total, err
+		return st.failed(st.stopped(err, "before the extract call"))
 	}
 	return st.finish(res), nil
+}
+
+// stopped is err, when the run's budget refused its request (it matches
+// adapter.ErrBudget), said to have stopped the run where it did; other
+// errors as they are.
+func (st *run) stopped(err error, where string) error {
+	if !errors.Is(err, adapter.ErrBudget) {
+		return err
+	}
+	name := "ReAct"
+	if st.r.v2 {
+		name = v2ModuleName
+	}
+	return fmt.Errorf("predict: %s: stopped by its budget %s: %w", name, where, err)
+}
+
+// failed is what a ReAct run that failed with err returns: the Result of
+// its calls so far and err; when its budget stopped it, the Result also
+// holds what the run did, Outputs[0]["trajectory"], beside no outputs.
+func (st *run) failed(err error) (*adapter.Result, error) {
+	if !errors.Is(err, adapter.ErrBudget) {
+		return st.total, err
+	}
+	out := *st.total
+	out.Outputs = []adapter.Values{{"trajectory": st.traj}}
+	if len(st.notes) > 0 {
+		out.Notes = append(slices.Clip(out.Notes), st.notes...)
+	}
+	return &out, err
 }
 
 func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts []adapter.CallOption) (*run, error) {
@@ -674,10 +712,10 @@ func (st *run) steps() error {
 			return st.callReact(turn, in, append(slices.Clip(st.stepOpts), idHook))
 		})
 		if err != nil {
-			if errors.Is(err, adapter.ErrContextWindow) || toolChoiceError(err) {
+			if !errors.Is(err, adapter.ErrBudget) && (errors.Is(err, adapter.ErrContextWindow) || toolChoiceError(err)) {
 				break // DSPy ends the steps and extracts from what it has
 			}
-			return err
+			return st.stopped(err, fmt.Sprintf("at step %d", turn+1))
 		}
 		thought, calls := st.readStep(res, turn)
 		if len(calls) == 0 {
@@ -897,8 +935,9 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 //
 // The Status texts are DSPy's streamify status messages. A reply the
 // adapter cannot parse falls back to the adapter's fallback as a second
-// stream of the step, as adapter.Stream does. An error ends the sequence;
-// breaking out of the loop stops the run: no further tool starts and no
+// stream of the step, as adapter.Stream does. An error ends the sequence,
+// on a chunk whose Result is the one Call returns with it; breaking out
+// of the loop stops the run: no further tool starts and no
 // further LM call; tools already running get a cancelled context and are
 // waited for.
 func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapter.Values, opts ...adapter.CallOption) iter.Seq2[adapter.Chunk, error] {
@@ -920,7 +959,8 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 		st.yield = func(c adapter.Chunk) bool { return yield(c, nil) }
 		if err = st.steps(); err != nil {
 			if !errors.Is(err, errStopped) {
-				yield(adapter.Chunk{}, err)
+				res, err = st.failed(err)
+				yield(adapter.Chunk{Result: res}, err)
 			}
 			return
 		}
@@ -935,7 +975,8 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 		switch {
 		case errors.Is(err, errStopped):
 		case err != nil:
-			yield(adapter.Chunk{}, err)
+			res, err = st.failed(st.stopped(err, "before the extract call"))
+			yield(adapter.Chunk{Result: res}, err)
 		default:
 			res = st.finish(res)
 			yield(adapter.Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)

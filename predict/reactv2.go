@@ -56,10 +56,14 @@ const (
 	// forced submit did not save ends with: MaxIters steps were made; a
 	// reply called no tool; a reply could not be read; the prompt
 	// exceeded the context window.
-	TerminatedMaxIters        = "max_iters"
-	TerminatedEmptyToolCalls  = "empty_tool_calls"
-	TerminatedParseError      = "parse_error"
-	TerminatedContextWindow   = "context_window_exceeded"
+	TerminatedMaxIters       = "max_iters"
+	TerminatedEmptyToolCalls = "empty_tool_calls"
+	TerminatedParseError     = "parse_error"
+	TerminatedContextWindow  = "context_window_exceeded"
+	// TerminatedByBudget: the run's budget (adapter.WithBudget) refused a
+	// request; the run ended there, without the forced submit. DSPy has
+	// no budget: this reason is the library's own.
+	TerminatedByBudget        = "budget"
 	terminationReasonField    = "termination_reason"
 	v2ModuleName              = "ReActV2"
 	errV2SubmitReservedPrefix = "predict: ReActV2: "
@@ -331,6 +335,14 @@ func (a *ReActV2) Ignored() []string {
 // and the run goes on; a reply that cannot be read or a prompt past the
 // context window ends the steps (no truncation) and goes to the forced
 // submit; an LM error ends the call.
+//
+// A budget in opts (adapter.WithBudget) spans the run. When it refuses a
+// step's request or the forced submit's (an error matching
+// adapter.ErrBudget), the run ends there, with no forced submit: the
+// Result holds every call so far, the history of the steps that ran and
+// the termination reason TerminatedByBudget, and comes with an error that
+// matches adapter.ErrBudget (not ErrNoSubmit) and says where the run
+// stopped.
 func (a *ReActV2) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (*adapter.Result, error) {
 	ctx, done := adapter.StartModule(ctx, v2ModuleName, inputs, opts...)
 	res, err := a.call(ctx, lm, inputs, opts)
@@ -408,6 +420,8 @@ func (st *run) runV2() (*adapter.Result, error) {
 		if err != nil {
 			var pe *adapter.ParseError
 			switch {
+			case errors.Is(err, adapter.ErrBudget):
+				return st.finishV2(last, TerminatedByBudget), st.stopped(err, fmt.Sprintf("at step %d", turn+1))
 			case errors.Is(err, errEmptyCalls):
 				reason = TerminatedEmptyToolCalls
 			case errors.As(err, &pe):
@@ -429,6 +443,9 @@ func (st *run) runV2() (*adapter.Result, error) {
 	}
 	if err != nil {
 		var pe *adapter.ParseError
+		if errors.Is(err, adapter.ErrBudget) {
+			return st.finishV2(last, TerminatedByBudget), st.stopped(err, "at the forced submit")
+		}
 		if !errors.As(err, &pe) && !errors.Is(err, adapter.ErrContextWindow) && !errors.Is(err, errEmptyCalls) {
 			return st.total, err
 		}

@@ -158,7 +158,9 @@ type attemptConfig struct {
 // the call fails: the failure after the n-th ends it at once, with an
 // *AttemptsError. The default is N, the number of attempts, as in DSPy:
 // failures alone never end the call early. FailCount(0) fails at the first
-// failure (DSPy reads 0 as "the default").
+// failure (DSPy reads 0 as "the default"). A request the call's budget
+// refuses is no failure FailCount counts: it ends the call at once (see
+// BestOfN.Call).
 func FailCount(n int) AttemptOption { return func(c *attemptConfig) { c.failCount = &n } }
 
 // FirstRollout sets the rollout number of the first attempt (default 0,
@@ -207,6 +209,9 @@ type AttemptsError struct {
 // Error says how many attempts failed and the last failure.
 func (e *AttemptsError) Error() string {
 	last := e.Errs[len(e.Errs)-1]
+	if errors.Is(last, adapter.ErrBudget) {
+		return fmt.Sprintf("predict: %s: stopped by its budget after %d of %d attempts, none of which succeeded; the last: %v", e.Module, e.Attempts, e.N, last)
+	}
 	if len(e.Errs) == e.Attempts {
 		return fmt.Sprintf("predict: %s: every attempt failed (%d of %d); the last: %v", e.Module, e.Attempts, e.N, last)
 	}
@@ -276,6 +281,16 @@ func NewRefine[In, Out any](program Runner[In, Out], n int, reward Reward[In, Ou
 // FailCount allows no more failures, or when no attempt succeeded, the
 // error is an *AttemptsError. When ctx is done, the call ends at once with
 // ctx's error.
+//
+// A budget in opts (adapter.WithBudget) spans the run: every attempt's
+// requests (and Refine's advice calls, and a reward's own calls given it)
+// spend from it. When it refuses a request (an error matching
+// adapter.ErrBudget), the run ends at once: the refusal is not one more
+// failure counted against FailCount, and no further attempt starts. The
+// call returns the best attempt so far, as at the end (its outputs, the
+// Result of every attempt's calls), with an error that matches
+// adapter.ErrBudget and says after how many attempts the run stopped; when
+// no attempt had succeeded, an *AttemptsError that matches it too.
 func (b *BestOfN[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (Out, *adapter.Result, error) {
 	if b == nil || b.s == nil {
 		var zero Out
@@ -289,7 +304,9 @@ func (b *BestOfN[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts 
 // the trace as a Predict run inside the "Refine" run. The feedback call
 // uses lm and opts (not an attempt's temperature and seed) over the
 // FeedbackOptions; its failure counts as a failed attempt (FailCount), as
-// in DSPy, and the next attempt keeps the previous advice.
+// in DSPy, and the next attempt keeps the previous advice. A budget
+// stops it as it stops BestOfN, the advice calls' requests included: a
+// refused advice call ends the run with the best attempt so far.
 func (r *Refine[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (Out, *adapter.Result, error) {
 	if r == nil || r.s == nil {
 		var zero Out
@@ -459,8 +476,13 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		failures []error
 		hints    map[*Module]string // the advice for the next attempt (Refine)
 		made     int
+		// stop is the error of a run its budget stopped after an attempt
+		// succeeded: the run returns the best attempt with it.
+		stop error
 	)
-	// fail records a failure and reports whether the call must end.
+	// fail records a failure and returns the error that ends the call, if
+	// it must end: errBudgetStop when the budget refused a request and an
+	// attempt succeeded before (the call returns it with stop).
 	fail := func(idx, rollout int, err error) error {
 		if rl.end(idx+1, s.n, 0, err) {
 			return errStopped
@@ -469,7 +491,11 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 			return fmt.Errorf("predict: %s: attempt %d: %w", s.kind, idx+1, err)
 		}
 		failures = append(failures, fmt.Errorf("attempt %d (rollout %d): %w", idx+1, rollout, err))
-		if len(failures) > s.failCount {
+		if errors.Is(err, adapter.ErrBudget) && best != nil {
+			stop = fmt.Errorf("predict: %s: stopped by its budget after %d of %d attempts: %w", s.kind, made, s.n, failures[len(failures)-1])
+			return errBudgetStop
+		}
+		if len(failures) > s.failCount || errors.Is(err, adapter.ErrBudget) {
 			return &AttemptsError{Module: s.kind, Attempts: made, N: s.n, Errs: failures}
 		}
 		return nil
@@ -501,7 +527,9 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 			}
 		}
 		if err != nil {
-			if err := fail(idx, rollout, err); err != nil {
+			if err := fail(idx, rollout, err); err == errBudgetStop {
+				break
+			} else if err != nil {
 				return zero, total, 0, err
 			}
 			continue
@@ -524,7 +552,9 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 		advice, fres, err := s.advise(ctx, lm, vals, res, st, reward, opts)
 		total.Add(fres)
 		if err != nil {
-			if err := fail(idx, rollout, fmt.Errorf("feedback: %w", err)); err != nil {
+			if err := fail(idx, rollout, fmt.Errorf("feedback: %w", err)); err == errBudgetStop {
+				break
+			} else if err != nil {
 				return zero, total, 0, err
 			}
 			continue
@@ -550,8 +580,12 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 	if !rl.settle(best.attempt, best.texts) {
 		return zero, total, 0, errStopped
 	}
-	return best.out, runResult(total, best.res), best.attempt, nil
+	return best.out, runResult(total, best.res), best.attempt, stop
 }
+
+// errBudgetStop ends the attempts of a run its budget stopped after an
+// attempt succeeded.
+var errBudgetStop = errors.New("predict: stopped by the budget")
 
 // names maps the program's predictors to their names.
 func (pi programInfo) names() map[*Module]string {

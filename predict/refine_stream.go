@@ -21,6 +21,11 @@ import (
 // "Attempt k of N failed: <error>" (the attempt's error or the reward's;
 // the stream goes on while FailCount allows, as the call does).
 //
+// A run its budget stopped (see BestOfN.Call) ends, after the texts are
+// settled on the best attempt, with a chunk that is not Done but carries
+// what Call returns with the error: Result, Out, Attempt (the best
+// attempt's), and the error.
+//
 // A field's text follows adapter.Chunk's rule across the attempts: the
 // first delta an attempt sends of a field a consumer holds text for has
 // Replace set; when an attempt ends, a field it sent nothing of (an empty
@@ -72,14 +77,14 @@ func (s *search[In, Out]) stream(ctx context.Context, lm adapter.StreamingLM, in
 		done(res, err)
 		switch {
 		case errors.Is(err, errStopped):
-		case err != nil:
+		case err != nil && attempt == 0:
 			yield(Chunk[Out]{Chunk: adapter.Chunk{Result: res}}, err)
-		default:
-			done := Chunk[Out]{Chunk: adapter.Chunk{Adapter: res.Adapter, Attempt: attempt, Done: true, Result: res}, Out: out}
+		default: // the chosen attempt; with err, the run its budget stopped
+			last := Chunk[Out]{Chunk: adapter.Chunk{Adapter: res.Adapter, Attempt: attempt, Done: err == nil, Result: res}, Out: out}
 			if s.info.reasons {
-				done.Rationale = reasoningText(res.Outputs[0]["reasoning"])
+				last.Rationale = reasoningText(res.Outputs[0]["reasoning"])
 			}
-			yield(done, nil)
+			yield(last, err)
 		}
 	}
 }

@@ -281,3 +281,30 @@ func TestSearchStreamReAct(t *testing.T) {
 	assert.Equal(t, "I know it: Paris.", texts["1/next_thought"])
 	assert.Equal(t, "Paris", texts["0/answer"])
 }
+
+// TestRefineStreamSendsWhatCallSends: Refine's Stream gives each attempt
+// after advice its hint_ and the feedback step the attempt's trajectory,
+// as Call does: for the same replies, the requests are Call's (it sent
+// no hint and an empty trajectory).
+func TestRefineStreamSendsWhatCallSends(t *testing.T) {
+	refine, err := predict.NewRefine(qaModule(t), 3, rewardOf, 1)
+	require.NoError(t, err)
+	in := adapter.Values{"question": "What is the capital of France?"}
+	answers := []string{"It is Paris.", "Lyon", "Paris"}
+
+	call := scriptedServer(t, answers)
+	_, _, err = refine.Call(t.Context(), call.Client(), in)
+	require.NoError(t, err)
+	stream := scriptedServer(t, answers)
+	for _, err := range refine.Stream(t.Context(), stream.Client(), in) {
+		require.NoError(t, err)
+	}
+	want, got := call.Requests(), stream.Requests()
+	require.Equal(t, len(want), len(got))
+	require.Equal(t, 5, len(got), "3 attempts, 2 advice calls")
+	for i := range want {
+		assert.Equal(t, want[i].Chat.Messages, got[i].Chat.Messages, "request %d", i+1)
+	}
+	assert.Contains(t, lastUser(got[2]), "[[ ## hint_ ## ]]\nAnswer with the city alone.\n\n")
+	assert.Contains(t, lastUser(got[1]), `"module_name": "self"`, "the feedback step sees the attempt's trajectory")
+}
