@@ -135,8 +135,8 @@ const holdGrace = 30 * time.Second
 // FailOpen lets requests through, unchecked, when Redis fails or is
 // slower than the Timeout (a Budget fails closed by default). Each is
 // counted (BudgetStats.FailedOpen) and added to the account after its
-// reply if Redis answers then; while Redis is down, the replicas may
-// together spend past the limit.
+// reply if Redis answers then (it is not asked during the [Cooldown]);
+// while Redis is down, the replicas may together spend past the limit.
 func FailOpen() BudgetOption { return budgetOption(func(c *budgetConfig) { c.failOpen = true }) }
 
 // maxUnits is the largest amount the scripts keep exactly (Lua numbers
