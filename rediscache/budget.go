@@ -51,8 +51,11 @@ import (
 // and naming the Redis failure (which it does not wrap). With
 // [FailOpen] the request goes, unchecked, and its spend is added to the
 // account after the reply if Redis answers then. Either way the failure
-// is counted (BudgetStats) and reported to [OnError]. A Budget is safe
-// for concurrent use.
+// is counted (BudgetStats) and reported to [OnError]. A reserve that
+// timed out may still run in Redis later: with FailOpen the request's
+// settle drops its hold; failing closed, the hold is counted as spent
+// once past MaxHold (the budget errs toward spending less, never more).
+// A Budget is safe for concurrent use.
 type Budget struct {
 	s      store
 	tenant string
@@ -235,17 +238,20 @@ redis.call('ZADD', KEYS[2], string.format('%.0f', now + life), id)
 window(tonumber(ARGV[5]))
 return {1, spent, held, #gone}
 `)
-	// budgetSettleScript moves hold ARGV[1] ("" for a request let through
-	// unchecked) to spent, at ARGV[2] units; ARGV[3] is the Window in ms.
-	// A hold that is gone (counted as spent past its MaxHold, or dropped
-	// with its account) is left alone.
+	// budgetSettleScript moves hold ARGV[1] to spent, at ARGV[2] units;
+	// ARGV[3] is the Window in ms. A hold that is gone (counted as spent
+	// past its MaxHold, or dropped with its account) is left alone, unless
+	// ARGV[4] is '1': the request went unchecked (FailOpen), and its spend
+	// is added (its hold may also be there, a reserve that timed out but
+	// ran: it goes).
 	budgetSettleScript = redis.NewScript(windowLua + `
-if ARGV[1] ~= '' then
-  local amt = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-  if not amt then return 0 end
+local amt = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+if amt then
   redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('HINCRBY', KEYS[1], 'held', '-' .. amt)
+elseif ARGV[4] ~= '1' then
+  return 0
 end
 redis.call('HINCRBY', KEYS[1], 'spent', ARGV[2])
 window(tonumber(ARGV[3]))
@@ -286,7 +292,7 @@ func (b *Budget) Reserve(ctx context.Context, most adapter.Spend) (func(adapter.
 			return nil, &Error{Op: "reserve", Key: b.keys[0], Err: fmt.Errorf("%w: %v", ErrBudgetUnavailable, err)}
 		}
 		b.failedOpen.Add(1)
-		return b.settler(ctx, "", need), nil
+		return b.settler(ctx, id, need, true), nil
 	}
 	b.expired.Add(r[3])
 	if r[0] != 1 {
@@ -294,7 +300,7 @@ func (b *Budget) Reserve(ctx context.Context, most adapter.Spend) (func(adapter.
 		return nil, &adapter.BudgetError{Unit: b.limit.Unit(), Limit: b.limit.Max(), Spent: b.amount(r[1]), Reserved: b.amount(r[2]), Need: need, Model: most.Model}
 	}
 	b.reserved.Add(1)
-	return b.settler(ctx, id, need), nil
+	return b.settler(ctx, id, need, false), nil
 }
 
 // hold is how long a hold made in ctx lasts unsettled.
@@ -306,10 +312,11 @@ func (b *Budget) hold(ctx context.Context) time.Duration {
 	return max(d, time.Millisecond)
 }
 
-// settler returns the settle of hold id ("" for none), which held need:
-// called once, with what the request spent (what it held, when its model
-// has no price: as adapter.LocalBudget does).
-func (b *Budget) settler(ctx context.Context, id string, need float64) func(adapter.Spend) {
+// settler returns the settle of hold id, which held need (or, unchecked,
+// was let through without it): called once, with what the request spent
+// (what it held, when its model has no price: as adapter.LocalBudget
+// does).
+func (b *Budget) settler(ctx context.Context, id string, need float64, unchecked bool) func(adapter.Spend) {
 	ctx = context.WithoutCancel(ctx) // the account is kept even when the caller has gone
 	var once sync.Once
 	return func(spent adapter.Spend) {
@@ -319,7 +326,7 @@ func (b *Budget) settler(ctx context.Context, id string, need float64) func(adap
 				got = need
 			}
 			_, _ = run(ctx, &b.s, "settle", b.keys[0], func(ctx context.Context) (any, error) {
-				return budgetSettleScript.Run(ctx, b.s.rdb, b.keys, id, b.units(got), b.cfg.window.Milliseconds()).Result()
+				return budgetSettleScript.Run(ctx, b.s.rdb, b.keys, id, b.units(got), b.cfg.window.Milliseconds(), unchecked).Result()
 			})
 		})
 	}

@@ -324,6 +324,57 @@ func TestBudgetRedisDown(t *testing.T) {
 	}
 }
 
+// TestBudgetFailOpenSettles: a request let through while Redis was
+// paused is added to the account when Redis answers its settle, once,
+// whether its reserve ran late in Redis (its hold goes) or not.
+func TestBudgetFailOpenSettles(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply {
+		return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(300, 50).Delay(time.Second) // past the pause
+	})
+	redisSrv := privateRedis(t)
+	rdb := dial(t, redisSrv.addr)
+	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 10_000}, rediscache.FailOpen(),
+		rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Millisecond))
+	settle, err := b.Reserve(t.Context(), tokens(0)) // Redis has the scripts: the paused reserve is an EVALSHA that runs late
+	require.NoError(t, err)
+	settle(tokens(0))
+	require.NoError(t, dial(t, redisSrv.addr).Do(t.Context(), "CLIENT", "PAUSE", "300", "ALL").Err())
+	_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), b.Stats().FailedOpen)
+	spent, err := b.Spent(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 350.0, spent)
+	rem, err := b.Remaining(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 10_000-350.0, rem, "no hold left behind")
+}
+
+// TestBudgetHoldDeadline: a hold lasts until the call's deadline plus
+// 30 s when that is sooner than MaxHold.
+func TestBudgetHoldDeadline(t *testing.T) {
+	pfx := prefix(t)
+	rdb := client(t)
+	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 1000}, rediscache.Prefix(pfx), slack)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err := b.Reserve(ctx, tokens(10))
+	require.NoError(t, err)
+	keys, err := rdb.Keys(t.Context(), pfx+"budget:*:h").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	holds, err := rdb.ZRangeWithScores(t.Context(), keys[0], 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, holds, 1)
+	now, err := rdb.Time(t.Context()).Result()
+	require.NoError(t, err)
+	left := time.UnixMilli(int64(holds[0].Score)).Sub(now)
+	assert.InDelta(t, 35*time.Second, left, float64(2*time.Second), "%v", left)
+}
+
 // budgetChild is what a process of TestBudgetProcesses or
 // TestBudgetBestOfNReplicas reports.
 type budgetChild struct {
