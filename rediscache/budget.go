@@ -204,8 +204,10 @@ for _, id in ipairs(gone) do
   local amt = redis.call('HGET', KEYS[1], 'r:' .. id)
   if amt then
     redis.call('HDEL', KEYS[1], 'r:' .. id)
-    redis.call('HINCRBY', KEYS[1], 'held', '-' .. amt)
-    redis.call('HINCRBY', KEYS[1], 'spent', amt)
+    if amt ~= '0' then -- Redis takes no "-0"
+      redis.call('HINCRBY', KEYS[1], 'held', '-' .. amt)
+      redis.call('HINCRBY', KEYS[1], 'spent', amt)
+    end
   end
   redis.call('ZREM', KEYS[2], id)
 end
@@ -249,7 +251,7 @@ local amt = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
 if amt then
   redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
   redis.call('ZREM', KEYS[2], ARGV[1])
-  redis.call('HINCRBY', KEYS[1], 'held', '-' .. amt)
+  if amt ~= '0' then redis.call('HINCRBY', KEYS[1], 'held', '-' .. amt) end
 elseif ARGV[4] ~= '1' then
   return 0
 end

@@ -184,6 +184,29 @@ func TestBudgetCost(t *testing.T) {
 	assert.Error(t, err, "a limit of nothing")
 }
 
+// TestBudgetFree: a model priced at nothing holds and spends nothing of a
+// budget in cost, without an error, and so does its hold that expires.
+func TestBudgetFree(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	srv, _ := billingServer(t, 300, 50, 0)
+	var log errorLog
+	l := adapter.Limit{Cost: 0.001, Prices: adapter.Prices{"free": {}}}
+	b := newBudget(t, client(t), "acme", l, rediscache.Prefix(prefix(t)), slack, rediscache.OnError(log.add), rediscache.MaxHold(50*time.Millisecond))
+	for range 3 {
+		_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"},
+			adapter.WithRequest(openai.ChatCompletionRequest{Model: "free"}), adapter.WithBudget(b))
+		require.NoError(t, err)
+	}
+	_, err := b.Reserve(t.Context(), adapter.Spend{Model: "free", PromptTokens: 10})
+	require.NoError(t, err) // never settled
+	time.Sleep(100 * time.Millisecond)
+	rem, err := b.Remaining(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 0.001, rem)
+	assert.Equal(t, int64(1), b.Stats().Expired)
+	assert.Empty(t, log.all())
+}
+
 // TestBudgetHoldExpires: a hold never settled (its process died) lasts
 // MaxHold; the next request then counts it as spent, at all it held, and
 // its late settle changes nothing.
