@@ -2,14 +2,17 @@
 // their LM through one Redis: a response cache ([New], an adapter.Cache
 // for adapter.Cached), so that a prompt is paid for once across replicas
 // and deploys, and a rate limiter ([NewLimiter], an adapter.Middleware)
-// that every replica obeys, so that a provider's 429 makes them all wait.
-// It is a module of its own (github.com/sigwire/adapter/rediscache), on
+// that every replica obeys, so that a provider's 429 makes them all wait;
+// and a spend budget per tenant ([NewBudget], an adapter.Budget for
+// adapter.WithBudget), so that a tenant's spend never passes its limit
+// whichever replicas make its calls. It is a module of its own (github.com/sigwire/adapter/rediscache), on
 // github.com/redis/go-redis/v9, so that the library itself keeps its four
 // dependencies.
 //
-// Both fail open: when Redis is down or slow, a cache lookup is a miss
-// and the call goes to the LM, a limiter falls back to a limit kept in
-// the process. Each Redis command is bounded by [Timeout]; after a failure
+// The cache and the limiter fail open: when Redis is down or slow, a
+// cache lookup is a miss and the call goes to the LM, a limiter falls
+// back to a limit kept in the process. A budget fails closed unless told
+// to [FailOpen]: a request it cannot check is not sent. Each Redis command is bounded by [Timeout]; after a failure
 // Redis is left alone for [Cooldown], so that a dead Redis costs one
 // timeout per cooldown, not one per call. Failures are counted (Stats)
 // and reported to [OnError]; nothing wrong is ever served: an entry that
@@ -34,6 +37,13 @@
 //
 //	cache := rediscache.New(rdb, rediscache.Lease(30*time.Second))
 //
+// A tenant's budget holds, before each request, what the request can
+// cost at most, and settles it from the reply's usage; the request it
+// cannot hold is not sent (adapter.ErrBudget):
+//
+//	budget, err := rediscache.NewBudget(rdb, "tenant-42", adapter.Limit{Tokens: 2_000_000}, rediscache.Window(24*time.Hour))
+//	res, err := adapter.Call(ctx, lm, sig, nil, inputs, adapter.WithBudget(budget))
+//
 // What Redis holds, under the prefix ([Prefix], "sigwire:" by default):
 // cache entries at "<prefix>cache:v1:<key>", the key made by
 // adapter.Cached from the LM's identity and the request; with [Lease],
@@ -41,7 +51,10 @@
 // lease in its entry's Redis Cluster slot), each living at most the
 // lease's bound; limiter state at
 // "<prefix>limit:v1:{<hash>}:…", one hash per limiter name and model (the
-// braces keep a limiter's keys in one Redis Cluster slot). The "v1" is
-// the format version: a later format uses other keys, and neither reads
+// braces keep a limiter's keys in one Redis Cluster slot); a budget's
+// account at "<prefix>budget:v1:{<hash>}:a" (a hash: spent, held, and
+// each hold's amount) and its holds' deadlines at "…:h" (a sorted set),
+// one hash per tenant, both living the budget's [Window] when it has one.
+// The "v1" is the format version: a later format uses other keys, and neither reads
 // the other's entries.
 package rediscache

@@ -79,3 +79,34 @@ func ExampleLease() {
 	st := cache.Stats()
 	fmt.Println("leases taken:", st.Leases, "waits:", st.Waits, "waits that ran out:", st.WaitTimeouts)
 }
+
+// Every replica gives a tenant's calls the tenant's daily budget: $5 at
+// the account's prices, shared through Redis. A request the budget
+// cannot hold is not sent (adapter.ErrBudget); when Redis cannot say,
+// the budget fails closed (rediscache.ErrBudgetUnavailable). (It needs a
+// Redis, so it is compiled, not run.)
+func ExampleNewBudget() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	prices := adapter.Prices{"gpt-4o-mini": {Input: 0.15, CachedInput: 0.075, Output: 0.6}}
+	budget, err := rediscache.NewBudget(rdb, "tenant-42", adapter.Limit{Cost: 5, Prices: prices},
+		rediscache.Window(24*time.Hour),
+		rediscache.OnError(func(ctx context.Context, err error) {
+			slog.WarnContext(ctx, "LM budget", "err", err)
+		}))
+	if err != nil {
+		panic(err)
+	}
+
+	sig, _ := signature.Parse("question -> answer")
+	_, err = adapter.Call(context.Background(), openai.NewClient("sk-..."), sig, nil, adapter.Values{"question": "Capital of France?"},
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "gpt-4o-mini", MaxTokens: 500}), // a hard bound on each reply
+		adapter.WithBudget(budget))
+	switch {
+	case errors.Is(err, adapter.ErrBudget):
+		fmt.Println("the tenant's budget for today is spent:", err)
+	case errors.Is(err, rediscache.ErrBudgetUnavailable):
+		fmt.Println("the budget could not be checked; nothing was sent:", err)
+	}
+	left, _ := budget.Remaining(context.Background())
+	fmt.Printf("$%.2f left today\n", left)
+}

@@ -11,8 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Option configures a [Cache] ([New]) or a [Limiter] ([NewLimiter]). Each
-// option says which it applies to; the other ignores it.
+// Option configures a [Cache] ([New]) or a [Limiter] ([NewLimiter]), and
+// is a [BudgetOption] too. Each option says which it applies to; the
+// others ignore it.
 type Option func(*config)
 
 type config struct {
@@ -50,7 +51,8 @@ func newConfig(opts []Option) config {
 }
 
 // Prefix starts every Redis key written ("sigwire:" by default), so that
-// several applications, or tests, can share a Redis. Cache and Limiter.
+// several applications, or tests, can share a Redis. Cache, Limiter and
+// Budget.
 func Prefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // TTL is how long an entry lives (24 hours by default; d ≤ 0 keeps
@@ -94,8 +96,8 @@ func Sign(secret []byte) Option {
 // miss, a store is dropped and a limiter decides in the process. A client
 // made with ContextTimeoutEnabled runs each command on the calling
 // goroutine; any other client's commands run on a goroutine of their own,
-// so that the call need not wait for the client's ReadTimeout. Cache and
-// Limiter.
+// so that the call need not wait for the client's ReadTimeout. Cache,
+// Limiter and Budget (past it, a Budget fails closed or open).
 func Timeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -106,8 +108,9 @@ func Timeout(d time.Duration) Option {
 
 // Cooldown is how long Redis is left alone after a command failed or
 // timed out (1 s by default; d ≤ 0 keeps the default): meanwhile lookups
-// are misses, stores are dropped and limiters decide in the process, all
-// counted as Bypassed. Cache and Limiter.
+// are misses, stores are dropped, limiters decide in the process and
+// budgets fail closed or open, all counted as Bypassed. Cache, Limiter
+// and Budget.
 func Cooldown(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -122,7 +125,7 @@ func Cooldown(d time.Duration) Option {
 // matching adapter.ErrCorruptCacheEntry for an entry that was ignored, or
 // one matching [ErrImplausibleUsage] for a reply whose usage a Limiter
 // did not believe. f runs on the calling goroutine and must be safe for
-// concurrent use. Cache and Limiter.
+// concurrent use. Cache, Limiter and Budget.
 func OnError(f func(ctx context.Context, err error)) Option {
 	return func(c *config) { c.onError = f }
 }
@@ -189,8 +192,9 @@ func Lease(d time.Duration) Option { return func(c *config) { c.lease = max(d, 0
 // Error is a Redis failure, a corrupt entry, or a reply's implausible
 // usage, as [OnError] reports it.
 type Error struct {
-	// Op is what failed: "get", "put", "release" (Cache), "admit", "settle", "block"
-	// (Limiter).
+	// Op is what failed: "get", "put", "release" (Cache), "admit",
+	// "settle", "block" (Limiter), "reserve", "settle", "read", "reset"
+	// (Budget).
 	Op string
 	// Key is the Redis key.
 	Key string
