@@ -46,6 +46,8 @@ type callConfig struct {
 	noRetry        bool
 	timeout        time.Duration
 	limits         Limits // WithLimits
+	promptCache    bool   // WithPromptCache
+	promptCacheKey string
 	asDefault      bool   // applying Defaults
 	id             uint64 // the call's identity in Trace events (callID)
 }
