@@ -14,7 +14,7 @@ import (
 
 // WithPromptCache asks the provider to cache the request's stable prefix,
 // in the shape the route takes, for this call (or, under [Defaults], a
-// module's calls). The stable prefix is every message the adapter writes
+// module's calls; [NoPromptCache] turns that off for one call). The stable prefix is every message the adapter writes
 // before the request's final user message: the system message, the demos
 // and any History turns. A re-ask and the fallback adapter's request keep
 // the prefix of the request they start from.
@@ -53,6 +53,12 @@ import (
 // above the input price (cache_creation_input_tokens, priced as Input).
 func WithPromptCache(key string) CallOption {
 	return optionFunc(func(c *callConfig) { c.promptCache, c.promptCacheKey = true, key })
+}
+
+// NoPromptCache turns off, for one call, the [WithPromptCache] a module
+// gives its calls (among its options, or under [Defaults]).
+func NoPromptCache() CallOption {
+	return optionFunc(func(c *callConfig) { c.promptCache, c.promptCacheKey = false, "" })
 }
 
 // promptCache returns ctx carrying the prompt cache marks for msgs, the

@@ -15,6 +15,8 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/signature"
+	"github.com/sigwire/adapter/types"
 )
 
 // The prompt cache tests run a signature with instructions and two demos:
@@ -307,4 +309,44 @@ func TestPromptCacheMovedByMiddleware(t *testing.T) {
 	assert.Equal(t, 1, bytes.Count(srv.Requests()[0].Body, []byte(`"cache_control"`)), "the last demo message only")
 	require.Len(t, res.Notes, 1)
 	assert.Contains(t, res.Notes[0], "a middleware moved or changed it")
+}
+
+// TestPromptCacheDefaults: a module's WithPromptCache (under Defaults)
+// marks its calls; a call's NoPromptCache turns it off, and a call's
+// WithPromptCache beats the module's key.
+func TestPromptCacheDefaults(t *testing.T) {
+	srv := lmtest.NewServer()
+	defer srv.Close()
+	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text(pcReply) })
+	lm := pcClient(srv)
+	module := adapter.Defaults(adapter.WithPromptCache("module"))
+	body, _ := pcCall(t, lm, srv, "gpt-4o", false, module)
+	assert.Equal(t, "module", body["prompt_cache_key"])
+	body, _ = pcCall(t, lm, srv, "gpt-4o", false, adapter.WithPromptCache("call"), module)
+	assert.Equal(t, "call", body["prompt_cache_key"])
+	body, res := pcCall(t, lm, srv, "gpt-4o", false, adapter.NoPromptCache(), module)
+	assert.NotContains(t, body, "prompt_cache_key")
+	assert.Empty(t, res.Notes)
+}
+
+// TestPromptCacheHistory: History turns are part of the stable prefix:
+// the last one before the final user message carries the second mark.
+func TestPromptCacheHistory(t *testing.T) {
+	srv := lmtest.NewServer(lmtest.Text(pcReply))
+	defer srv.Close()
+	sig, err := signature.Parse("history: History, question -> answer", signature.WithTypes(types.Names()))
+	require.NoError(t, err)
+	in := adapter.Values{"history": types.History{Messages: []map[string]any{{"question": "Capital of Peru?", "answer": "Lima"}}}, "question": "Capital of France?"}
+	_, err = adapter.Call(t.Context(), pcClient(srv), sig, pcDemos, in,
+		adapter.WithRequest(openai.ChatCompletionRequest{Model: "claude-sonnet-4-5"}), adapter.WithPromptCache(""))
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(srv.Requests()[0].Body, &body))
+	msgs := pcMessages(t, body)
+	require.Len(t, msgs, 8) // system, two demos, one history turn, the question
+	for i, m := range msgs {
+		_, marked := m["content"].([]any)
+		assert.Equal(t, i == 0 || i == 6, marked, "message %d", i)
+	}
+	assert.Contains(t, fmt.Sprint(msgs[6]["content"]), "Lima")
 }
