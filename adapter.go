@@ -289,8 +289,9 @@ type Result struct {
 	// submit's reply asked for besides submit), calls that ran after a
 	// submit ended the run, or what a call did other than its adapter
 	// asked (tool calls asked for in the text because the LM cannot make
-	// them natively, and why; see [Plan].Note). Empty when there is
-	// nothing to say; Add keeps both sides', each once.
+	// them natively, and why; see [Plan].Note; a prompt cache asked for
+	// with [WithPromptCache] and not marked, and why). Empty when there
+	// is nothing to say; Add keeps both sides', each once.
 	Notes []string
 	// Profile names the DSPy profile a module (package predict) ran
 	// under: whose choices it made, which DSPy's prompts it sent.

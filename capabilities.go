@@ -19,6 +19,15 @@ type Capabilities struct {
 	Tools bool
 	// Reasoning: native reasoning (reasoning_effort, reasoning_content).
 	Reasoning bool
+	// CacheControl: Anthropic-style prompt caching through an
+	// OpenAI-compatible route ("cache_control": {"type": "ephemeral"} on a
+	// content part), as Claude models take it through LiteLLM, OpenRouter
+	// and other gateways. [WithPromptCache] marks the stable prefix so.
+	CacheControl bool
+	// PromptCacheKey: OpenAI's "prompt_cache_key" request member, which
+	// routes requests that share a prefix to the same cache.
+	// [WithPromptCache] sends it.
+	PromptCacheKey bool
 }
 
 // CapabilityReporter is implemented by LMs that declare what they support.
@@ -91,13 +100,14 @@ func capabilitiesOf(lm LM, model string) (caps Capabilities, guessed bool) {
 }
 
 // String lists what c supports ("structured outputs, JSON mode, tools,
-// reasoning"), "none" for nothing.
+// reasoning, cache_control, prompt_cache_key"), "none" for nothing.
 func (c Capabilities) String() string {
 	var s []string
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.StructuredOutputs, "structured outputs"}, {c.JSONMode, "JSON mode"}, {c.Tools, "tools"}, {c.Reasoning, "reasoning"}} {
+	}{{c.StructuredOutputs, "structured outputs"}, {c.JSONMode, "JSON mode"}, {c.Tools, "tools"}, {c.Reasoning, "reasoning"},
+		{c.CacheControl, "cache_control"}, {c.PromptCacheKey, "prompt_cache_key"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -113,9 +123,11 @@ func (c Capabilities) String() string {
 // such as "openai/" or OpenRouter's "anthropic/" is ignored). The table,
 // first match wins:
 //
-//	name prefix                                 structured outputs  JSON mode  tools  reasoning
-//	gpt-5, o1, o3, o4, gpt-oss                  yes                 yes        yes    yes
-//	gpt-4o, gpt-4.1, chatgpt-4o                 yes                 yes        yes
+//	name prefix                                 structured outputs  JSON mode  tools  reasoning  prompt cache
+//	gpt-5, o1, o3, o4                           yes                 yes        yes    yes        prompt_cache_key
+//	gpt-oss                                     yes                 yes        yes    yes
+//	gpt-4o, gpt-4.1                             yes                 yes        yes               prompt_cache_key
+//	chatgpt-4o                                  yes                 yes        yes
 //	gpt-4-turbo, gpt-3.5-turbo                                      yes        yes
 //	gemini-2.5, gemini-3                        yes                 yes        yes    yes
 //	gemini                                      yes                 yes        yes
@@ -125,11 +137,16 @@ func (c Capabilities) String() string {
 //	deepseek-chat, deepseek-v3                                      yes        yes
 //	mistral, open-mistral, ministral, codestral,
 //	  pixtral, magistral, devstral               yes                 yes        yes
-//	claude (Anthropic's OpenAI compatibility)                                  yes
+//	claude, anthropic.claude (Bedrock's ids)                                   yes               cache_control
 //	anything else                               none: the prompt alone asks for JSON
 //
 // "Reasoning" means the model reasons natively and takes reasoning_effort:
 // a Reasoning output then leaves the prompt and is read from the reply.
+// The prompt cache column is the shape [WithPromptCache] marks a request
+// in: cache_control for Claude through an Anthropic-compatible gateway
+// (LiteLLM, OpenRouter, Vercel's, Bedrock's), prompt_cache_key for
+// OpenAI's models; other providers cache without being asked (DeepSeek,
+// Gemini's implicit caching, xAI) or not at all, and get neither.
 // Models served under names of your own (vLLM, Ollama, llama.cpp, LM
 // Studio, Groq's or Together's open models) cannot be told apart by name:
 // declare what your server supports with [WithCapabilities], for example
@@ -162,18 +179,21 @@ var modelTable = func() []struct {
 } {
 	all := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
 	structured := Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
+	keyed := func(c Capabilities) Capabilities { c.PromptCacheKey = true; return c }
 	return []struct {
 		prefixes []string
 		caps     Capabilities
 	}{
-		{[]string{"gpt-5", "o1", "o3", "o4", "gpt-oss"}, all},
-		{[]string{"gpt-4o", "gpt-4.1", "chatgpt-4o"}, structured},
+		{[]string{"gpt-5", "o1", "o3", "o4"}, keyed(all)},
+		{[]string{"gpt-oss"}, all},
+		{[]string{"gpt-4o", "gpt-4.1"}, keyed(structured)},
+		{[]string{"chatgpt-4o"}, structured},
 		{[]string{"gpt-4-turbo", "gpt-3.5-turbo"}, Capabilities{JSONMode: true, Tools: true}},
 		{[]string{"gemini-2.5", "gemini-3", "grok-3-mini"}, all},
 		{[]string{"gemini", "grok"}, structured},
 		{[]string{"deepseek-reasoner", "deepseek-r1"}, Capabilities{JSONMode: true, Reasoning: true}},
 		{[]string{"deepseek-chat", "deepseek-v3"}, Capabilities{JSONMode: true, Tools: true}},
 		{[]string{"mistral", "open-mistral", "ministral", "codestral", "pixtral", "magistral", "devstral"}, structured},
-		{[]string{"claude"}, Capabilities{Tools: true}},
+		{[]string{"claude", "anthropic.claude"}, Capabilities{Tools: true, CacheControl: true}},
 	}
 }()

@@ -126,7 +126,7 @@ func TestNativeToolsGuessedYes(t *testing.T) {
 		assert.True(t, ge.Guess.Tools, name)
 		var le *adapter.LMError
 		assert.ErrorAs(t, err, &le, name)
-		assert.Contains(t, err.Error(), "structured outputs, JSON mode, tools; declare what the LM supports", name)
+		assert.Contains(t, err.Error(), "structured outputs, JSON mode, tools, prompt_cache_key; declare what the LM supports", name)
 
 		_, err = callBoth(t, stream, srv.Client(), mustParse(t, "q -> a"), adapter.Values{"q": "x"}, model, adapter.NoRetry())
 		require.ErrorAs(t, err, &le, name)

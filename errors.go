@@ -85,6 +85,10 @@ var (
 	// parts carry text and images only. Through an *openai.Client whose
 	// HTTP client is wrapped with [HTTPDoer], they are sent.
 	ErrUnsupportedPart = errors.New("go-openai cannot send this content part (only text and image_url); wrap the client's HTTP client: cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)")
+	// ErrNeedsHTTPDoer reports a call that asks for what only the
+	// [HTTPDoer] wrapper puts on the wire (the marks of [WithPromptCache])
+	// through an LM that is not an *openai.Client wrapped with it.
+	ErrNeedsHTTPDoer = errors.New("go-openai's types cannot express this request; wrap the client's HTTP client: cfg.HTTPClient = adapter.HTTPDoer(cfg.HTTPClient)")
 	// ErrNoExtractor is returned by a [TwoStep] without an Extractor.
 	ErrNoExtractor = errors.New("no extractor LM: set TwoStep.Extractor")
 	// ErrRecursiveBAML is returned by [BAML] for a recursive struct, which

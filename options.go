@@ -47,6 +47,8 @@ type callConfig struct {
 	timeout        time.Duration
 	limits         Limits // WithLimits
 	budget         Budget // WithBudget
+	promptCache    bool   // WithPromptCache
+	promptCacheKey string
 	asDefault      bool   // applying Defaults
 	id             uint64 // the call's identity in Trace events (callID)
 }

@@ -429,11 +429,20 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	if req.Temperature == ZeroTemperature {
 		ctx = wire.MarkZeroTemperature(ctx)
 	}
+	var pc *wire.PromptCache
+	if r.cfg.promptCache {
+		if ctx, pc, err = r.promptCache(ctx, msgs); err != nil {
+			return err
+		}
+	}
 	r.tier = 0
 	ask := msgs
 	for {
 		r.failed = ""
 		resp, err := r.send(ctx, a, tr, fsig, req, ask)
+		if pc != nil && pc.Missed() > 0 {
+			r.note("prompt cache: a message to mark was not on the wire as the adapter wrote it (a middleware moved or changed it): it was not marked")
+		}
 		if err == nil {
 			if err = ended(ctx, a); err == nil {
 				err = r.read(a, tr, ps, fsig, dropped, resp)

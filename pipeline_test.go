@@ -476,11 +476,14 @@ func TestTruncatedPartialHoldsNoCutNumber(t *testing.T) {
 func TestModelCapabilities(t *testing.T) {
 	all := adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true, Reasoning: true}
 	structured := adapter.Capabilities{StructuredOutputs: true, JSONMode: true, Tools: true}
+	keyed := func(c adapter.Capabilities) adapter.Capabilities { c.PromptCacheKey = true; return c }
+	claude := adapter.Capabilities{Tools: true, CacheControl: true}
 	for model, want := range map[string]adapter.Capabilities{
-		"gpt-4o-mini":                 structured,
-		"openai/gpt-4.1":              structured,
-		"o3-mini":                     all,
-		"gpt-5-nano-2025-08-07":       all,
+		"gpt-4o-mini":                 keyed(structured),
+		"openai/gpt-4.1":              keyed(structured),
+		"chatgpt-4o-latest":           structured,
+		"o3-mini":                     keyed(all),
+		"gpt-5-nano-2025-08-07":       keyed(all),
 		"openai/gpt-oss-120b":         all,
 		"gpt-3.5-turbo":               {JSONMode: true, Tools: true},
 		"gemini-2.5-flash":            all,
@@ -491,13 +494,23 @@ func TestModelCapabilities(t *testing.T) {
 		"deepseek-chat":               {JSONMode: true, Tools: true},
 		"mistral-small-latest":        structured,
 		"magistral-medium-2507":       structured,
-		"anthropic/claude-sonnet-4.5": {Tools: true},
-		"llama3.1:8b":                 {},
-		"Qwen/Qwen2.5-7B-Instruct":    {},
-		"":                            {},
+		"anthropic/claude-sonnet-4.5": claude,
+		"claude-3-5-haiku-20241022":   claude,
+		"bedrock/anthropic.claude-3-7-sonnet-20250219-v1:0": claude,
+		"llama3.1:8b":              {},
+		"Qwen/Qwen2.5-7B-Instruct": {},
+		"":                         {},
 	} {
 		assert.Equal(t, want, adapter.ModelCapabilities(model), model)
 	}
+}
+
+// TestCapabilitiesString: String lists every capability, the prompt
+// cache shapes by their wire names.
+func TestCapabilitiesString(t *testing.T) {
+	assert.Equal(t, "none", adapter.Capabilities{}.String())
+	assert.Equal(t, "tools, cache_control", adapter.ModelCapabilities("claude-sonnet-4-5").String())
+	assert.Equal(t, "structured outputs, JSON mode, tools, reasoning, prompt_cache_key", adapter.ModelCapabilities("gpt-5").String())
 }
 
 // TestUsageByModel: a call that used two models (TwoStep's main LM and

@@ -24,6 +24,9 @@ import (
 //     thinking parts of content sent as an array (Mistral), usage sent only
 //     inside "x_groq", annotations and provider citations (see
 //     [WireReader]). Streams need no wrapper: their raw lines are read;
+//   - the prompt cache marks of [WithPromptCache] (cache_control on
+//     content parts, a prompt_cache_key member), which it puts into the
+//     request body;
 //   - the size of every reply body, which it holds to the call's
 //     [Limits].ReplyBytes: without it, a blocking body is bounded only by
 //     go-openai, and a stream only by its events' data.
@@ -36,9 +39,9 @@ import (
 //
 // It also sends [ZeroTemperature] as a clean 0, which go-openai's types
 // cannot. The wrapper keeps nothing after the call; it rewrites a request
-// body only when the pipeline marked it as holding raw parts or asking for
-// ZeroTemperature, and outside the pipeline it only passes requests
-// through.
+// body only when the pipeline marked it as holding raw parts, asking for
+// ZeroTemperature or for a prompt cache, and outside the pipeline it only
+// passes requests through.
 func HTTPDoer(next openai.HTTPDoer) openai.HTTPDoer {
 	if next == nil {
 		next = http.DefaultClient

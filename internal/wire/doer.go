@@ -18,8 +18,8 @@ import (
 
 // Doer is the HTTP wrapper behind the root's HTTPDoer. On a request the
 // pipeline marked it puts on the wire what go-openai's types cannot
-// express: raw content parts ([MarkRawParts]) and a temperature of 0
-// ([MarkZeroTemperature]). On the reply it records a 429 or 503's
+// express: raw content parts ([MarkRawParts]), a temperature of 0
+// ([MarkZeroTemperature]) and prompt cache marks ([MarkPromptCache]). On the reply it records a 429 or 503's
 // Retry-After in the request's [RetrySlot], and counts a successful
 // reply's body against the request's [Body] (keeping it for a blocking
 // call). It keeps nothing after the call, and passes a request without
@@ -37,6 +37,13 @@ func (d Doer) Do(req *http.Request) (*http.Response, error) {
 	}
 	if req.Context().Value(zeroTemperatureKey{}) != nil {
 		r, err := rewriteBody(req, cleanZeroTemperature)
+		if err != nil {
+			return nil, err
+		}
+		req = r
+	}
+	if pc, ok := req.Context().Value(promptCacheKey{}).(*PromptCache); ok {
+		r, err := rewriteBody(req, func(body []byte) ([]byte, error) { return markPromptCache(body, pc) })
 		if err != nil {
 			return nil, err
 		}
