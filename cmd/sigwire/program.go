@@ -38,6 +38,7 @@ type programFlags struct {
 	maxTokens   int
 	cacheDir    string
 	redisAddr   string
+	redisPrefix string
 	noCache     bool
 	rpm, tpm    int
 	maxRetries  int
@@ -60,6 +61,7 @@ func (p *programFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.maxTokens, "max-tokens", 0, "max completion tokens (0: the endpoint's default)")
 	fs.StringVar(&p.cacheDir, "cache-dir", "", "a disk cache of the LM's replies in this directory")
 	fs.StringVar(&p.redisAddr, "redis", "", "a Redis address (host:port) for a cache shared by replicas, and for -tpm")
+	fs.StringVar(&p.redisPrefix, "redis-prefix", "sigwire:", "the prefix of the keys written to Redis")
 	fs.BoolVar(&p.noCache, "no-cache", false, "no cache (default without -cache-dir and -redis: an in-memory cache, as DSPy's)")
 	fs.IntVar(&p.rpm, "rpm", 0, "requests per minute to the LM at most (0: no limit)")
 	fs.IntVar(&p.tpm, "tpm", 0, "tokens per minute to the LM at most (needs -redis; 0: no limit)")
@@ -206,7 +208,7 @@ func (p *programFlags) build(path string, logger *slog.Logger) (*env, error) {
 	case p.tpm > 0 && rdb == nil:
 		return nil, errors.New("-tpm needs -redis: the token limit is kept in Redis (rediscache.Limiter)")
 	case rdb != nil && (p.rpm > 0 || p.tpm > 0):
-		l := rediscache.NewLimiter(rdb, "sigwire", rediscache.RateLimit{RPM: p.rpm, TPM: p.tpm}, rediscache.Logger(logger))
+		l := rediscache.NewLimiter(rdb, "sigwire", rediscache.RateLimit{RPM: p.rpm, TPM: p.tpm}, rediscache.Prefix(p.redisPrefix), rediscache.Logger(logger))
 		mw = append(mw, l.Middleware())
 	case p.rpm > 0:
 		mw = append(mw, pace(p.rpm))
@@ -219,7 +221,7 @@ func (p *programFlags) build(path string, logger *slog.Logger) (*env, error) {
 	switch {
 	case p.noCache:
 	case rdb != nil:
-		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.Logger(logger)))))
+		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p.redisPrefix), rediscache.Logger(logger)))))
 	case p.cacheDir != "":
 		dc, err := adapter.OpenDiskCache(p.cacheDir, adapter.DiskCacheLogger(logger))
 		if err != nil {
