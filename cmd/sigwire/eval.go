@@ -116,7 +116,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	progress := fs.String("progress", "auto", "a progress bar on stderr: auto (when it is a terminal), on or off")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return 2
+		return usageStatus(err)
 	}
 	if len(pos) != 2 {
 		fs.Usage()
@@ -130,7 +130,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "eval", fmt.Errorf("-concurrency %d: want 1 or more", *concurrency))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e, err := p.build(pos[0], logger)
+	e, err := p.build(pos[0], logger, true)
 	if err != nil {
 		return fail(stderr, "eval", err)
 	}

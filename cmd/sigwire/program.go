@@ -87,8 +87,12 @@ func (e *env) Close() error {
 	return errors.Join(errs...)
 }
 
-// build loads the program at path and sets up the LM and the call options.
-func (p *programFlags) build(path string, logger *slog.Logger) (*env, error) {
+// build loads the program at path and sets up the LM and the call
+// options; needModel: the command calls the LM, so a model must be named.
+func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (*env, error) {
+	if needModel && p.model == "" {
+		return nil, errors.New("no model: set -model or OPENAI_MODEL")
+	}
 	if p.signature == "" {
 		return nil, errors.New(`-signature is required: the program file holds the texts, not the fields' names and types ("question -> answer")`)
 	}

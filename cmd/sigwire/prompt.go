@@ -35,7 +35,7 @@ func runPrompt(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	indent := fs.Bool("indent", false, "indent the JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return 2
+		return usageStatus(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -45,7 +45,7 @@ func runPrompt(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, "prompt", err)
 	}
-	e, err := p.build(pos[0], slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	e, err := p.build(pos[0], slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), false)
 	if err != nil {
 		return fail(stderr, "prompt", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/sigwire/adapter/serve"
@@ -26,7 +27,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jsonLogs := fs.Bool("json-logs", false, "log JSON lines instead of text")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return 2
+		return usageStatus(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -38,7 +39,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	e, err := p.build(pos[0], logger)
+	e, err := p.build(pos[0], logger, true)
 	if err != nil {
 		return fail(stderr, "serve", err)
 	}
@@ -47,7 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		logger.Warn("load: left out", "what", line)
 	}
 	h := &serve.Handler{Module: e.module, LM: e.lm, Options: e.opts, Logger: logger,
-		MaxConcurrent: *maxConcurrent, Timeout: *requestTimeout, Title: pos[0]}
+		MaxConcurrent: *maxConcurrent, Timeout: *requestTimeout, Title: filepath.Base(pos[0])}
 	return serveOn(ctx, *addr, h, logger, stderr)
 }
 
@@ -76,6 +77,14 @@ func serveOn(ctx context.Context, addr string, h http.Handler, logger *slog.Logg
 		return fail(stderr, "serve", err)
 	}
 	return 0
+}
+
+// usageStatus is the exit status for a flag error: 0 for -h, else 2.
+func usageStatus(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
 }
 
 // parseArgs parses flags wherever they stand among the positional
