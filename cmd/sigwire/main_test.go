@@ -326,8 +326,10 @@ func TestEval(t *testing.T) {
 	var reps [2]Report
 	for i := range reps {
 		stdout.Reset()
-		c = run(context.Background(), programArgs("eval", srv, devset, "-metric", "f1", "-cache-dir", cache, "-report", report), &stdout, &stderr)
+		stderr.Reset()
+		c = run(context.Background(), programArgs("eval", srv, devset, "-metric", "f1", "-cache-dir", cache, "-report", report, "-progress", "on"), &stdout, &stderr)
 		require.Equal(t, 0, c, stderr.String())
+		assert.Contains(t, stderr.String(), "(4/5)", "the progress bar, asked for (cleared when done)")
 		b, err := os.ReadFile(report)
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, &reps[i]))
