@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	openai "github.com/sashabaranov/go-openai"
@@ -96,8 +97,8 @@ type PromptDiff struct {
 	// Message is the first message that differs (0-based; the shorter
 	// prompt's length when one is a prefix of the other), Offset the first
 	// byte of its content that differs, Go and Python the text from there.
-	Message int    `json:"message,omitempty"`
-	Offset  int    `json:"offset,omitempty"`
+	Message int    `json:"message"`
+	Offset  int    `json:"offset"`
 	Go      string `json:"go,omitempty"`
 	Python  string `json:"python,omitempty"`
 }
@@ -570,7 +571,7 @@ func diffPrompt(goMsgs []openai.ChatCompletionMessage, pyMsgs []chatMessage) Pro
 		for off < len(g.Content) && off < len(p.Content) && g.Content[off] == p.Content[off] {
 			off++
 		}
-		return PromptDiff{Message: i, Offset: off, Go: snippet(g.Content[off:]), Python: snippet(p.Content[off:])}
+		return PromptDiff{Message: i, Offset: off, Go: clip(g.Content[off:], 80), Python: clip(p.Content[off:], 80)}
 	}
 	if len(goMsgs) != len(pyMsgs) {
 		return PromptDiff{Message: n, Go: strconv.Itoa(len(goMsgs)) + " messages", Python: strconv.Itoa(len(pyMsgs)) + " messages"}
@@ -592,15 +593,6 @@ func messageText(m openai.ChatCompletionMessage) string {
 	return s
 }
 
-func snippet(s string) string {
-	if len(s) <= 80 {
-		return s
-	}
-	return truncate(s, 80)
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
 // writeTables prints the examples and the totals as tables.
 func writeTables(w io.Writer, rep *Report, withPython bool) error {
 	head := []string{"#", "id", "go " + rep.Metric, "error"}
@@ -614,7 +606,7 @@ func writeTables(w io.Writer, rep *Report, withPython bool) error {
 		if withPython {
 			row = append(row, fmtScore(r.PythonScore), fmtAgree(r.Agree), fmtPrompt(r.Prompt))
 		}
-		row = append(row, snippetShort(r.Error))
+		row = append(row, clip(r.Error, 60))
 		if err := t.Append(toAny(row)...); err != nil {
 			return err
 		}
@@ -676,17 +668,13 @@ func fmtPrompt(p *PromptDiff) string {
 	return fmt.Sprintf("differs (message %d)", p.Message)
 }
 
-func snippetShort(s string) string {
-	if len(s) > 60 {
-		return truncate(s, 60)
+// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
 	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
