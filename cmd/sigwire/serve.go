@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"flag"
 	"io"
@@ -25,6 +26,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxConcurrent := fs.Int("max-concurrent", 0, "calls at once, more are answered 429 (0: serve's 64; negative: no bound)")
 	requestTimeout := fs.Duration("request-timeout", 0, "bound on each request's call (0: serve's 2 minutes)")
 	jsonLogs := fs.Bool("json-logs", false, "log JSON lines instead of text")
+	web := fs.Bool("web", false, "also serve a web page at / that runs the program from a form and shows its stream")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageStatus(err)
@@ -49,7 +51,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	h := &serve.Handler{Module: e.module, LM: e.lm, Options: e.opts, Logger: logger,
 		MaxConcurrent: *maxConcurrent, Timeout: *requestTimeout, Title: filepath.Base(pos[0])}
+	if *web {
+		return serveOn(ctx, *addr, withPage(h), logger, stderr)
+	}
 	return serveOn(ctx, *addr, h, logger, stderr)
+}
+
+//go:embed web.html
+var webPage embed.FS
+
+// withPage serves the web page at / and h's routes beside it: a form for
+// the inputs (GET /schema) whose run reads POST /stream's events from the
+// response body, field deltas and agent steps shown as they arrive.
+func withPage(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, webPage, "web.html")
+	})
+	return mux
 }
 
 // serveOn serves h on addr until ctx is done.
