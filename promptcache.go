@@ -28,7 +28,8 @@ import (
 //   - A route with [Capabilities].PromptCacheKey (OpenAI's models) gets
 //     key as the request's "prompt_cache_key"; key "" sends one derived
 //     from the prefix ("sigwire-" and 32 hex digits of its SHA-256), so
-//     calls that share a prefix share a key.
+//     calls that share a prefix share a key. The key is sent as a JSON
+//     string, as encoding/json writes it (invalid UTF-8 as U+FFFD).
 //   - Any other route gets nothing: the request is the one sent without
 //     the option, and the Result's Notes say that nothing was marked.
 //

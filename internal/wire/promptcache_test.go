@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -72,4 +73,99 @@ func TestMarkPromptCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMarkPromptCache: whatever the body, marking never panics; from a
+// chat request it either fails or gives valid JSON in which each message
+// says what it said (its text, parts beyond cache_control unchanged), the
+// marks placed carry cache_control on their last part, the other members
+// are the body's, and prompt_cache_key is the key.
+func FuzzMarkPromptCache(f *testing.F) {
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}]}`, "s", 0, 0, "k")
+	f.Add(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{}]}],"x":1}`, "", 2, 0, "")
+	f.Add(`{"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"x"}}]}]}`, "", 1, 0, "")
+	f.Add(`{}`, "", 0, 0, "k")
+	f.Add(` {"messages":[{"content":"\u0073","role":"system"}] } `, "s", 0, 0, "")
+	f.Fuzz(func(t *testing.T, body, content string, parts, index int, key string) {
+		if index < 0 || index > 8 || parts < 0 {
+			return
+		}
+		role := "system"
+		var in map[string]any
+		if json.Unmarshal([]byte(body), &in) == nil {
+			if msgs, ok := in["messages"].([]any); ok && index < len(msgs) {
+				if m, ok := msgs[index].(map[string]any); ok {
+					role, _ = m["role"].(string)
+				}
+			}
+		}
+		pc := &PromptCache{Marks: []CacheMark{{Index: index, Role: role, Content: content, Parts: parts}}, Key: key}
+		out, err := markPromptCache([]byte(body), pc)
+		if err != nil || in == nil {
+			return
+		}
+		var got map[string]any
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q: invalid JSON %q: %v", body, out, err)
+		}
+		if key != "" {
+			var want string // as encoding/json writes it: invalid UTF-8 as U+FFFD
+			kb, _ := json.Marshal(key)
+			_ = json.Unmarshal(kb, &want)
+			if got["prompt_cache_key"] != want {
+				t.Fatalf("%q: prompt_cache_key %v, want %q", out, got["prompt_cache_key"], key)
+			}
+			if _, had := in["prompt_cache_key"]; !had {
+				delete(got, "prompt_cache_key")
+			}
+		}
+		gotMsgs, _ := got["messages"].([]any)
+		inMsgs, _ := in["messages"].([]any)
+		delete(got, "messages")
+		delete(in, "messages")
+		if !reflect.DeepEqual(got, in) {
+			t.Fatalf("%q → %q: other members changed", body, out)
+		}
+		if len(gotMsgs) != len(inMsgs) {
+			t.Fatalf("%q → %q: %d messages, %d before", body, out, len(gotMsgs), len(inMsgs))
+		}
+		placed := pc.Missed() == 0
+		for i := range inMsgs {
+			a, b := inMsgs[i], gotMsgs[i]
+			am, aok := a.(map[string]any)
+			bm, bok := b.(map[string]any)
+			if !aok || !bok {
+				if !reflect.DeepEqual(a, b) {
+					t.Fatalf("message %d changed: %v → %v", i, a, b)
+				}
+				continue
+			}
+			ac, bc := am["content"], bm["content"]
+			delete(am, "content")
+			delete(bm, "content")
+			if !reflect.DeepEqual(am, bm) {
+				t.Fatalf("message %d's members changed: %v → %v", i, am, bm)
+			}
+			if i == index && placed {
+				bp, ok := bc.([]any)
+				if !ok || len(bp) == 0 {
+					t.Fatalf("marked message %d's content %v", i, bc)
+				}
+				last, _ := bp[len(bp)-1].(map[string]any)
+				if last["cache_control"] == nil {
+					t.Fatalf("marked message %d has no cache_control: %v", i, bc)
+				}
+				if s, ok := ac.(string); ok {
+					ac = []any{map[string]any{"type": "text", "text": s, "cache_control": map[string]any{"type": "ephemeral"}}}
+				} else if ap, ok := ac.([]any); ok && len(ap) > 0 {
+					if l, ok := ap[len(ap)-1].(map[string]any); ok && l["cache_control"] == nil {
+						l["cache_control"] = map[string]any{"type": "ephemeral"}
+					}
+				}
+			}
+			if !reflect.DeepEqual(ac, bc) {
+				t.Fatalf("message %d's content changed: %v → %v", i, ac, bc)
+			}
+		}
+	})
 }
