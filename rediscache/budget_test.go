@@ -530,13 +530,16 @@ func TestBudgetProcess(t *testing.T) {
 	case "bestofn":
 		b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: bestLimit}, p, slack)
 		zero := func(context.Context, adapter.Values, adapter.Values) (float64, error) { return 0, nil }
-		// FailCount(0): the first refusal ends the run (with the budget's
-		// error); threshold +Inf: no attempt ends it early.
-		best, err := predict.NewBestOfN(predict.NewModule(sig), bestN, zero, math.Inf(1), predict.FailCount(0))
+		// The first refusal ends the run with the budget's error and the
+		// best attempt so far; threshold +Inf: no attempt ends it early.
+		best, err := predict.NewBestOfN(predict.NewModule(sig), bestN, zero, math.Inf(1))
 		require.NoError(t, err)
-		_, res, err := best.Call(t.Context(), srv.Client(), adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
-		if err == nil {
+		out, res, err := best.Call(t.Context(), srv.Client(), adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
+		switch {
+		case err == nil:
 			err = fmt.Errorf("BestOfN ran all %d attempts", res.Requests)
+		case res == nil || res.Requests > 0 && out == nil:
+			err = fmt.Errorf("BestOfN stopped by its budget returned no best attempt: %w", err)
 		}
 		count(nil, err)
 	default:
