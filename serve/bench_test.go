@@ -69,6 +69,24 @@ func BenchmarkServePredict(b *testing.B) {
 			}
 		}
 	})
+	// What the handler itself costs: the same request to a module that
+	// answers at once with the Result the LM call gave (decoding the
+	// body, the call slot, the timeout, writing the outputs, the log).
+	res, err := h.Module.Call(context.Background(), h.LM, benchInputs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	instant := &serve.Handler{Module: instantModule{h.Module, res}, LM: h.LM, Logger: h.Logger, MaxConcurrent: h.MaxConcurrent}
+	b.Run("handler-alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			w := httptest.NewRecorder()
+			instant.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/predict", strings.NewReader(benchBody)))
+			if w.Code != http.StatusOK {
+				b.Fatal(w.Code, w.Body.String())
+			}
+		}
+	})
 	b.Run("http", func(b *testing.B) {
 		srv := httptest.NewServer(h)
 		defer srv.Close()
@@ -85,6 +103,16 @@ func BenchmarkServePredict(b *testing.B) {
 			}
 		}
 	})
+}
+
+// instantModule answers every call with res, at once.
+type instantModule struct {
+	serve.Module
+	res *adapter.Result
+}
+
+func (m instantModule) Call(context.Context, adapter.LM, adapter.Values, ...adapter.CallOption) (*adapter.Result, error) {
+	return m.res, nil
 }
 
 // BenchmarkServeFirstDelta: the time from sending a request to its first
