@@ -25,6 +25,7 @@ type Server struct {
 	handler func(Request) Reply
 	reqs    []Request
 	n       int
+	h2      bool // NewHTTP2Server's
 }
 
 // Request is one request the server received.
@@ -42,6 +43,22 @@ func NewServer(replies ...Reply) *Server {
 	return s
 }
 
+// NewHTTP2Server is NewServer speaking HTTP/2 without TLS (h2c) as well
+// as HTTP/1.1, for many streams at once over few connections; its
+// Config and Client speak HTTP/2 to it. Up to 1,000 streams share a
+// connection.
+func NewHTTP2Server(replies ...Reply) *Server {
+	s := &Server{queue: append([]Reply(nil), replies...), h2: true}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	s.srv.Config.Protocols = p
+	s.srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
+	s.srv.Start()
+	return s
+}
+
 // Close shuts the server down, dropping open connections.
 func (s *Server) Close() {
 	s.srv.CloseClientConnections()
@@ -55,6 +72,11 @@ func (s *Server) URL() string { return s.srv.URL + "/v1" }
 func (s *Server) Config() openai.ClientConfig {
 	cfg := openai.DefaultConfig("test-key")
 	cfg.BaseURL = s.URL()
+	if s.h2 {
+		p := new(http.Protocols)
+		p.SetUnencryptedHTTP2(true)
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{Protocols: p, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000}}}
+	}
 	return cfg
 }
 
