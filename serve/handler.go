@@ -164,22 +164,32 @@ func (h *Handler) inputs(w http.ResponseWriter, r *http.Request) (adapter.Values
 	return in, nil
 }
 
-// predict answers POST /predict.
-func (h *Handler) predict(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+// begin reads a call's inputs, takes a call slot and bounds the call's
+// context: what /predict and /stream do first. When it fails it has
+// answered; otherwise done releases the slot and the context.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request, start time.Time) (ctx context.Context, in adapter.Values, done func(), ok bool) {
 	in, e := h.inputs(w, r)
 	if e != nil {
 		h.fail(w, r, start, e)
-		return
+		return nil, nil, nil, false
 	}
 	release, ok := h.acquire(w)
 	if !ok {
 		h.log(r, start, http.StatusTooManyRequests, nil)
+		return nil, nil, nil, false
+	}
+	ctx, cancel := h.callContext(r)
+	return ctx, in, func() { cancel(); release() }, true
+}
+
+// predict answers POST /predict.
+func (h *Handler) predict(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ctx, in, done, ok := h.begin(w, r, start)
+	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := h.callContext(r)
-	defer cancel()
+	defer done()
 	res, err := h.Module.Call(ctx, h.LM, in, h.Options...)
 	if err != nil {
 		h.fail(w, r, start, errorOf(err))

@@ -81,19 +81,11 @@ func eventOf(c adapter.Chunk) (string, streamEvent) {
 // stream answers POST /stream with Server-Sent Events.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	in, e := h.inputs(w, r)
-	if e != nil {
-		h.fail(w, r, start, e)
-		return
-	}
-	release, ok := h.acquire(w)
+	ctx, in, done, ok := h.begin(w, r, start)
 	if !ok {
-		h.log(r, start, http.StatusTooManyRequests, nil)
 		return
 	}
-	defer release()
-	ctx, cancel := h.callContext(r)
-	defer cancel()
+	defer done()
 	rc := http.NewResponseController(w)
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
