@@ -134,8 +134,9 @@ func (h *Handler) callContext(r *http.Request) (context.Context, context.CancelF
 }
 
 // inputs reads the request body: a JSON object of the inputs, numbers
-// read as Python's json.loads reads them (an integer is an int) and
-// objects in their order.
+// read as Python's json.loads reads them (an integer is an int), objects
+// as maps (a dict input is shown with its keys sorted, as Go maps are;
+// DSPy keeps the JSON's order: docs/serve.md).
 func (h *Handler) inputs(w http.ResponseWriter, r *http.Request) (adapter.Values, *Error) {
 	max := h.MaxBodyBytes
 	if max <= 0 {
@@ -159,7 +160,7 @@ func (h *Handler) inputs(w http.ResponseWriter, r *http.Request) (adapter.Values
 	}
 	in := make(adapter.Values, obj.Len())
 	for _, m := range obj.Members() {
-		in[m.Key] = m.Value
+		in[m.Key] = pyjson.Plain(m.Value) // objects as maps: the inputs' Go shape
 	}
 	return in, nil
 }

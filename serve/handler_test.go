@@ -366,3 +366,21 @@ func TestTypedBestOfN(t *testing.T) {
 	assert.Equal(t, 400, status)
 	assert.Equal(t, "question", body["error"].(map[string]any)["field"])
 }
+
+// TestPredictStructuredInputs: list and dict inputs in the body reach the
+// prompt as the signature's types, integers as integers; a dict's keys
+// are shown sorted (Go maps have no order; docs/serve.md).
+func TestPredictStructuredInputs(t *testing.T) {
+	sig := mustSig(t, "d: dict[str, int], xs: list[int], o: dict -> a")
+	url, lm := service(t, sig, nil, lmtest.Text("[[ ## a ## ]]\nok"))
+	status, _, body := post(t, url+"/predict", `{"d": {"b": 1, "a": 2}, "xs": [3, 1], "o": {"z": [1, 2.5, "x"], "y": null}}`)
+	require.Equal(t, 200, status, "%v", body)
+	user := lm.Requests()[0].Chat.Messages[1].Content
+	assert.Contains(t, user, "[[ ## d ## ]]\n{\"a\": 2, \"b\": 1}\n")
+	assert.Contains(t, user, "[[ ## xs ## ]]\n[3, 1]\n")
+	assert.Contains(t, user, "[[ ## o ## ]]\n{\"y\": null, \"z\": [1, 2.5, \"x\"]}\n")
+
+	status, _, body = post(t, url+"/predict", `{"d": {"a": "two"}, "xs": [], "o": {}}`)
+	assert.Equal(t, 400, status)
+	assert.Equal(t, "d", body["error"].(map[string]any)["field"])
+}
