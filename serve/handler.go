@@ -133,10 +133,7 @@ func (h *Handler) callContext(r *http.Request) (context.Context, context.CancelF
 	return context.WithTimeout(r.Context(), h.Timeout)
 }
 
-// inputs reads the request body: a JSON object of the inputs, numbers
-// read as Python's json.loads reads them (an integer is an int), objects
-// as maps (a dict input is shown with its keys sorted, as Go maps are;
-// DSPy keeps the JSON's order: docs/serve.md).
+// inputs reads the request body (see DecodeInputs).
 func (h *Handler) inputs(w http.ResponseWriter, r *http.Request) (adapter.Values, *Error) {
 	max := h.MaxBodyBytes
 	if max <= 0 {
@@ -150,17 +147,29 @@ func (h *Handler) inputs(w http.ResponseWriter, r *http.Request) (adapter.Values
 		}
 		return nil, &Error{Status: http.StatusBadRequest, Type: "bad_body", Message: "reading the request body: " + err.Error()}
 	}
+	in, err := DecodeInputs(body)
+	if err != nil {
+		return nil, &Error{Status: http.StatusBadRequest, Type: "bad_json", Message: err.Error()}
+	}
+	return in, nil
+}
+
+// DecodeInputs reads inputs as the Handler reads a request body: a JSON
+// object of the inputs, numbers read as Python's json.loads reads them
+// (an integer is an int), objects as maps (a dict input is shown with
+// its keys sorted, as Go maps are; DSPy keeps the JSON's order).
+func DecodeInputs(body []byte) (adapter.Values, error) {
 	v, err := pyjson.Decode(body)
 	if err != nil {
-		return nil, &Error{Status: http.StatusBadRequest, Type: "bad_json", Message: "the body is not JSON: " + err.Error()}
+		return nil, fmt.Errorf("the body is not JSON: %w", err)
 	}
 	obj, ok := v.(pyjson.Object)
 	if !ok {
-		return nil, &Error{Status: http.StatusBadRequest, Type: "bad_json", Message: `the body must be a JSON object of the inputs, such as {"question": "…"}`}
+		return nil, errors.New(`the body must be a JSON object of the inputs, such as {"question": "…"}`)
 	}
 	in := make(adapter.Values, obj.Len())
 	for _, m := range obj.Members() {
-		in[m.Key] = pyjson.Plain(m.Value) // objects as maps: the inputs' Go shape
+		in[m.Key] = pyjson.Plain(m.Value)
 	}
 	return in, nil
 }

@@ -269,7 +269,7 @@ func readDevset(path string, sig *signature.Signature) ([]example, error) {
 			case ok && isOutput:
 				ex.gold[mem.Key] = mem.Value
 			case ok:
-				ex.inputs[mem.Key] = mem.Value
+				ex.inputs[mem.Key] = pyjson.Plain(mem.Value) // as serve reads it
 			case mem.Key == "id":
 				ex.id = idOf(mem.Value)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -81,7 +80,7 @@ func prepare(ctx context.Context, e *env, in adapter.Values) (any, error) {
 func readInputs(obj string, pairs []string) (adapter.Values, error) {
 	in := adapter.Values{}
 	if obj != "" {
-		v, err := decodeObject([]byte(obj))
+		v, err := serve.DecodeInputs([]byte(obj))
 		if err != nil {
 			return nil, fmt.Errorf("-inputs: %w", err)
 		}
@@ -97,28 +96,10 @@ func readInputs(obj string, pairs []string) (adapter.Values, error) {
 			if err != nil {
 				return nil, fmt.Errorf("-input %s: %w", n, err)
 			}
-			in[n] = v
+			in[n] = pyjson.Plain(v) // as serve reads it
 			continue
 		}
 		in[name] = val
-	}
-	return in, nil
-}
-
-// decodeObject reads a JSON object as serve reads a request body: numbers
-// as Python's json.loads reads them, objects in their order.
-func decodeObject(b []byte) (adapter.Values, error) {
-	v, err := pyjson.Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	o, ok := v.(pyjson.Object)
-	if !ok {
-		return nil, errors.New("not a JSON object")
-	}
-	in := make(adapter.Values, o.Len())
-	for _, m := range o.Members() {
-		in[m.Key] = m.Value
 	}
 	return in, nil
 }
