@@ -355,16 +355,18 @@ func TestBudgetFailOpenSettles(t *testing.T) {
 	srv := lmtest.NewServer()
 	defer srv.Close()
 	srv.Handle(func(lmtest.Request) lmtest.Reply {
-		return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(300, 50).Delay(time.Second) // past the pause
+		return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(300, 50).Delay(1500 * time.Millisecond) // past the pause
 	})
 	redisSrv := privateRedis(t)
 	rdb := dial(t, redisSrv.addr)
+	// A timeout well inside the pause, with room for a loaded machine
+	// (the race detector, CI) once Redis answers again.
 	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 10_000}, rediscache.FailOpen(),
-		rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Millisecond))
+		rediscache.Timeout(200*time.Millisecond), rediscache.Cooldown(time.Millisecond))
 	settle, err := b.Reserve(t.Context(), tokens(0)) // Redis has the scripts: the paused reserve is an EVALSHA that runs late
 	require.NoError(t, err)
 	settle(tokens(0))
-	require.NoError(t, dial(t, redisSrv.addr).Do(t.Context(), "CLIENT", "PAUSE", "300", "ALL").Err())
+	require.NoError(t, dial(t, redisSrv.addr).Do(t.Context(), "CLIENT", "PAUSE", "800", "ALL").Err())
 	_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), b.Stats().FailedOpen)
