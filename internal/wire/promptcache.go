@@ -163,10 +163,8 @@ func markPromptCache(body []byte, pc *PromptCache) ([]byte, error) {
 					pc.missed.Add(1)
 					continue
 				}
-				var has struct {
-					CacheControl json.RawMessage `json:"cache_control"`
-				}
-				if json.Unmarshal(last, &has) == nil && has.CacheControl != nil {
+				var members map[string]json.RawMessage // exact names: encoding/json's struct fields would match "Cache_Control"
+				if json.Unmarshal(last, &members) == nil && members["cache_control"] != nil {
 					continue // the part carries its own
 				}
 				at := s.start + lastAt + len(last) - 1 // the part's closing brace
