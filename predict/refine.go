@@ -136,66 +136,13 @@ func (r *ReAct) describe() (programInfo, error) {
 // out, higher is better (DSPy's reward_fn(args, pred)). Over a
 // ChainOfThought, give NewBestOfN or NewRefine its Reasoned() for the
 // reward to see the reasoning too (Reasoned[Out]). An error, or NaN,
-// is the attempt's failure (see FailCount), and so is a panic, recovered
+// is the attempt's failure (see WithFailCount), and so is a panic, recovered
 // as an *adapter.PanicError (its value and stack). ctx is the call's, for
 // a reward that calls an LM itself.
 type Reward[In, Out any] func(ctx context.Context, in In, out Out) (float64, error)
 
-// AttemptOption configures BestOfN and Refine.
-type AttemptOption func(*attemptConfig)
-
-type attemptConfig struct {
-	failCount    *int
-	firstRollout int
-	programCode  *string
-	rewardCode   *string
-	feedback     []adapter.CallOption
-	refineOnly   []string // the Refine-only options given
-}
-
-// FailCount sets how many attempts may fail (the module's error, the
-// reward's error or NaN, and for Refine a failed feedback step) before
-// the call fails: the failure after the n-th ends it at once, with an
-// *AttemptsError. The default is N, the number of attempts, as in DSPy:
-// failures alone never end the call early. FailCount(0) fails at the first
-// failure (DSPy reads 0 as "the default"). A request the call's budget
-// refuses is no failure FailCount counts: it ends the call at once (see
-// BestOfN.Call).
-func FailCount(n int) AttemptOption { return func(c *attemptConfig) { c.failCount = &n } }
-
-// FirstRollout sets the rollout number of the first attempt (default 0,
-// then 1, 2, …): DSPy starts from the LM's rollout_id. Each attempt's
-// requests carry its rollout number as their seed.
-func FirstRollout(n int) AttemptOption { return func(c *attemptConfig) { c.firstRollout = n } }
-
-// ProgramCode sets the text Refine's feedback step shows as the program's
-// code (DSPy's program_code, the source of the module's class, which Go
-// cannot read at run time). The default is the program's Go type, such
-// as "*predict.ChainOfThought[main.QA,main.Answer]". Refine only.
-func ProgramCode(text string) AttemptOption {
-	return func(c *attemptConfig) { c.programCode = &text; c.refineOnly = append(c.refineOnly, "ProgramCode") }
-}
-
-// RewardCode sets the text Refine's feedback step shows as the reward
-// function's code (DSPy's reward_code, its source, which Go cannot read
-// at run time). The default is the function's name as the Go runtime
-// reports it, such as "main.oneWord". Refine only.
-func RewardCode(text string) AttemptOption {
-	return func(c *attemptConfig) { c.rewardCode = &text; c.refineOnly = append(c.refineOnly, "RewardCode") }
-}
-
-// FeedbackOptions sets the defaults of Refine's feedback call (its
-// adapter, its request template: the model that writes the advice), below
-// the options of the Refine call, which it also gets. Refine only.
-func FeedbackOptions(opts ...adapter.CallOption) AttemptOption {
-	return func(c *attemptConfig) {
-		c.feedback = append(c.feedback, opts...)
-		c.refineOnly = append(c.refineOnly, "FeedbackOptions")
-	}
-}
-
 // AttemptsError is the error of a BestOfN or Refine call whose attempts
-// failed more often than FailCount allows, or that had no attempt that
+// failed more often than WithFailCount allows, or that had no attempt that
 // succeeded. errors.Is and errors.As see every attempt's error.
 type AttemptsError struct {
 	// Module is "BestOfN" or "Refine".
@@ -215,7 +162,7 @@ func (e *AttemptsError) Error() string {
 	if len(e.Errs) == e.Attempts {
 		return fmt.Sprintf("predict: %s: every attempt failed (%d of %d); the last: %v", e.Module, e.Attempts, e.N, last)
 	}
-	return fmt.Sprintf("predict: %s: %d of %d attempts failed, more than FailCount allows; the last: %v", e.Module, len(e.Errs), e.Attempts, last)
+	return fmt.Sprintf("predict: %s: %d of %d attempts failed, more than WithFailCount allows; the last: %v", e.Module, len(e.Errs), e.Attempts, last)
 }
 
 // Unwrap returns the attempts' errors.
@@ -244,7 +191,7 @@ type Refine[In, Out any] struct {
 // reached by a finite reward: all n attempts run.
 //
 // Each attempt's requests carry temperature 1.0 and the attempt's rollout
-// number as their seed (see FirstRollout), over the call's request
+// number as their seed (see WithFirstRollout), over the call's request
 // template: the attempts are distinct requests, so a Cached middleware
 // does not answer n attempts with one reply (DSPy's rollout_id), and a
 // provider that honours seeds samples each differently.
@@ -258,9 +205,9 @@ func NewBestOfN[In, Out any](program Runner[In, Out], n int, reward Reward[In, O
 
 // NewRefine returns a Refine: NewBestOfN's attempts, with a feedback call
 // between an attempt below the threshold and the next. Its options may
-// also set the feedback call's defaults (FeedbackOptions) and the texts it
-// shows for the program's and the reward's code (ProgramCode,
-// RewardCode).
+// also set the feedback call's defaults (WithFeedbackOptions) and the texts it
+// shows for the program's and the reward's code (WithProgramCode,
+// WithRewardCode).
 func NewRefine[In, Out any](program Runner[In, Out], n int, reward Reward[In, Out], threshold float64, opts ...AttemptOption) (*Refine[In, Out], error) {
 	s, err := newSearch("Refine", program, n, reward, threshold, opts)
 	if err != nil {
@@ -278,7 +225,7 @@ func NewRefine[In, Out any](program Runner[In, Out], n int, reward Reward[In, Ou
 //
 // The run is reported to the call's trace as a module run "BestOfN", each
 // attempt as the program's own run inside it. When an attempt fails and
-// FailCount allows no more failures, or when no attempt succeeded, the
+// WithFailCount allows no more failures, or when no attempt succeeded, the
 // error is an *AttemptsError. When ctx is done, the call ends at once with
 // ctx's error.
 //
@@ -286,7 +233,7 @@ func NewRefine[In, Out any](program Runner[In, Out], n int, reward Reward[In, Ou
 // requests (and Refine's advice calls, and a reward's own calls given it)
 // spend from it. When it refuses a request (an error matching
 // adapter.ErrBudget), the run ends at once: the refusal is not one more
-// failure counted against FailCount, and no further attempt starts. The
+// failure counted against WithFailCount, and no further attempt starts. The
 // call returns the best attempt so far, as at the end (its outputs, the
 // Result of every attempt's calls), with an error that matches
 // adapter.ErrBudget and says after how many attempts the run stopped; when
@@ -303,7 +250,7 @@ func (b *BestOfN[In, Out]) Call(ctx context.Context, lm adapter.LM, in In, opts 
 // between them: its LM calls count in the Result, and it is reported to
 // the trace as a Predict run inside the "Refine" run. The feedback call
 // uses lm and opts (not an attempt's temperature and seed) over the
-// FeedbackOptions; its failure counts as a failed attempt (FailCount), as
+// WithFeedbackOptions; its failure counts as a failed attempt (WithFailCount), as
 // in DSPy, and the next attempt keeps the previous advice. A budget
 // stops it as it stops BestOfN, the advice calls' requests included: a
 // refused advice call ends the run with the best attempt so far.
@@ -388,7 +335,7 @@ func newSearch[In, Out any](kind string, program Runner[In, Out], n int, reward 
 	case math.IsNaN(threshold):
 		return nil, fmt.Errorf("predict: %s: the threshold is NaN", kind)
 	case cfg.failCount != nil && *cfg.failCount < 0:
-		return nil, fmt.Errorf("predict: %s: FailCount(%d) is negative", kind, *cfg.failCount)
+		return nil, fmt.Errorf("predict: %s: WithFailCount(%d) is negative", kind, *cfg.failCount)
 	case kind != "Refine" && len(cfg.refineOnly) > 0:
 		return nil, fmt.Errorf("predict: %s: %s applies to Refine's feedback step only", kind, cfg.refineOnly[0])
 	}
