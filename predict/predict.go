@@ -102,7 +102,7 @@ func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 		return nil, err
 	}
 	sig, demos, all := m.forCall(opts)
-	sig, inputs, record, err := m.inAttempt(ctx, sig, inputs) // Refine's hint, its trajectory (refine.go)
+	sig, inputs, record, err := m.inAttempt(ctx, sig, inputs) // Refine's hint, its trajectory (attempt.go)
 	if err != nil {
 		return nil, err
 	}
