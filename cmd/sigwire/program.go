@@ -212,7 +212,7 @@ func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (
 	case p.tpm > 0 && rdb == nil:
 		return nil, errors.New("-tpm needs -redis: the token limit is kept in Redis (rediscache.Limiter)")
 	case rdb != nil && (p.rpm > 0 || p.tpm > 0):
-		l := rediscache.NewLimiter(rdb, "sigwire", rediscache.RateLimit{RPM: p.rpm, TPM: p.tpm}, rediscache.Prefix(p.redisPrefix), rediscache.Logger(logger))
+		l := rediscache.NewLimiter(rdb, "sigwire", rediscache.RateLimit{RPM: p.rpm, TPM: p.tpm}, rediscache.WithPrefix(p.redisPrefix)) // a Limiter logs nothing: WithLogger is a Cache's option
 		mw = append(mw, l.Middleware())
 	case p.rpm > 0:
 		mw = append(mw, pace(p.rpm))
@@ -225,7 +225,7 @@ func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (
 	switch {
 	case p.noCache:
 	case rdb != nil:
-		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p.redisPrefix), rediscache.Logger(logger)))))
+		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.WithPrefix(p.redisPrefix), rediscache.WithLogger(logger)))))
 	case p.cacheDir != "":
 		dc, err := adapter.OpenDiskCache(p.cacheDir, adapter.DiskCacheLogger(logger))
 		if err != nil {
