@@ -227,7 +227,7 @@ func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (
 	case rdb != nil:
 		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.WithPrefix(p.redisPrefix), rediscache.WithLogger(logger)))))
 	case p.cacheDir != "":
-		dc, err := adapter.OpenDiskCache(p.cacheDir, adapter.DiskCacheLogger(logger))
+		dc, err := adapter.OpenDiskCache(p.cacheDir, adapter.WithDiskCacheLogger(logger))
 		if err != nil {
 			return nil, err
 		}
