@@ -48,17 +48,22 @@ func fieldNames(fs []signature.Field) []string {
 	return out
 }
 
+// firstOutputs is an untyped module's attempt: its call's first outputs,
+// or its error.
+func firstOutputs(res *adapter.Result, err error) (adapter.Values, *adapter.Result, error) {
+	if err != nil {
+		return nil, res, err
+	}
+	return res.Outputs[0], res, nil
+}
+
 // moduleInfo describes one predictor named name.
 func moduleInfo(name string, m *Module) programInfo {
 	return programInfo{predictors: []namedModule{{name, m}}, inputs: fieldNames(m.sig.Inputs()), outputs: fieldNames(m.sig.Outputs())}
 }
 
 func (m *Module) attempt(ctx context.Context, lm adapter.LM, in adapter.Values, opts []adapter.CallOption) (adapter.Values, *adapter.Result, error) {
-	res, err := m.Call(ctx, lm, in, opts...)
-	if err != nil {
-		return nil, res, err
-	}
-	return res.Outputs[0], res, nil
+	return firstOutputs(m.Call(ctx, lm, in, opts...))
 }
 
 func (m *Module) describe() (programInfo, error) {
@@ -99,11 +104,7 @@ func (c *ChainOfThought[In, Out]) describe() (programInfo, error) {
 }
 
 func (r *ReAct) attempt(ctx context.Context, lm adapter.LM, in adapter.Values, opts []adapter.CallOption) (adapter.Values, *adapter.Result, error) {
-	res, err := r.Call(ctx, lm, in, opts...)
-	if err != nil {
-		return nil, res, err
-	}
-	return res.Outputs[0], res, nil
+	return firstOutputs(r.Call(ctx, lm, in, opts...))
 }
 
 func (r *ReAct) describe() (programInfo, error) {
