@@ -290,9 +290,10 @@ type byPositionOption struct{}
 
 func (byPositionOption) applyLoad(c *loadConfig) { c.byPosition = true }
 
-// WithFieldsByPosition makes Load apply the saved texts to the signature's fields by
-// position whatever their names, as DSPy's load_state does: the first saved
-// prefix and description go to the first field, and so on. Demo keys that
+// WithFieldsByPosition makes Load apply the saved texts to the
+// signature's fields by position whatever their names, as DSPy's
+// load_state does: the first saved prefix and description go to the first
+// field, and so on. Demo keys that
 // name no field are then left out, as in DSPy, and listed by Ignored, with
 // the saved names the fields took the texts of. The number of fields must
 // still match.

@@ -21,8 +21,8 @@ import (
 // never cross LMs (tenants, endpoints, API keys).
 //
 // A value is adapter.MarshalCacheEntry's: the format version and the
-// whole key before the entry's JSON (and, with [WithSigningSecret], a MAC after it). A
-// value of another version, stored under another key (a copy, a rename,
+// whole key before the entry's JSON (and, with [WithSigningSecret], a
+// MAC after it). A value of another version, stored under another key (a copy, a rename,
 // another program writing under the prefix), that does not decode into a
 // reply, or whose MAC does not match is ignored: a miss, counted in
 // Stats.Corrupt and reported to [WithOnError] (an error matching
@@ -76,9 +76,9 @@ type Stats struct {
 // [WithOnError].
 //
 // New panics if [WithSigningSecret] was given a secret shorter than
-// [MinSecretBytes] (an empty one included), with an error matching [ErrShortSecret] that
-// names the secret's length and the minimum: a Cache that was asked to
-// sign never runs unsigned.
+// [MinSecretBytes] (an empty one included), with an error matching
+// [ErrShortSecret] that names the secret's length and the minimum: a Cache
+// that was asked to sign never runs unsigned.
 func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 	c := &Cache{s: newStore(rdb, newConfig(opts, Option.applyToCache))}
 	if err := c.s.cfg.checkSecret(); err != nil {

@@ -358,14 +358,15 @@ func (s *store) report(ctx context.Context, err error) {
 	}
 }
 
-// MinSecretBytes is the shortest secret [WithSigningSecret] takes: 16 bytes (128 bits).
+// MinSecretBytes is the shortest secret [WithSigningSecret] takes: 16
+// bytes (128 bits).
 const MinSecretBytes = 16
 
-// ErrShortSecret is what [New] panics with, wrapped, when [WithSigningSecret] was given
-// a secret shorter than [MinSecretBytes].
+// ErrShortSecret is what [New] panics with, wrapped, when
+// [WithSigningSecret] was given a secret shorter than [MinSecretBytes].
 var ErrShortSecret = errors.New("rediscache: WithSigningSecret's secret is too short")
 
-// checkSecret refuses a Cache's configuration whose WithSigningSecret secret is too
+// checkSecret refuses a Cache's configuration whose signing secret is too
 // short to sign with.
 func (c *config) checkSecret() error {
 	if !c.sign || len(c.secret) >= MinSecretBytes {
