@@ -298,7 +298,7 @@ type Result struct {
 	// "dspy-3.3.1" is DSPy 3.3.1's prompts, byte for byte: every module
 	// not loaded from a saved program, and those loaded from a program of
 	// DSPy 3.4 or earlier; "dspy-3.5" is a program of DSPy 3.5 or later
-	// loaded with predict.AllowDSPyVersion (DSPy 3.5's default adapter,
+	// loaded with predict.WithAnyDSPyVersion (DSPy 3.5's default adapter,
 	// 3.3.1's prompt text; see docs/compatibility.md). It is "" for a
 	// bare Call or Stream, which follows no profile.
 	Profile string

@@ -383,7 +383,7 @@ func TestWithIdentity(t *testing.T) {
 
 	// A DiskCache counts what it stores under a local key, and warns once.
 	var logs bytes.Buffer
-	dc, err := adapter.OpenDiskCache(t.TempDir(), adapter.DiskCacheLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	dc, err := adapter.OpenDiskCache(t.TempDir(), adapter.WithDiskCacheLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
 	for _, k := range []string{local, "v2:local:" + strings.Repeat("ab", 32), a} {
 		dc.Put(t.Context(), k, adapter.CacheEntry{Response: openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{FinishReason: "stop"}}}})

@@ -375,6 +375,67 @@ func TestRetries(t *testing.T) {
 	})
 }
 
+// TestRetryMiddleware: Retry on an LM (WithMiddleware) under a call
+// without the pipeline's retries (NoRetry) retries the LM's 503s within
+// its own policy, and every repeated request is counted in Result.Retries
+// and Result.Requests as the pipeline's are. A policy of its own per LM is
+// what it is for: a FallbackLM target that moves on after one retry, not
+// after the call's.
+func TestRetryMiddleware(t *testing.T) {
+	sig := mustParse(t, "q -> a")
+	in := adapter.Values{"q": "x"}
+	unavailable := lmtest.Error(http.StatusServiceUnavailable, `{"error":{"message":"overloaded","type":"server_error"}}`)
+	fast := adapter.RetryPolicy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+	t.Run("retried", func(t *testing.T) {
+		srv := lmtest.NewServer(unavailable, unavailable, lmtest.Text("[[ ## a ## ]]\nok"))
+		defer srv.Close()
+		var done []adapter.LMCallDoneInfo
+		trace := &adapter.Trace{LMCallDone: func(i adapter.LMCallDoneInfo) { done = append(done, i) }}
+		lm := adapter.WithMiddleware(srv.Client(), adapter.Retry(fast))
+		res, err := adapter.Call(t.Context(), lm, sig, nil, in, adapter.NoRetry(), adapter.UseTrace(trace))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", res.Outputs[0]["a"])
+		assert.Len(t, srv.Requests(), 3, "two retries, then the answer")
+		assert.Equal(t, 1, res.Calls)
+		assert.Equal(t, 2, res.Retries)
+		assert.Equal(t, 3, res.Requests)
+		assert.Positive(t, res.RetryWait)
+		require.Len(t, done, 1, "beneath the trace (WithMiddleware): one LM call…")
+		assert.Equal(t, 3, done[0].Requests, "…that sent three requests")
+	})
+	t.Run("bounded", func(t *testing.T) {
+		srv := lmtest.NewServer(unavailable, unavailable, unavailable, unavailable)
+		defer srv.Close()
+		lm := adapter.WithMiddleware(srv.Client(), adapter.Retry(fast))
+		res, err := adapter.Call(t.Context(), lm, sig, nil, in, adapter.NoRetry())
+		var le *adapter.LMError
+		require.ErrorAs(t, err, &le)
+		assert.ErrorContains(t, err, "gave up after 3 attempts")
+		assert.Len(t, srv.Requests(), 3)
+		assert.Equal(t, 2, res.Retries)
+		assert.Equal(t, 3, res.Requests)
+	})
+	t.Run("a fallback target's own policy", func(t *testing.T) {
+		primary := lmtest.NewServer(unavailable, unavailable, unavailable)
+		defer primary.Close()
+		secondary := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\nok"))
+		defer secondary.Close()
+		once := fast
+		once.MaxRetries = 1
+		lm := adapter.Fallback(0,
+			adapter.Target{LM: adapter.WithMiddleware(primary.Client(), adapter.Retry(once)), Model: "big"},
+			adapter.Target{LM: secondary.Client(), Model: "small"})
+		res, err := adapter.Call(t.Context(), lm, sig, nil, in, adapter.NoRetry())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", res.Outputs[0]["a"])
+		assert.Len(t, primary.Requests(), 2, "one retry on the primary, then the fallback")
+		assert.Len(t, secondary.Requests(), 1)
+		assert.Equal(t, 1, res.Retries)
+		assert.Equal(t, 1, res.ModelFallbacks)
+		assert.Equal(t, 3, res.Requests)
+	})
+}
+
 func TestMiddlewareAndCache(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\none"), lmtest.Text("[[ ## a ## ]]\ntwo"))

@@ -38,8 +38,8 @@ import (
 // none, and the last writer of a key wins. Files are not synced to disk:
 // after a power loss an entry may be missing or corrupt, never wrong.
 //
-// When the files it knows of pass a bound ([DiskCacheMaxBytes],
-// [DiskCacheMaxEntries]), a Put scans the directory and removes the least
+// When the files it knows of pass a bound ([WithDiskCacheMaxBytes],
+// [WithDiskCacheMaxEntries]), a Put scans the directory and removes the least
 // recently used files (by modification time, which a hit refreshes at most
 // once a minute) until the cache is nine tenths of the bound. Each
 // process counts its own writes between scans, so with several processes
@@ -96,7 +96,7 @@ type DiskCacheStats struct {
 	// Local counts the entries stored under a key of an LM identified per
 	// process ([LocalCacheKey]): no other process will read them, and
 	// this one only while the LM lives. The first is logged at Warn (see
-	// [DiskCacheLogger]). Declare the LM's identity with [WithIdentity]
+	// [WithDiskCacheLogger]). Declare the LM's identity with [WithIdentity]
 	// to share them.
 	Local int64
 	// Bytes and Entries are this process's estimate of the directory's
@@ -108,9 +108,9 @@ type DiskCacheStats struct {
 // DiskCacheOption configures [OpenDiskCache].
 type DiskCacheOption func(*DiskCache)
 
-// DiskCacheMaxBytes bounds the total size of the cache's files (1 GiB by
+// WithDiskCacheMaxBytes bounds the total size of the cache's files (1 GiB by
 // default; n < 1 keeps the default).
-func DiskCacheMaxBytes(n int64) DiskCacheOption {
+func WithDiskCacheMaxBytes(n int64) DiskCacheOption {
 	return func(c *DiskCache) {
 		if n > 0 {
 			c.maxBytes = n
@@ -118,16 +118,16 @@ func DiskCacheMaxBytes(n int64) DiskCacheOption {
 	}
 }
 
-// DiskCacheMaxEntries bounds the number of entries (unbounded by default;
+// WithDiskCacheMaxEntries bounds the number of entries (unbounded by default;
 // n < 1 means unbounded).
-func DiskCacheMaxEntries(n int) DiskCacheOption {
+func WithDiskCacheMaxEntries(n int) DiskCacheOption {
 	return func(c *DiskCache) { c.maxEntries = max(n, 0) }
 }
 
-// DiskCacheLogger sets the logger the cache warns on, once, when it first
+// WithDiskCacheLogger sets the logger the cache warns on, once, when it first
 // stores an entry no other process will read (see DiskCacheStats.Local);
 // slog.Default() when unset or nil.
-func DiskCacheLogger(l *slog.Logger) DiskCacheOption {
+func WithDiskCacheLogger(l *slog.Logger) DiskCacheOption {
 	return func(c *DiskCache) { c.logger = l }
 }
 
@@ -152,7 +152,7 @@ const diskTempPrefix = ".tmp-"
 // OpenDiskCache opens (creating it if needed) a disk cache in dir. See
 // [DiskCache] for what it guarantees; wrap it with [Cached] to use it:
 //
-//	cache, err := adapter.OpenDiskCache(".cache/lm", adapter.DiskCacheMaxBytes(256<<20))
+//	cache, err := adapter.OpenDiskCache(".cache/lm", adapter.WithDiskCacheMaxBytes(256<<20))
 //	lm := adapter.WithMiddleware(client, adapter.Cached(cache))
 //
 // It refuses a dir/v1 that is not this user's own directory (see

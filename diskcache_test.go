@@ -173,7 +173,7 @@ func TestDiskCacheCorruptIgnored(t *testing.T) {
 // least recently used files, and a hit counts as a use.
 func TestDiskCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	dir := t.TempDir()
-	c := openDisk(t, dir, adapter.DiskCacheMaxEntries(10))
+	c := openDisk(t, dir, adapter.WithDiskCacheMaxEntries(10))
 	ctx := t.Context()
 	for i := range 10 {
 		c.Put(ctx, strconv.Itoa(i), diskEntry(strconv.Itoa(i)))
@@ -212,7 +212,7 @@ func TestDiskCacheEvictsLeastRecentlyUsed(t *testing.T) {
 func TestDiskCacheMaxBytes(t *testing.T) {
 	dir := t.TempDir()
 	const bound = 20_000
-	c := openDisk(t, dir, adapter.DiskCacheMaxBytes(bound))
+	c := openDisk(t, dir, adapter.WithDiskCacheMaxBytes(bound))
 	for i := range 200 {
 		c.Put(t.Context(), strconv.Itoa(i), diskEntry(strconv.Itoa(i)))
 	}
@@ -235,7 +235,7 @@ func TestDiskCacheMaxBytes(t *testing.T) {
 	assert.Equal(t, int64(1), c.Stats().Oversize)
 
 	// Reopened with a smaller bound, the directory is trimmed at once.
-	small := openDisk(t, dir, adapter.DiskCacheMaxEntries(3))
+	small := openDisk(t, dir, adapter.WithDiskCacheMaxEntries(3))
 	assert.Len(t, diskFiles(t, dir), 3)
 	assert.Equal(t, 3, small.Stats().Entries)
 }
@@ -256,7 +256,7 @@ func TestOpenDiskCacheErrors(t *testing.T) {
 // enough that both evict while the other reads and writes, and checks
 // that every hit answers the key asked for.
 func diskWorkload(dir, me string) (adapter.DiskCacheStats, int, error) {
-	c, err := adapter.OpenDiskCache(dir, adapter.DiskCacheMaxEntries(60))
+	c, err := adapter.OpenDiskCache(dir, adapter.WithDiskCacheMaxEntries(60))
 	if err != nil {
 		return adapter.DiskCacheStats{}, 0, err
 	}
@@ -380,7 +380,7 @@ func ExampleOpenDiskCache() {
 		panic(err)
 	}
 	for run := 1; run <= 2; run++ { // two runs of the program
-		cache, err := adapter.OpenDiskCache(dir, adapter.DiskCacheMaxBytes(64<<20))
+		cache, err := adapter.OpenDiskCache(dir, adapter.WithDiskCacheMaxBytes(64<<20))
 		if err != nil {
 			panic(err)
 		}
@@ -512,7 +512,7 @@ func TestDiskCacheDirectoryRules(t *testing.T) {
 		require.NoError(t, os.WriteFile(precious, make([]byte, 4096), 0o600))
 		dir := t.TempDir()
 		require.NoError(t, os.Symlink(project, filepath.Join(dir, "v1")))
-		_, err := adapter.OpenDiskCache(dir, adapter.DiskCacheMaxBytes(1024))
+		_, err := adapter.OpenDiskCache(dir, adapter.WithDiskCacheMaxBytes(1024))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "symbolic link")
 		assert.FileExists(t, precious, "nothing outside the cache is removed")
@@ -533,7 +533,7 @@ func TestDiskCacheDirectoryRules(t *testing.T) {
 func TestDiskCacheNoLinksOut(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	c := openDisk(t, dir, adapter.DiskCacheMaxEntries(3))
+	c := openDisk(t, dir, adapter.WithDiskCacheMaxEntries(3))
 	c.Put(ctx, "k", diskEntry("k"))
 	files := diskFiles(t, dir)
 	require.Len(t, files, 1)
@@ -567,7 +567,7 @@ func TestDiskCacheNoLinksOut(t *testing.T) {
 		for i := range 10 {
 			c.Put(ctx, strconv.Itoa(i), diskEntry(strconv.Itoa(i)))
 		}
-		_, err = adapter.OpenDiskCache(dir, adapter.DiskCacheMaxEntries(1))
+		_, err = adapter.OpenDiskCache(dir, adapter.WithDiskCacheMaxEntries(1))
 		require.NoError(t, err)
 		assert.FileExists(t, filepath.Join(outside, filepath.Base(entry)), "eviction stays inside the cache")
 	})

@@ -184,6 +184,14 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // policy ([WithRetry], on by default). A Retry added with [UseMiddleware]
 // or [WithMiddleware] runs beside it, and the attempts multiply: to change
 // a call's retries use WithRetry, or add Retry together with [NoRetry].
+//
+// Prefer WithRetry for a call's policy. Retry is for a policy that belongs
+// to one LM rather than to the call: a [FallbackLM] target wrapped with
+// WithMiddleware(lm, Retry(p)), under calls made with NoRetry, retries
+// that target by p and then moves on, however the other targets are
+// retried. Beneath the trace (WithMiddleware), its retries are counted in
+// Result.Retries and Result.Requests, and the trace reports one LM call
+// whose LMCallDoneInfo.Requests counts them.
 func Retry(p RetryPolicy) Middleware {
 	p = p.withDefaults()
 	return func(next Invoker) Invoker { return retrying(p, next) }

@@ -90,7 +90,7 @@ func TestSchemaBomb(t *testing.T) {
 			continue
 		}
 		require.ErrorIs(t, err, mcptools.ErrSchemaTooLarge, "depth %d", d)
-		require.EqualError(t, err, "mcptools: tool lookup: input schema too large: its arguments' JSON, $refs resolved, passes 65536 bytes (MaxSchemaBytes)", "depth %d", d)
+		require.EqualError(t, err, "mcptools: tool lookup: input schema too large: its arguments' JSON, $refs resolved, passes 65536 bytes (WithMaxSchemaBytes)", "depth %d", d)
 	}
 	tool, err := mcptools.NewTool(cs, &mcp.Tool{Name: "lookup", InputSchema: doubling(2)})
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestSchemaBomb(t *testing.T) {
 
 // TestSchemaBytes: the byte bound is on the resolved arguments' JSON as a
 // whole, with or without references (a tool with many properties), to
-// the byte; MaxSchemaBytes raises or lowers it, n < 1 is the default.
+// the byte; WithMaxSchemaBytes raises or lowers it, n < 1 is the default.
 func TestSchemaBytes(t *testing.T) {
 	cs := inMemory(t, newWeatherServer(t))
 	props := map[string]any{}
@@ -112,29 +112,29 @@ func TestSchemaBytes(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, len(want), mcptools.DefaultMaxSchemaBytes, "the test's precondition: a large schema without references")
 
-	for _, opts := range [][]mcptools.Option{nil, {mcptools.MaxSchemaBytes(0)}, {mcptools.MaxSchemaBytes(1 << 20), mcptools.MaxSchemaBytes(-1)}, {nil}} {
+	for _, opts := range [][]mcptools.Option{nil, {mcptools.WithMaxSchemaBytes(0)}, {mcptools.WithMaxSchemaBytes(1 << 20), mcptools.WithMaxSchemaBytes(-1)}, {nil}} {
 		_, err = mcptools.NewTool(cs, wide, opts...)
 		require.ErrorIs(t, err, mcptools.ErrSchemaTooLarge)
-		assert.EqualError(t, err, "mcptools: tool wide: input schema too large: its arguments' JSON, $refs resolved, passes 65536 bytes (MaxSchemaBytes)")
+		assert.EqualError(t, err, "mcptools: tool wide: input schema too large: its arguments' JSON, $refs resolved, passes 65536 bytes (WithMaxSchemaBytes)")
 	}
-	tool, err := mcptools.NewTool(cs, wide, mcptools.MaxSchemaBytes(len(want)))
+	tool, err := mcptools.NewTool(cs, wide, mcptools.WithMaxSchemaBytes(len(want)))
 	require.NoError(t, err, "exactly at the bound")
 	assert.Equal(t, string(want), string(tool.Args), "as encoding/json writes the properties")
-	_, err = mcptools.NewTool(cs, wide, mcptools.MaxSchemaBytes(len(want)-1))
+	_, err = mcptools.NewTool(cs, wide, mcptools.WithMaxSchemaBytes(len(want)-1))
 	assert.ErrorIs(t, err, mcptools.ErrSchemaTooLarge, "one byte past the bound")
 
 	// With references: the bound is on what they resolve to.
 	weather := json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"$ref":"#/$defs/Unit"}},"$defs":{"Unit":{"type":"string","enum":["C","F"]}}}`)
 	resolved := `{"city":{"type":"string"},"unit":{"enum":["C","F"],"type":"string"}}`
-	tool, err = mcptools.NewTool(cs, &mcp.Tool{Name: "weather", InputSchema: weather}, mcptools.MaxSchemaBytes(len(resolved)))
+	tool, err = mcptools.NewTool(cs, &mcp.Tool{Name: "weather", InputSchema: weather}, mcptools.WithMaxSchemaBytes(len(resolved)))
 	require.NoError(t, err)
 	assert.Equal(t, resolved, string(tool.Args))
-	_, err = mcptools.NewTool(cs, &mcp.Tool{Name: "weather", InputSchema: weather}, mcptools.MaxSchemaBytes(len(resolved)-1))
+	_, err = mcptools.NewTool(cs, &mcp.Tool{Name: "weather", InputSchema: weather}, mcptools.WithMaxSchemaBytes(len(resolved)-1))
 	require.ErrorIs(t, err, mcptools.ErrSchemaTooLarge)
-	assert.EqualError(t, err, fmt.Sprintf("mcptools: tool weather: input schema too large: its arguments' JSON, $refs resolved, passes %d bytes (MaxSchemaBytes)", len(resolved)-1))
+	assert.EqualError(t, err, fmt.Sprintf("mcptools: tool weather: input schema too large: its arguments' JSON, $refs resolved, passes %d bytes (WithMaxSchemaBytes)", len(resolved)-1))
 }
 
-// TestSchemaDepth: references may nest 32 deep by default; MaxRefDepth
+// TestSchemaDepth: references may nest 32 deep by default; WithMaxRefDepth
 // raises or lowers that, n < 1 is the default.
 func TestSchemaDepth(t *testing.T) {
 	cs := inMemory(t, newWeatherServer(t))
@@ -145,17 +145,17 @@ func TestSchemaDepth(t *testing.T) {
 	require.NoError(t, err, "32 deep is within the default")
 	assert.Equal(t, nested(32), string(tool.Args))
 
-	for _, opts := range [][]mcptools.Option{nil, {mcptools.MaxRefDepth(0)}, {mcptools.MaxRefDepth(-3)}} {
+	for _, opts := range [][]mcptools.Option{nil, {mcptools.WithMaxRefDepth(0)}, {mcptools.WithMaxRefDepth(-3)}} {
 		_, err = mcptools.NewTool(cs, &mcp.Tool{Name: "deep", InputSchema: chain(33)}, opts...)
 		require.ErrorIs(t, err, mcptools.ErrSchemaTooLarge)
-		assert.EqualError(t, err, "mcptools: tool deep: input schema too large: its $refs nest more than 32 deep (MaxRefDepth)")
+		assert.EqualError(t, err, "mcptools: tool deep: input schema too large: its $refs nest more than 32 deep (WithMaxRefDepth)")
 	}
-	tool, err = mcptools.NewTool(cs, &mcp.Tool{Name: "deep", InputSchema: chain(100)}, mcptools.MaxRefDepth(100))
+	tool, err = mcptools.NewTool(cs, &mcp.Tool{Name: "deep", InputSchema: chain(100)}, mcptools.WithMaxRefDepth(100))
 	require.NoError(t, err)
 	assert.Equal(t, nested(100), string(tool.Args))
-	_, err = mcptools.NewTool(cs, &mcp.Tool{Name: "deep", InputSchema: chain(3)}, mcptools.MaxRefDepth(2))
+	_, err = mcptools.NewTool(cs, &mcp.Tool{Name: "deep", InputSchema: chain(3)}, mcptools.WithMaxRefDepth(2))
 	require.ErrorIs(t, err, mcptools.ErrSchemaTooLarge)
-	assert.EqualError(t, err, "mcptools: tool deep: input schema too large: its $refs nest more than 2 deep (MaxRefDepth)")
+	assert.EqualError(t, err, "mcptools: tool deep: input schema too large: its $refs nest more than 2 deep (WithMaxRefDepth)")
 }
 
 // TestToolsSchemaBomb: a server listing one tool whose schema is past the
@@ -175,7 +175,7 @@ func TestToolsSchemaBomb(t *testing.T) {
 	require.ErrorIs(t, err, mcptools.ErrSchemaTooLarge)
 	assert.ErrorContains(t, err, "mcptools: tool bomb: input schema too large")
 
-	tools, err := mcptools.Tools(ctx, cs, mcptools.MaxSchemaBytes(1<<20))
+	tools, err := mcptools.Tools(ctx, cs, mcptools.WithMaxSchemaBytes(1<<20))
 	require.NoError(t, err, "a raised bound")
 	require.Len(t, tools, 4)
 	assert.Equal(t, 1<<14, strings.Count(string(byName(tools)["bomb"].Args), `{"type":"string"}`))

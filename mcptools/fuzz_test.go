@@ -28,7 +28,7 @@ func FuzzArguments(f *testing.F) {
 		if valid {
 			schema = decoded
 		}
-		tool, err := mcptools.NewTool(cs, &mcp.Tool{Name: "f", InputSchema: schema}, mcptools.MaxSchemaBytes(maxBytes), mcptools.MaxRefDepth(maxDepth))
+		tool, err := mcptools.NewTool(cs, &mcp.Tool{Name: "f", InputSchema: schema}, mcptools.WithMaxSchemaBytes(maxBytes), mcptools.WithMaxRefDepth(maxDepth))
 		if err != nil {
 			require.True(t, strings.HasPrefix(err.Error(), "mcptools: tool f: "), "%v", err)
 			return

@@ -25,7 +25,7 @@
 // references would expand exponentially (each of d definitions referring
 // twice to the next makes 2^d copies) costs no more than the bound. A
 // tool past a bound is refused with an error matching ErrSchemaTooLarge;
-// the MaxSchemaBytes and MaxRefDepth options raise or lower the bounds.
+// the WithMaxSchemaBytes and WithMaxRefDepth options raise or lower the bounds.
 //
 // A tool call that fails without a result (the connection failed, the
 // server answered with a JSON-RPC error) returns the Go SDK's error, and
@@ -76,7 +76,7 @@ type Caller interface {
 // ErrSchemaTooLarge, or one that is not a schema) fails Tools with that
 // tool's error. To keep the server's other tools, list them with the SDK
 // (session.Tools) and call NewTool for each, skipping the tools it
-// refuses, or raise the bound (MaxSchemaBytes, MaxRefDepth).
+// refuses, or raise the bound (WithMaxSchemaBytes, WithMaxRefDepth).
 func Tools(ctx context.Context, session *mcp.ClientSession, opts ...Option) ([]types.Tool, error) {
 	if session == nil {
 		return nil, errors.New("mcptools: nil session")
@@ -102,9 +102,9 @@ func Tools(ctx context.Context, session *mcp.ClientSession, opts ...Option) ([]t
 // that leads back to itself is left as it is).
 //
 // The arguments' JSON, references resolved, is bounded, for it is in
-// every prompt that offers the tool: it may be at most MaxSchemaBytes long
+// every prompt that offers the tool: it may be at most WithMaxSchemaBytes long
 // (by default DefaultMaxSchemaBytes, 64 KiB) and its references may nest
-// at most MaxRefDepth deep (by default DefaultMaxRefDepth, 32). The byte
+// at most WithMaxRefDepth deep (by default DefaultMaxRefDepth, 32). The byte
 // bound is on the resolved JSON as a whole, whether it is large by its
 // references or by itself (a tool with many properties). Resolving stops
 // at the bound, so a schema whose references would expand exponentially
@@ -166,8 +166,8 @@ func NewTool(c Caller, t *mcp.Tool, opts ...Option) (types.Tool, error) {
 
 // ErrSchemaTooLarge is matched (errors.Is) by the error of NewTool and
 // Tools for a tool whose input schema passes a bound: its arguments' JSON,
-// references resolved, is longer than MaxSchemaBytes, or its references
-// nest deeper than MaxRefDepth. The error names the tool, the bound and
+// references resolved, is longer than WithMaxSchemaBytes, or its references
+// nest deeper than WithMaxRefDepth. The error names the tool, the bound and
 // its value.
 var ErrSchemaTooLarge = errors.New("input schema too large")
 
@@ -189,9 +189,9 @@ type options struct {
 	maxBytes, maxDepth int
 }
 
-// MaxSchemaBytes sets the bound on the length of a tool's arguments' JSON,
+// WithMaxSchemaBytes sets the bound on the length of a tool's arguments' JSON,
 // references resolved, in bytes; n < 1 is DefaultMaxSchemaBytes.
-func MaxSchemaBytes(n int) Option {
+func WithMaxSchemaBytes(n int) Option {
 	return func(o *options) {
 		o.maxBytes = n
 		if n < 1 {
@@ -200,9 +200,9 @@ func MaxSchemaBytes(n int) Option {
 	}
 }
 
-// MaxRefDepth sets the bound on how deep a tool's references nest; n < 1
+// WithMaxRefDepth sets the bound on how deep a tool's references nest; n < 1
 // is DefaultMaxRefDepth.
-func MaxRefDepth(n int) Option {
+func WithMaxRefDepth(n int) Option {
 	return func(o *options) {
 		o.maxDepth = n
 		if n < 1 {
@@ -325,7 +325,7 @@ func (r *resolver) write(v any, refs bool) error {
 			name := ref[strings.LastIndex(ref, "/")+1:]
 			if def, ok := r.defs[name]; ok && !r.open[name] {
 				if len(r.open) >= r.maxDepth {
-					return fmt.Errorf("%w: its $refs nest more than %d deep (MaxRefDepth)", ErrSchemaTooLarge, r.maxDepth)
+					return fmt.Errorf("%w: its $refs nest more than %d deep (WithMaxRefDepth)", ErrSchemaTooLarge, r.maxDepth)
 				}
 				r.open[name] = true
 				defer delete(r.open, name)
@@ -404,7 +404,7 @@ func (r *resolver) put(s string) error {
 // room reports whether n more bytes stay within maxBytes.
 func (r *resolver) room(n int) error {
 	if len(r.buf)+n > r.maxBytes {
-		return fmt.Errorf("%w: its arguments' JSON, $refs resolved, passes %d bytes (MaxSchemaBytes)", ErrSchemaTooLarge, r.maxBytes)
+		return fmt.Errorf("%w: its arguments' JSON, $refs resolved, passes %d bytes (WithMaxSchemaBytes)", ErrSchemaTooLarge, r.maxBytes)
 	}
 	return nil
 }

@@ -269,7 +269,7 @@ func TestNativeReAct(t *testing.T) {
 			defer srv.Close()
 			sig, err := signature.Parse("question -> answer")
 			require.NoError(t, err)
-			agent, err := predict.NewReActV2(sig, tools, predict.ToolConcurrency(2),
+			agent, err := predict.NewReActV2(sig, tools, predict.WithToolConcurrency(2),
 				adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}))
 			require.NoError(t, err)
 

@@ -88,7 +88,7 @@ func TestAgent(t *testing.T) {
 // ErrNoSubmit, with the Result (DSPy returns a prediction without the
 // output fields, silently).
 func TestAgentNoSubmit(t *testing.T) {
-	agent, err := predict.NewAgent[cityQuestion, cityAnswer]([]types.Tool{populationTool(t)}, predict.MaxIters(1))
+	agent, err := predict.NewAgent[cityQuestion, cityAnswer]([]types.Tool{populationTool(t)}, predict.WithMaxIters(1))
 	require.NoError(t, err)
 	srv := lmtest.NewServer(
 		nativeStep("Look it up.", fcall("a", "population", `{"city": "Paris"}`)),

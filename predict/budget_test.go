@@ -321,7 +321,7 @@ func TestReActV2Budget(t *testing.T) {
 		message string
 	}{
 		{"step 3 refused", weatherAgent(t, nil), "predict: ReActV2: stopped by its budget at step 3: "},
-		{"the forced submit refused", weatherAgent(t, nil, predict.MaxIters(2)), "predict: ReActV2: stopped by its budget at the forced submit: "},
+		{"the forced submit refused", weatherAgent(t, nil, predict.WithMaxIters(2)), "predict: ReActV2: stopped by its budget at the forced submit: "},
 	} {
 		dry := billingServer(t, replies()...)
 		res, err := c.agent.Call(t.Context(), toolsLM(dry.srv), in, maxTokens50)

@@ -6,7 +6,7 @@
 // Modules and calls share one option vocabulary, adapter.CallOption: given
 // to a constructor, an option is a default of every call of the module
 // (adapter.UseAdapter, adapter.WithRequest, adapter.UseTrace, this
-// package's WithDemos, WithInstructions, MaxIters, ToolConcurrency);
+// package's WithDemos, WithInstructions, WithMaxIters, WithToolConcurrency);
 // given to a call, it overrides the default for that call (a request
 // field by field). An adapter set on the context with adapter.WithAdapter
 // beats the module's, as in DSPy, and a call's adapter.UseAdapter beats
@@ -26,7 +26,7 @@
 // (and Agent, typed) is DSPy's ReActV2, which DSPy 3.5 made its
 // dspy.ReAct: several calls per step, natively through the provider's
 // function calling when the adapter says so, run at once
-// (ToolConcurrency), and a submit tool that carries the outputs. Their
+// (WithToolConcurrency), and a submit tool that carries the outputs. Their
 // Stream shows the run
 // as it happens: each step's thought as it is written, the calls chosen,
 // each tool's start and end, then the answer (see ReAct.Stream).

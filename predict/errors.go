@@ -17,7 +17,7 @@ var (
 
 	// ErrDSPyVersion is matched by Load's *VersionError: the program was
 	// saved by a DSPy whose prompts this library does not reproduce (3.5
-	// and later). AllowDSPyVersion loads it under DSPy 3.5's profile.
+	// and later). WithAnyDSPyVersion loads it under DSPy 3.5's profile.
 	ErrDSPyVersion = errors.New("predict: a program saved by a DSPy version whose prompts this library does not reproduce")
 
 	// ErrWrongModule is matched by Load's error for a saved program that

@@ -86,9 +86,9 @@ func ExampleNewReAct() {
 	// {"thought_0":"Check the weather.","tool_name_0":"weather","tool_args_0":{"city":"Bergen"},"observation_0":"rain in Bergen","thought_1":"Done.","tool_name_1":"finish","tool_args_1":{},"observation_1":"Completed."}
 }
 
-// A max_iters input may lower the step limit; raising it above MaxIters
-// takes MaxItersFromInputs.
-func ExampleMaxItersFromInputs() {
+// A max_iters input may lower the step limit; raising it above WithMaxIters
+// takes WithMaxItersFromInputs.
+func ExampleWithMaxItersFromInputs() {
 	srv := lmtest.NewServer()
 	defer srv.Close()
 	srv.Handle(func(r lmtest.Request) lmtest.Reply { // a model that never calls finish
@@ -103,11 +103,11 @@ func ExampleMaxItersFromInputs() {
 	sig, _ := signature.Parse("question -> answer")
 	in := adapter.Values{"question": "Umbrella in Bergen?", "max_iters": 4}
 
-	capped, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.MaxIters(2))
+	capped, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.WithMaxIters(2))
 	res, err := capped.Call(context.Background(), srv.Client(), in)
 	fmt.Println(len(res.Outputs[0]["trajectory"].(predict.Trajectory)), "steps", err)
 
-	raised, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.MaxIters(2), predict.MaxItersFromInputs())
+	raised, _ := predict.NewReAct(sig, []types.Tool{weather}, predict.WithMaxIters(2), predict.WithMaxItersFromInputs())
 	res, err = raised.Call(context.Background(), srv.Client(), in)
 	fmt.Println(len(res.Outputs[0]["trajectory"].(predict.Trajectory)), "steps", err)
 	// Output:

@@ -77,10 +77,10 @@ type Label struct {
 // drop both fields of all 16 demos ("Not supplied for this particular
 // example") and give sentiment's texts to label; it is an error that lists
 // the saved names, for the typed and the untyped module alike, unless the
-// caller asks for DSPy's positional load (ByPosition).
+// caller asks for DSPy's positional load (WithFieldsByPosition).
 func TestLoadRefusesOtherFieldNames(t *testing.T) {
 	prog := savedProgram(t, []savedField{dspyField("news_article"), dspyField("reasoning"), {"sentiment", "Sentiment:", "positive, negative or neutral"}}, 16, true, "news_article", "reasoning", "sentiment")
-	const want = `predict: predictor "classify.predict" was saved with the fields news_article, reasoning, sentiment; the signature has article, reasoning, label: name the fields as saved (Go: the json tags), or load with predict.ByPosition() to apply the saved texts by position as DSPy does (the demos' news_article, sentiment are then left out)`
+	const want = `predict: predictor "classify.predict" was saved with the fields news_article, reasoning, sentiment; the signature has article, reasoning, label: name the fields as saved (Go: the json tags), or load with predict.WithFieldsByPosition() to apply the saved texts by position as DSPy does (the demos' news_article, sentiment are then left out)`
 
 	cot, err := predict.NewChainOfThought[Article, Label]()
 	require.NoError(t, err)
@@ -121,13 +121,13 @@ func TestLoadRefusesOtherFieldNames(t *testing.T) {
 
 	// DSPy's positional load, asked for: the texts by position, the demo
 	// fields left out and listed, the renaming listed.
-	cot, err = cot.Load(prog, "classify.predict", predict.ByPosition())
+	cot, err = cot.Load(prog, "classify.predict", predict.WithFieldsByPosition())
 	require.NoError(t, err)
 	assert.Equal(t, "positive, negative or neutral", cot.Signature().Output(1).Desc)
 	assert.Equal(t, "Sentiment:", cot.Signature().Output(1).Prefix)
 	assert.Equal(t, adapter.Values{"reasoning": "reasoning 1"}, cot.Module().Demos()[0])
 	ignored := cot.Module().Ignored()
-	assert.Equal(t, "fields: loaded by position (ByPosition): news_article as article, sentiment as label", ignored[0])
+	assert.Equal(t, "fields: loaded by position (WithFieldsByPosition): news_article as article, sentiment as label", ignored[0])
 	assert.Equal(t, `demo 1: "news_article", "sentiment": not fields of the signature`, ignored[1])
 	assert.Len(t, ignored, 17)
 
@@ -196,8 +196,8 @@ func TestLoadFieldNameEvidence(t *testing.T) {
 			} else {
 				require.ErrorContains(t, err, c.err)
 			}
-			_, err = predict.NewModule(sig).Load(prog, "classify.predict", predict.ByPosition())
-			assert.NoError(t, err, "ByPosition loads whatever the names")
+			_, err = predict.NewModule(sig).Load(prog, "classify.predict", predict.WithFieldsByPosition())
+			assert.NoError(t, err, "WithFieldsByPosition loads whatever the names")
 		})
 	}
 }
@@ -212,7 +212,7 @@ func TestLoadFieldNameEvidence(t *testing.T) {
 // name, no value of a bootstrapped demo (which holds exactly the fields) is
 // dropped, and no demo is emptied unless every field's name is shown. A
 // signature named as saved loads (unless its labeled demos hold none of its
-// fields and nothing else shows their names); ByPosition always loads.
+// fields and nothing else shows their names); WithFieldsByPosition always loads.
 func TestLoadNeverDropsSavedDemoFields(t *testing.T) {
 	pool := []string{"question", "context", "answer", "news_article", "sentiment", "label", "article", "summary", "reasoning", "user_query"}
 	rng := rand.New(rand.NewPCG(30, 7))
@@ -261,7 +261,7 @@ func TestLoadNeverDropsSavedDemoFields(t *testing.T) {
 		desc := fmt.Sprintf("case %d: saved %v (revealed %v), demos %v (augmented %v), signature %v", i, saved, revealed, demoKeys, augmented, ours)
 
 		m, err := predict.NewModule(sig).Load(prog, "classify.predict")
-		_, perr := predict.NewModule(sig).Load(prog, "classify.predict", predict.ByPosition())
+		_, perr := predict.NewModule(sig).Load(prog, "classify.predict", predict.WithFieldsByPosition())
 		require.NoError(t, perr, desc)
 		if slices.Equal(ours, saved) && err != nil {
 			// Only labeled demos that hold none of the fields, whose names

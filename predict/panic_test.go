@@ -95,7 +95,7 @@ func TestToolPanicIsItsError(t *testing.T) {
 	require.NoError(t, err)
 	react, err := predict.NewReAct(sig, panicTools(t))
 	require.NoError(t, err)
-	v2, err := predict.NewReActV2(sig, panicTools(t), nativeChat, predict.ToolConcurrency(4))
+	v2, err := predict.NewReActV2(sig, panicTools(t), nativeChat, predict.WithToolConcurrency(4))
 	require.NoError(t, err)
 	cases := map[string]struct {
 		agent   agentRun
@@ -174,7 +174,7 @@ func TestToolPanicIsItsError(t *testing.T) {
 func TestToolPanicRepanicFromHook(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	r, err := predict.NewReActV2(sig, panicTools(t), nativeChat, predict.ToolConcurrency(4))
+	r, err := predict.NewReActV2(sig, panicTools(t), nativeChat, predict.WithToolConcurrency(4))
 	require.NoError(t, err)
 	srv := lmtest.NewServer(nativeStep("t", fcall("1", "lookup", `{"query": "a"}`), fcall("2", "lookup", `{"query": "boom"}`)))
 	defer srv.Close()
@@ -205,7 +205,7 @@ func TestExecuteToolPanic(t *testing.T) {
 }
 
 // TestRewardPanic: a reward that panics fails its attempt as a reward's
-// error does (counted by FailCount), the panic kept as an
+// error does (counted by WithFailCount), the panic kept as an
 // *adapter.PanicError; the other attempts go on.
 func TestRewardPanic(t *testing.T) {
 	reward := func(_ context.Context, _ adapter.Values, out adapter.Values) (float64, error) {
@@ -224,7 +224,7 @@ func TestRewardPanic(t *testing.T) {
 
 	srv = lmtest.NewServer(answerReply("boom"), answerReply("Paris"))
 	defer srv.Close()
-	strict, err := predict.NewBestOfN(qaModule(t), 2, reward, 1, predict.FailCount(0))
+	strict, err := predict.NewBestOfN(qaModule(t), 2, reward, 1, predict.WithFailCount(0))
 	require.NoError(t, err)
 	_, _, err = strict.Call(t.Context(), srv.Client(), adapter.Values{"question": "q"})
 	var pe *adapter.PanicError

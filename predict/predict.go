@@ -12,98 +12,6 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// Option configures a module. It is an adapter.CallOption: a module takes
-// the pipeline's options (adapter.UseAdapter, adapter.WithRequest,
-// adapter.UseTrace, …) as the defaults of every call it makes, ranked
-// below the call's own options and the context's adapter, and this
-// package's (WithDemos, WithInstructions, MaxIters), which a call may give
-// too, for that call.
-type Option = adapter.CallOption
-
-// moduleOption is an Option only modules read; the pipeline ignores it.
-type moduleOption interface {
-	adapter.CallOption
-	applyModule(*config)
-}
-
-type config struct {
-	instructions *string
-	demos        []adapter.Values
-	demosSet     bool
-	maxIters     *int // ReAct's step limit (MaxIters); nil means the default
-	// nativeReasoning: a ChainOfThought's reasoning is a types.Reasoning
-	// (WithNativeReasoning).
-	nativeReasoning bool
-}
-
-type nativeReasoningOption struct{ adapter.EmptyCallOption }
-
-func (nativeReasoningOption) applyModule(c *config) { c.nativeReasoning = true }
-
-// WithNativeReasoning, given to NewChainOfThought or
-// NewChainOfThoughtModule, types the reasoning output as types.Reasoning,
-// as DSPy's dspy.ChainOfThought(sig, rationale_field_type=dspy.Reasoning)
-// does: with an LM that reasons natively (adapter.Capabilities.Reasoning:
-// the o-series, DeepSeek's reasoner, or any declared with
-// adapter.WithCapabilities), the reasoning field leaves the prompt,
-// reasoning_effort is sent ("low" unless the call's request sets it;
-// "none" keeps the field in the prompt), and the reasoning is the reply's
-// reasoning_content — the model thinks once, natively, instead of also
-// writing a reasoning field (DSPy's open requests #8764, #9646). With any
-// other LM, and with GPT-5 models over Chat Completions (which return no
-// reasoning text), the prompt is DSPy's for that signature: ChainOfThought's,
-// except that the user message asks for the reasoning "formatted as a
-// valid Python str". The value in Result.Outputs is a types.Reasoning;
-// ChainOfThought.Call returns its text; a Stream carries native reasoning
-// in Reasoning chunks, not as field deltas. A model that reasons natively
-// but returns no reasoning text leaves it empty. Other modules, and a
-// call, ignore the option.
-func WithNativeReasoning() Option { return nativeReasoningOption{} }
-
-type instructionsOption struct {
-	adapter.EmptyCallOption
-	text string
-}
-
-func (o instructionsOption) applyModule(c *config) { c.instructions = &o.text }
-
-// WithInstructions sets the signature's instructions, for a module or, on
-// a call, for that call.
-func WithInstructions(text string) Option { return instructionsOption{text: text} }
-
-type demosOption struct {
-	adapter.EmptyCallOption
-	demos []adapter.Values
-}
-
-func (o demosOption) applyModule(c *config) { c.demos, c.demosSet = o.demos, true }
-
-// WithDemos sets the demos as Values, for a module or, on a call, for that
-// call. Typed modules also take typed demos (Predict.WithDemos).
-func WithDemos(demos ...adapter.Values) Option {
-	return demosOption{demos: append([]adapter.Values(nil), demos...)}
-}
-
-// split separates the module options from the pipeline's.
-func split(opts []adapter.CallOption) (config, []adapter.CallOption) {
-	var rest []adapter.CallOption
-	var c *config // allocated for the first module option only: applying one moves it to the heap
-	for _, o := range opts {
-		if m, ok := o.(moduleOption); ok {
-			if c == nil {
-				c = new(config)
-			}
-			m.applyModule(c)
-		} else if o != nil {
-			rest = append(rest, o)
-		}
-	}
-	if c == nil {
-		return config{}, rest
-	}
-	return *c, rest
-}
-
 // Module is the untyped Predict: a signature, its demos and defaults.
 // It is safe for concurrent use; Load and the With methods return new
 // modules.
@@ -194,7 +102,7 @@ func (m *Module) Call(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 		return nil, err
 	}
 	sig, demos, all := m.forCall(opts)
-	sig, inputs, record, err := m.inAttempt(ctx, sig, inputs) // Refine's hint, its trajectory (refine.go)
+	sig, inputs, record, err := m.inAttempt(ctx, sig, inputs) // Refine's hint, its trajectory (attempt.go)
 	if err != nil {
 		return nil, err
 	}

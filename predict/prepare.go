@@ -57,7 +57,7 @@ func (c *ChainOfThought[In, Out]) Prepare(ctx context.Context, lm adapter.LM, in
 // Prepare returns the request Call would send first for inputs, without
 // sending it (see adapter.Prepare): the first step's react request, with
 // an empty trajectory, or,
-// when the call's step limit is 0 (MaxIters, "max_iters" in inputs), the
+// when the call's step limit is 0 (WithMaxIters, "max_iters" in inputs), the
 // extract request. The limits and options of Call apply; its errors are
 // those Call returns before any request.
 func (r *ReAct) Prepare(ctx context.Context, lm adapter.LM, inputs adapter.Values, opts ...adapter.CallOption) (openai.ChatCompletionRequest, error) {
@@ -81,7 +81,7 @@ func (r *ReAct) Prepare(ctx context.Context, lm adapter.LM, inputs adapter.Value
 
 // Prepare returns the request Call would send first for in, without
 // sending it: the program's first request in the first attempt, with the
-// attempt's temperature 1.0 and its rollout number (FirstRollout) as seed
+// attempt's temperature 1.0 and its rollout number (WithFirstRollout) as seed
 // over the request template (see the program's Prepare).
 func (b *BestOfN[In, Out]) Prepare(ctx context.Context, lm adapter.LM, in In, opts ...adapter.CallOption) (openai.ChatCompletionRequest, error) {
 	if b == nil || b.s == nil {

@@ -119,7 +119,7 @@ func TestPrepareReActGolden(t *testing.T) {
 	for _, c := range readReactCases(t) {
 		t.Run(c.ID, func(t *testing.T) {
 			script := &toolScript{t: t, calls: c.ToolCalls, invoked: c.Invocations}
-			r, err := predict.NewReAct(goldenSignature(t, c.Signature), goldenTools(t, script, c.Tools), predict.MaxIters(c.MaxIters))
+			r, err := predict.NewReAct(goldenSignature(t, c.Signature), goldenTools(t, script, c.Tools), predict.WithMaxIters(c.MaxIters))
 			require.NoError(t, err)
 			if c.Demos != nil {
 				r, err = r.Load(predict.Program{Predictors: map[string]predict.SavedPredictor{
@@ -278,7 +278,7 @@ func TestPrepareAttempts(t *testing.T) {
 	q := Question{"What is the capital of France?"}
 	qa, err := predict.New[Question, Answer](adapter.WithRequest(openai.ChatCompletionRequest{Model: "m", Temperature: 0.2}))
 	require.NoError(t, err)
-	best, err := predict.NewBestOfN(qa, 3, parisOnly, 1.0, predict.FirstRollout(5))
+	best, err := predict.NewBestOfN(qa, 3, parisOnly, 1.0, predict.WithFirstRollout(5))
 	require.NoError(t, err)
 	srv := answeringServer(t, "[[ ## answer ## ]]\nParis, France\n\n[[ ## completed ## ]]")
 	got := samePrepared(t, srv, func() (openai.ChatCompletionRequest, error) { return best.Prepare(ctx, srv.Client(), q) },
@@ -300,7 +300,7 @@ func TestPrepareAttempts(t *testing.T) {
 	assert.Equal(t, 0, *got.Seed)
 	assert.NotContains(t, got.Messages[len(got.Messages)-1].Content, "hint_", "no advice before the first attempt")
 
-	agent, err := predict.NewRefine(searchAgent(t), 2, valuesParisOnly, 1.0, predict.FirstRollout(7))
+	agent, err := predict.NewRefine(searchAgent(t), 2, valuesParisOnly, 1.0, predict.WithFirstRollout(7))
 	require.NoError(t, err)
 	srv = answeringServer(t, "[[ ## completed ## ]]")
 	in := adapter.Values{"question": "Capital of France?"}
@@ -310,7 +310,7 @@ func TestPrepareAttempts(t *testing.T) {
 	assert.Equal(t, 7, *got.Seed)
 	assert.Contains(t, got.Messages[0].Content, "next_tool_name", "the react step's request")
 
-	nested, err := predict.NewBestOfN(best, 2, parisOnly, 1.0, predict.FirstRollout(1))
+	nested, err := predict.NewBestOfN(best, 2, parisOnly, 1.0, predict.WithFirstRollout(1))
 	require.NoError(t, err)
 	srv = answeringServer(t, "[[ ## answer ## ]]\nParis, France\n\n[[ ## completed ## ]]")
 	got = samePrepared(t, srv, func() (openai.ChatCompletionRequest, error) { return nested.Prepare(ctx, srv.Client(), q) },
@@ -318,7 +318,7 @@ func TestPrepareAttempts(t *testing.T) {
 	assert.Equal(t, 5, *got.Seed, "the inner BestOfN's rollout, set last")
 }
 
-// TestPrepareReActSteps: a ReAct without steps (MaxIters(0), or
+// TestPrepareReActSteps: a ReAct without steps (WithMaxIters(0), or
 // max_iters 0 in the inputs) sends the extract request first, and Prepare
 // returns it; a ReAct's call errors before any request are Call's.
 func TestPrepareReActSteps(t *testing.T) {
@@ -329,8 +329,8 @@ func TestPrepareReActSteps(t *testing.T) {
 		r  *predict.ReAct
 		in adapter.Values
 	}{
-		"MaxIters(0)": {searchAgent(t, predict.MaxIters(0)), in},
-		"max_iters 0": {searchAgent(t), adapter.Values{"question": "Capital of France?", "max_iters": 0}},
+		"WithMaxIters(0)": {searchAgent(t, predict.WithMaxIters(0)), in},
+		"max_iters 0":     {searchAgent(t), adapter.Values{"question": "Capital of France?", "max_iters": 0}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := samePrepared(t, srv, func() (openai.ChatCompletionRequest, error) { return c.r.Prepare(ctx, srv.Client(), c.in) },
@@ -340,7 +340,7 @@ func TestPrepareReActSteps(t *testing.T) {
 		})
 	}
 	r := searchAgent(t)
-	for _, opts := range [][]adapter.CallOption{{predict.ToolConcurrency(0)}, {predict.WithDemos()}, {predict.MaxIters(-1)}} {
+	for _, opts := range [][]adapter.CallOption{{predict.WithToolConcurrency(0)}, {predict.WithDemos()}, {predict.WithMaxIters(-1)}} {
 		_, perr := r.Prepare(ctx, srv.Client(), in, opts...)
 		_, cerr := r.Call(ctx, srv.Client(), in, opts...)
 		require.Error(t, cerr)

@@ -22,7 +22,7 @@ type profile struct {
 	// since is the first DSPy release whose programs run under the
 	// profile, as release numbers (see releaseOf); nil for any.
 	since []string
-	// optIn: its programs load only with AllowDSPyVersion, since this
+	// optIn: its programs load only with WithAnyDSPyVersion, since this
 	// library does not send their DSPy's prompts byte for byte.
 	optIn bool
 	// adapter is the modules' default adapter, ranked as a module's own
@@ -65,15 +65,15 @@ var (
 		reactV2:         true,
 		changed: map[string]string{
 			"Predict": "since DSPy 3.5 the default adapter is XMLAdapter with native function calling, not ChatAdapter, " +
-				"and its XML prompt is not public; load it with predict.AllowDSPyVersion() to run it with that adapter and DSPy 3.3.1's prompt text",
+				"and its XML prompt is not public; load it with predict.WithAnyDSPyVersion() to run it with that adapter and DSPy 3.3.1's prompt text",
 			"ChainOfThought": "since DSPy 3.5 ChainOfThought prefers the model's native reasoning and otherwise asks for \"a short plan\" " +
 				"in words that are not public, and the default adapter is XMLAdapter with native function calling; " +
-				"load it with predict.AllowDSPyVersion() to run it with native reasoning where the model has it, that adapter and DSPy 3.3.1's prompt text",
+				"load it with predict.WithAnyDSPyVersion() to run it with native reasoning where the model has it, that adapter and DSPy 3.3.1's prompt text",
 			"ReActV2": "since DSPy 3.5 dspy.ReAct is ReActV2 (DSPy 3.3.1's, as this library runs it) and the default adapter is XMLAdapter with native function calling, " +
-				"whose XML prompt is not public; load it with predict.AllowDSPyVersion() to run it with that adapter and DSPy 3.3.1's prompt text",
+				"whose XML prompt is not public; load it with predict.WithAnyDSPyVersion() to run it with that adapter and DSPy 3.3.1's prompt text",
 			"ReAct": "since DSPy 3.5 dspy.ReAct is what DSPy 3.3.1 called ReActV2 (native tool calls, a History, a typed submit tool, no extract step), " +
-				"whose state ReAct cannot load, with predict.AllowDSPyVersion() or without; " +
-				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())",
+				"whose state ReAct cannot load, with predict.WithAnyDSPyVersion() or without; " +
+				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.WithAnyDSPyVersion())",
 		},
 	})
 	profiles = []*profile{dspy331, dspy35}
@@ -185,7 +185,7 @@ func compareNumbers(x, y string) int {
 // VersionError is Load's error for a program saved by a DSPy whose prompts
 // this library does not reproduce: DSPy 3.5 and later (Program.DSPyVersion).
 // Its text names the version, says what that DSPy changed for the module
-// loading it, and how to go on: AllowDSPyVersion, or, for a ReAct, which
+// loading it, and how to go on: WithAnyDSPyVersion, or, for a ReAct, which
 // cannot load such a program, NewReActV2. It matches ErrDSPyVersion.
 type VersionError struct {
 	// Version is the DSPy version the program's metadata names, as saved.
@@ -226,33 +226,9 @@ func (e *VersionError) Error() string {
 // Is reports whether target is ErrDSPyVersion.
 func (e *VersionError) Is(target error) bool { return target == ErrDSPyVersion }
 
-type allowVersionOption struct{}
-
-func (allowVersionOption) applyLoad(c *loadConfig) { c.allowVersion = true }
-
-// AllowDSPyVersion makes Load go on with a program saved by a DSPy whose
-// prompts this library does not reproduce byte for byte, DSPy 3.5 and
-// later, which without it is a *VersionError. The module then runs under
-// the profile "dspy-3.5" (Result.Profile): DSPy 3.5's choices where they
-// are known exactly — XMLAdapter with native function calling as the
-// module's default adapter (adapter.XML with adapter.Options{NativeTools:
-// adapter.On}, which ranks, as a module's default does, below
-// adapter.UseAdapter, adapter.WithAdapter and an adapter the module was
-// built with), and a ChainOfThought's reasoning typed types.Reasoning
-// (the model's native reasoning where it has it, as WithNativeReasoning)
-// — and this library's DSPy 3.3.1 prompt text where DSPy 3.5's is not
-// public (its XML prompt, ChainOfThought's "short plan"). A program of a
-// later DSPy (3.6, …) runs under the same profile, the latest known.
-//
-// A ReAct cannot load such a program even with it: DSPy 3.5's dspy.ReAct
-// is ReActV2, which NewReActV2 loads. Programs of DSPy 3.4 and earlier,
-// and those with no version, load as without it. See
-// docs/compatibility.md, "DSPy versions".
-func AllowDSPyVersion() LoadOption { return allowVersionOption{} }
-
 // checkVersion returns the profile a module of kind loads prog under, and
 // a line for Ignored when the version is not a version number; a
-// *VersionError when the profile needs AllowDSPyVersion and cfg has not
+// *VersionError when the profile needs WithAnyDSPyVersion and cfg has not
 // got it, or, for a ReAct, when the profile's dspy.ReAct is ReActV2.
 func checkVersion(prog Program, kind, predictor string, cfg loadConfig) (*profile, string, error) {
 	p, note := profileOf(prog.DSPyVersion)

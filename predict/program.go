@@ -38,7 +38,7 @@ type Program struct {
 	// ("" in files saved before DSPy 2.6, which have no metadata; a value
 	// that is not a string, such as a number, as its JSON text). Load
 	// reads it: a program of DSPy 3.5 or later loads only with
-	// AllowDSPyVersion (see Module.Load).
+	// WithAnyDSPyVersion (see Module.Load).
 	DSPyVersion string
 }
 
@@ -349,7 +349,7 @@ const maxSavedStops = 4
 // Article:"), the keys of the demos DSPy traced ("augmented": true; they
 // hold exactly the predictor's fields), or labeled demos none of which
 // would keep a key. Where nothing shows a name, the texts go by position,
-// as in DSPy. ByPosition asks for DSPy's positional load whatever the
+// as in DSPy. WithFieldsByPosition asks for DSPy's positional load whatever the
 // names.
 //
 // Load also refuses a predictor with another number of fields, one saved
@@ -362,8 +362,8 @@ const maxSavedStops = 4
 // earlier, or with no version, loads as described, under DSPy 3.3.1's
 // prompts ("dspy-3.3.1"); so does one whose version is not a version
 // number, which Ignored notes. A program of DSPy 3.5 or later is a
-// *VersionError (ErrDSPyVersion) unless AllowDSPyVersion is given, and
-// then runs under "dspy-3.5" (see AllowDSPyVersion).
+// *VersionError (ErrDSPyVersion) unless WithAnyDSPyVersion is given, and
+// then runs under "dspy-3.5" (see WithAnyDSPyVersion).
 func (m *Module) Load(prog Program, name string, opts ...LoadOption) (*Module, error) {
 	if err := m.zero(); err != nil {
 		return nil, err
@@ -718,7 +718,7 @@ func (m *Module) Ignored() []string {
 }
 
 // Load is Module.Load for a typed Predict: the saved fields' names must be
-// In's and Out's json names, or ByPosition be given.
+// In's and Out's json names, or WithFieldsByPosition be given.
 func (p *Predict[In, Out]) Load(prog Program, name string, opts ...LoadOption) (*Predict[In, Out], error) {
 	if err := p.zero(); err != nil {
 		return nil, err

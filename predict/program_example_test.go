@@ -32,12 +32,12 @@ func ExampleFieldMismatchError() {
 	// ours:  [article label]
 }
 
-// ByPosition loads the texts by position, as DSPy does; the demos' values
+// WithFieldsByPosition loads the texts by position, as DSPy does; the demos' values
 // under the saved names are left out, and Ignored says so.
-func ExampleByPosition() {
+func ExampleWithFieldsByPosition() {
 	prog, _ := predict.LoadProgram(strings.NewReader(classifyProgram))
 	sig, _ := signature.Parse("article -> label")
-	m, err := predict.NewModule(sig).Load(prog, "classify.predict", predict.ByPosition())
+	m, err := predict.NewModule(sig).Load(prog, "classify.predict", predict.WithFieldsByPosition())
 	fmt.Println(err)
 	fmt.Println(m.Signature().Output(0).Desc)
 	for _, line := range m.Ignored() {
@@ -46,7 +46,7 @@ func ExampleByPosition() {
 	// Output:
 	// <nil>
 	// positive, negative or neutral
-	// fields: loaded by position (ByPosition): news_article as article, sentiment as label
+	// fields: loaded by position (WithFieldsByPosition): news_article as article, sentiment as label
 	// demo 1: "news_article", "sentiment": not fields of the signature
 }
 

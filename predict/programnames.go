@@ -10,45 +10,6 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// LoadOption configures Load (Module.Load, Predict.Load,
-// ChainOfThought.Load, ReAct.Load): ByPosition, AllowDSPyVersion.
-type LoadOption interface {
-	applyLoad(*loadConfig)
-}
-
-type loadConfig struct {
-	byPosition bool
-	// allowVersion: a program of a DSPy whose prompts this library does
-	// not reproduce loads under its profile (AllowDSPyVersion).
-	allowVersion bool
-}
-
-// loadConfigOf applies opts.
-func loadConfigOf(opts []LoadOption) loadConfig {
-	var cfg loadConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyLoad(&cfg)
-		}
-	}
-	return cfg
-}
-
-type byPositionOption struct{}
-
-func (byPositionOption) applyLoad(c *loadConfig) { c.byPosition = true }
-
-// ByPosition makes Load apply the saved texts to the signature's fields by
-// position whatever their names, as DSPy's load_state does: the first saved
-// prefix and description go to the first field, and so on. Demo keys that
-// name no field are then left out, as in DSPy, and listed by Ignored, with
-// the saved names the fields took the texts of. The number of fields must
-// still match.
-//
-// Without it, Load refuses (FieldMismatchError) a predictor whose saved
-// state shows that its fields had other names.
-func ByPosition() LoadOption { return byPositionOption{} }
-
 // FieldMismatchError is Load's error for a saved predictor whose fields
 // are not the signature's: another number of fields, or names the saved
 // state shows to differ (see Module.Load). Loading it by position would
@@ -89,7 +50,7 @@ func (e *FieldMismatchError) Error() string {
 		}
 		fmt.Fprintf(&b, ": its demos hold %s, which %s no field", strings.Join(e.DemoKeys, ", "), verb)
 	}
-	b.WriteString(": name the fields as saved (Go: the json tags), or load with predict.ByPosition() to apply the saved texts by position as DSPy does")
+	b.WriteString(": name the fields as saved (Go: the json tags), or load with predict.WithFieldsByPosition() to apply the saved texts by position as DSPy does")
 	if len(e.DemoKeys) > 0 {
 		fmt.Fprintf(&b, " (the demos' %s are then left out)", strings.Join(e.DemoKeys, ", "))
 	}
@@ -114,7 +75,7 @@ var exampleKeys = []string{"augmented", "dspy_uuid", "dspy_split"}
 //     a field's name is shown by nothing else.
 //
 // It returns what it found, and whether Load refuses: another number of
-// fields whatever the option; names that differ unless ByPosition.
+// fields whatever the option; names that differ unless WithFieldsByPosition.
 func checkFieldNames(name string, sp SavedPredictor, sig *signature.Signature, cfg loadConfig) (*FieldMismatchError, bool) {
 	fields := make([]string, 0, sig.NumInputs()+sig.NumOutputs())
 	for _, f := range slices.Concat(sig.Inputs(), sig.Outputs()) {
@@ -215,5 +176,5 @@ func positionalRenames(m *FieldMismatchError) string {
 	if len(renames) == 0 {
 		return ""
 	}
-	return "fields: loaded by position (ByPosition): " + strings.Join(renames, ", ")
+	return "fields: loaded by position (WithFieldsByPosition): " + strings.Join(renames, ", ")
 }

@@ -20,34 +20,6 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// DefaultMaxIters is the number of tool calls a ReAct run makes at most
-// unless MaxIters says otherwise: DSPy's default.
-const DefaultMaxIters = 20
-
-// MaxIters sets how many steps (tool calls) a ReAct run makes at most
-// before it extracts the outputs from what it has (default 20, as DSPy),
-// for a ReAct or, on a call, for that call. A "max_iters" input may lower
-// it for a call; raising it takes MaxItersFromInputs.
-func MaxIters(n int) Option { return maxItersOption{n: n} }
-
-type maxItersOption struct {
-	adapter.EmptyCallOption
-	n int
-}
-
-func (o maxItersOption) applyModule(c *config) { c.maxIters = &o.n }
-
-// MaxItersFromInputs lets "max_iters" in a call's inputs raise the step
-// limit above MaxIters (as DSPy lets it), for a ReAct or, on a call, for
-// that call. Without it an input may only lower the limit: inputs often
-// come from end users, and each step is an LM call.
-func MaxItersFromInputs() Option { return maxItersFromInputsOption{} }
-
-type maxItersFromInputsOption struct{ adapter.EmptyCallOption }
-
-// applyModule: ReAct finds the option among its options itself.
-func (maxItersFromInputsOption) applyModule(*config) {}
-
 // ReAct is DSPy's dspy.ReAct: an agent that, step by step, thinks, picks a
 // tool and its arguments, and reads the tool's result, until it calls the
 // finish tool or runs out of steps; then a ChainOfThought extracts the
@@ -64,12 +36,12 @@ type ReAct struct {
 	byName   map[string]types.Tool
 	maxIters int
 	// itersFromInputs: "max_iters" in the inputs may raise maxIters
-	// (MaxItersFromInputs).
+	// (WithMaxItersFromInputs).
 	itersFromInputs bool
 	// errorText is the observation of a failed step (WithToolErrorText);
 	// nil for DSPy's.
 	errorText func(tool string, err error) string
-	// concurrency bounds the tool runs of one step (ToolConcurrency).
+	// concurrency bounds the tool runs of one step (WithToolConcurrency).
 	concurrency int
 	// v2: DSPy's ReActV2 (NewReActV2): the react predictor is the
 	// conversation one, a reply may call several tools, the steps end on
@@ -92,8 +64,8 @@ var strSpec = func() *signature.TypeSpec {
 
 // NewReAct returns a ReAct for sig that may call tools, which must be
 // callable (built with types.NewTool) and have distinct names other than
-// "finish", which ReAct adds. Options: MaxIters, MaxItersFromInputs,
-// WithToolErrorText, ToolConcurrency, and
+// "finish", which ReAct adds. Options: WithMaxIters, WithMaxItersFromInputs,
+// WithToolErrorText, WithToolConcurrency, and
 // adapter.CallOptions (adapter.UseAdapter, adapter.WithRequest, …), which
 // apply to both predictors as their defaults; demos come from Load.
 func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*ReAct, error) {
@@ -107,7 +79,7 @@ func NewReAct(sig *signature.Signature, tools []types.Tool, opts ...Option) (*Re
 	maxIters := DefaultMaxIters
 	if cfg.maxIters != nil {
 		if maxIters = *cfg.maxIters; maxIters < 0 {
-			return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", maxIters)
+			return nil, fmt.Errorf("predict: ReAct: WithMaxIters(%d) is negative", maxIters)
 		}
 	}
 	concurrency, err := concurrencyOf(opts, DefaultToolConcurrency)
@@ -271,12 +243,12 @@ func (r *ReAct) Tools() []types.Tool {
 
 // Load returns a copy of r with the saved "react" and "extract.predict"
 // predictors of prog (instructions, field texts, demos) loaded as
-// Module.Load loads them, with opts (ByPosition). For a ReAct saved inside
+// Module.Load loads them, with opts (WithFieldsByPosition). For a ReAct saved inside
 // another module, load prog.Sub("its.path"). A nil or zero ReAct cannot
 // load.
 //
 // A program saved by DSPy 3.5 or later is a *VersionError
-// (ErrDSPyVersion), AllowDSPyVersion or not: DSPy 3.5's dspy.ReAct is
+// (ErrDSPyVersion), WithAnyDSPyVersion or not: DSPy 3.5's dspy.ReAct is
 // what DSPy 3.3.1 called ReActV2, which NewReActV2 loads. The state of
 // DSPy's ReActV2 saved by any other version (a "react" predictor with the
 // fields history, tools and tool_calls, and no "extract.predict") is
@@ -513,14 +485,14 @@ type run struct {
 	notes []string
 }
 
-// Call runs the agent on inputs: up to MaxIters steps, each an LM call
+// Call runs the agent on inputs: up to WithMaxIters steps, each an LM call
 // that picks a tool and a run of it,
 // then the extract call. The Result's Outputs[0] holds the extract's
 // outputs (reasoning and the signature's outputs) and "trajectory", a
 // Trajectory; Calls and Usage count every LM call. inputs may hold
 // "max_iters" (an int) to lower the step limit for this call, unless the
-// signature has such an input; it raises the limit above MaxIters (as
-// DSPy lets any max_iters do) only with MaxItersFromInputs, since inputs
+// signature has such an input; it raises the limit above WithMaxIters (as
+// DSPy lets any max_iters do) only with WithMaxItersFromInputs, since inputs
 // often come from end users and each step is an LM call.
 //
 // As in DSPy, a tool's error becomes the step's observation (see
@@ -623,7 +595,7 @@ func (r *ReAct) start(ctx context.Context, lm adapter.LM, inputs adapter.Values,
 	case c.instructions != nil || c.demosSet:
 		return nil, errors.New("predict: ReAct: WithInstructions and WithDemos do not apply to a call (they would change both predictors)")
 	case c.maxIters != nil && *c.maxIters < 0:
-		return nil, fmt.Errorf("predict: ReAct: MaxIters(%d) is negative", *c.maxIters)
+		return nil, fmt.Errorf("predict: ReAct: WithMaxIters(%d) is negative", *c.maxIters)
 	case c.maxIters != nil:
 		maxIters = *c.maxIters
 	}
@@ -925,7 +897,7 @@ func (st *run) finish(res *adapter.Result) *adapter.Result {
 //   - its end: a chunk with Status "Tool calling finished! Querying the
 //     LLM with tool calling results..." and Tool (Done true, with the
 //     Observation the model is shown and the Err of a failed run), Step
-//     set. Several calls of a ReActV2 step run at once (ToolConcurrency):
+//     set. Several calls of a ReActV2 step run at once (WithToolConcurrency):
 //     they start in the model's order and end as they finish; match them
 //     by Tool.ID;
 //   - then the extract call's chunks, as a ChainOfThought streams them
@@ -982,40 +954,6 @@ func (r *ReAct) Stream(ctx context.Context, lm adapter.StreamingLM, inputs adapt
 			yield(adapter.Chunk{Adapter: res.Adapter, Done: true, Result: res}, nil)
 		}
 	}
-}
-
-// WithToolErrorText sets the observation a failed step shows the model,
-// for a ReAct or, on a call, for that call: f gets the tool's name and the
-// error (the tool's own; arguments the tool refused; a tool the agent does
-// not have; a result that cannot be shown). By default the observation is
-// DSPy's "Execution error in <tool>: <error>", the error's text verbatim,
-// so whatever a tool's error holds (a URL with an API key in its query, a
-// path, a stack) reaches the model and the provider in the next prompt,
-// and stays in the trajectory; f may redact or replace it. Step.Err and
-// the trace's ToolDone keep the error itself. A nil f keeps the default.
-// For native tool calls run by hand, types.WithToolErrorText does the same
-// for ToolCalls.Execute.
-func WithToolErrorText(f func(tool string, err error) string) Option {
-	return toolErrorTextOption{f: f}
-}
-
-type toolErrorTextOption struct {
-	adapter.EmptyCallOption
-	f func(string, error) string
-}
-
-// applyModule: ReAct finds the option among its options itself.
-func (toolErrorTextOption) applyModule(*config) {}
-
-// errorTextOf returns the function of the last WithToolErrorText in opts,
-// or def.
-func errorTextOf(opts []adapter.CallOption, def func(string, error) string) func(string, error) string {
-	for _, o := range opts {
-		if t, ok := o.(toolErrorTextOption); ok {
-			def = t.f
-		}
-	}
-	return def
 }
 
 // executionError is DSPy's observation for a failed step.

@@ -37,9 +37,9 @@ func ExampleReActV2_Stream() {
 		return "sun", nil
 	})
 	sig, _ := signature.Parse("question -> answer")
-	// ToolConcurrency(1) runs a step's calls one after another, so that
+	// WithToolConcurrency(1) runs a step's calls one after another, so that
 	// the transcript below is always in the same order.
-	agent, _ := predict.NewReActV2(sig, []types.Tool{weather}, predict.ToolConcurrency(1),
+	agent, _ := predict.NewReActV2(sig, []types.Tool{weather}, predict.WithToolConcurrency(1),
 		adapter.UseAdapter(adapter.Chat{Options: adapter.Options{NativeTools: adapter.On}}))
 
 	var line strings.Builder

@@ -300,7 +300,7 @@ func TestReActGolden(t *testing.T) {
 func runReactCase(t *testing.T, c reactCase) {
 	sig := goldenSignature(t, c.Signature)
 	script := &toolScript{t: t, calls: c.ToolCalls, invoked: c.Invocations}
-	r, err := predict.NewReAct(sig, goldenTools(t, script, c.Tools), predict.MaxIters(c.MaxIters))
+	r, err := predict.NewReAct(sig, goldenTools(t, script, c.Tools), predict.WithMaxIters(c.MaxIters))
 	require.NoError(t, err)
 	assert.Equal(t, c.ReactSignature.Instructions, r.React().Signature().Instructions(), "react instructions")
 	if c.Demos != nil {

@@ -200,7 +200,7 @@ func TestReActV2ProviderRecordings(t *testing.T) {
 			}
 			sig, err := signature.Parse("question -> answer")
 			require.NoError(t, err)
-			agent, err := predict.NewReActV2(sig, tools, nativeChat, predict.ToolConcurrency(1))
+			agent, err := predict.NewReActV2(sig, tools, nativeChat, predict.WithToolConcurrency(1))
 			require.NoError(t, err)
 			srv := lmtest.NewServer(lmtest.Raw(http.StatusOK, rec.header, rec.body), nativeStep("", fcall("fin", "submit", `{"answer": "done"}`)))
 			defer srv.Close()

@@ -92,8 +92,8 @@ func neverFinishes(t *testing.T) *lmtest.Server {
 }
 
 // TestReActMaxItersFromInputs is the review's N7: max_iters in the inputs
-// (which often come from end users) may lower the developer's MaxIters,
-// never raise it, unless the developer opts in with MaxItersFromInputs.
+// (which often come from end users) may lower the developer's WithMaxIters,
+// never raise it, unless the developer opts in with WithMaxItersFromInputs.
 func TestReActMaxItersFromInputs(t *testing.T) {
 	ctx := context.Background()
 	steps := func(t *testing.T, r *predict.ReAct, in adapter.Values, opts ...adapter.CallOption) int {
@@ -108,14 +108,14 @@ func TestReActMaxItersFromInputs(t *testing.T) {
 	}
 	q := func(maxIters any) adapter.Values { return adapter.Values{"question": "q", "max_iters": maxIters} }
 
-	assert.Equal(t, 3, steps(t, searchAgent(t, predict.MaxIters(3)), q(2147483647)), "the review's probe: 3 steps, not 1137 calls and counting")
+	assert.Equal(t, 3, steps(t, searchAgent(t, predict.WithMaxIters(3)), q(2147483647)), "the review's probe: 3 steps, not 1137 calls and counting")
 	assert.Equal(t, 20, steps(t, searchAgent(t), q(100)), "at most the default")
-	assert.Equal(t, 2, steps(t, searchAgent(t, predict.MaxIters(3)), q(2)), "lowering is the input's to ask")
-	assert.Equal(t, 1, steps(t, searchAgent(t, predict.MaxIters(3)), q(5), predict.MaxIters(1)), "a call's MaxIters is the limit")
+	assert.Equal(t, 2, steps(t, searchAgent(t, predict.WithMaxIters(3)), q(2)), "lowering is the input's to ask")
+	assert.Equal(t, 1, steps(t, searchAgent(t, predict.WithMaxIters(3)), q(5), predict.WithMaxIters(1)), "a call's WithMaxIters is the limit")
 
-	assert.Equal(t, 5, steps(t, searchAgent(t, predict.MaxIters(3), predict.MaxItersFromInputs()), q(5)), "opted in: the input raises it")
-	assert.Equal(t, 5, steps(t, searchAgent(t, predict.MaxIters(3)), q(5), predict.MaxItersFromInputs()), "opted in on the call")
-	assert.Equal(t, 3, steps(t, searchAgent(t, predict.MaxIters(3), predict.MaxItersFromInputs()), adapter.Values{"question": "q"}))
+	assert.Equal(t, 5, steps(t, searchAgent(t, predict.WithMaxIters(3), predict.WithMaxItersFromInputs()), q(5)), "opted in: the input raises it")
+	assert.Equal(t, 5, steps(t, searchAgent(t, predict.WithMaxIters(3)), q(5), predict.WithMaxItersFromInputs()), "opted in on the call")
+	assert.Equal(t, 3, steps(t, searchAgent(t, predict.WithMaxIters(3), predict.WithMaxItersFromInputs()), adapter.Values{"question": "q"}))
 
 	_, err := searchAgent(t).Call(ctx, neverFinishes(t).Client(), q(-1))
 	assert.ErrorContains(t, err, "max_iters")
@@ -192,7 +192,7 @@ func TestReActToolArgsModelOrderJSON(t *testing.T) {
 	tool, err := types.NewTool("search", "Search the shop.", func(_ context.Context, a priceArgs) (string, error) { return "3 hits", nil })
 	require.NoError(t, err)
 	sig, _ := signature.Parse("question -> answer")
-	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.MaxIters(1))
+	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.WithMaxIters(1))
 	require.NoError(t, err)
 	for name, c := range map[string]struct {
 		ctx     context.Context

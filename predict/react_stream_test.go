@@ -118,7 +118,7 @@ func TestReActV2StreamSteps(t *testing.T) {
 		nativeStep("Both cities.", fcall("a", "weather", `{"city": "Oslo"}`), fcall("b", "weather", `{"city": "Rome"}`)).ChunkSize(3),
 		nativeStep("", fcall("c", "submit", `{"answer": "Oslo."}`)))
 	defer srv.Close()
-	tr := readStream(weatherAgent(t, nil, predict.ToolConcurrency(1)).Stream(t.Context(), toolsLM(srv), adapter.Values{"question": "q"}))
+	tr := readStream(weatherAgent(t, nil, predict.WithToolConcurrency(1)).Stream(t.Context(), toolsLM(srv), adapter.Values{"question": "q"}))
 	require.NoError(t, tr.err)
 	assert.Equal(t, []string{
 		"1 next_thought: Both cities.",
@@ -150,10 +150,10 @@ func TestReActCallStreamAgree(t *testing.T) {
 		native := i%2 == 1
 		replies := generatedRun(rng, native)
 		t.Run(fmt.Sprintf("%d native=%v", i, native), func(t *testing.T) {
-			var agent agentRun = searchAgent(t, predict.MaxIters(3))
+			var agent agentRun = searchAgent(t, predict.WithMaxIters(3))
 			lm := func(srv *lmtest.Server) adapter.StreamingLM { return srv.Client() }
 			if native {
-				agent = weatherAgent(t, nil, predict.MaxIters(3))
+				agent = weatherAgent(t, nil, predict.WithMaxIters(3))
 				lm = toolsLM
 			}
 			in := adapter.Values{"question": "q"}

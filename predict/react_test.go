@@ -98,7 +98,7 @@ func TestReActToolArgsKeepOrder(t *testing.T) {
 	tool, err := types.NewTool("t", "", func(_ context.Context, a args) (string, error) { got = a; return "ok", nil })
 	require.NoError(t, err)
 	sig, _ := signature.Parse("question -> answer")
-	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.MaxIters(1))
+	r, err := predict.NewReAct(sig, []types.Tool{tool}, predict.WithMaxIters(1))
 	require.NoError(t, err)
 	srv := lmtest.NewServer(step("x", "t", "{'zeta': 'é', 'alpha': 2}"), answer("a"))
 	defer srv.Close()
@@ -192,9 +192,15 @@ func TestReActUnknownToolJSON(t *testing.T) {
 func TestReActMaxIters(t *testing.T) {
 	srv := lmtest.NewServer(step("a", "search", `{"query": "1"}`), step("b", "search", `{"query": "2"}`), answer("x"))
 	defer srv.Close()
-	res, err := searchAgent(t, predict.MaxIters(2)).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
+	res, err := searchAgent(t, predict.WithMaxIters(2)).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
 	require.NoError(t, err)
 	assert.Len(t, res.Outputs[0]["trajectory"], 2, "no finish: extract runs on what exists")
+
+	srv = lmtest.NewServer(step("a", "search", `{"query": "1"}`), step("b", "search", `{"query": "2"}`), answer("x"))
+	defer srv.Close()
+	res, err = searchAgent(t, predict.MaxIters(2)).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"})
+	require.NoError(t, err)
+	assert.Len(t, res.Outputs[0]["trajectory"], 2, "MaxIters, the name the ReAct surface fixes, is WithMaxIters")
 
 	srv = lmtest.NewServer(step("a", "search", `{"query": "1"}`), answer("x"))
 	defer srv.Close()
@@ -208,9 +214,9 @@ func TestReActMaxIters(t *testing.T) {
 
 	srv = lmtest.NewServer(step("a", "search", `{"query": "1"}`), answer("x"))
 	defer srv.Close()
-	res, err = searchAgent(t, predict.MaxIters(5)).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, predict.MaxIters(1))
+	res, err = searchAgent(t, predict.WithMaxIters(5)).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, predict.WithMaxIters(1))
 	require.NoError(t, err)
-	assert.Len(t, res.Outputs[0]["trajectory"], 1, "MaxIters on a call overrides for the call")
+	assert.Len(t, res.Outputs[0]["trajectory"], 1, "WithMaxIters on a call overrides for the call")
 	_, err = searchAgent(t).Call(context.Background(), srv.Client(), adapter.Values{"question": "q"}, predict.WithDemos())
 	assert.ErrorContains(t, err, "do not apply to a call")
 }
@@ -231,7 +237,7 @@ func TestNewReActRefuses(t *testing.T) {
 		{[]types.Tool{ok, ok}, nil, "two tools are named search"},
 		{[]types.Tool{fromJSON}, nil, "has no function"},
 		{[]types.Tool{finish}, nil, `"finish" is the tool ReAct adds`},
-		{nil, []predict.Option{predict.MaxIters(-1)}, "negative"},
+		{nil, []predict.Option{predict.WithMaxIters(-1)}, "negative"},
 		{nil, []predict.Option{predict.WithDemos(adapter.Values{})}, "WithDemos"},
 	} {
 		_, err := predict.NewReAct(sig, c.tools, c.opts...)

@@ -53,7 +53,7 @@ const (
 	// request that asks for it got it.
 	TerminatedByForcedSubmit = "forced_submit"
 	// The reasons the steps ended without submit, which a run that the
-	// forced submit did not save ends with: MaxIters steps were made; a
+	// forced submit did not save ends with: WithMaxIters steps were made; a
 	// reply called no tool; a reply could not be read; the prompt
 	// exceeded the context window.
 	TerminatedMaxIters       = "max_iters"
@@ -73,7 +73,7 @@ const (
 // callable (built with types.NewTool) and have distinct names other than
 // "submit", which ReActV2 adds last. sig may have no input named "history"
 // or "tools" (the react predictor's own, as DSPy 3.4.1 rules). Options:
-// MaxIters, MaxItersFromInputs, WithToolErrorText, ToolConcurrency, and
+// WithMaxIters, WithMaxItersFromInputs, WithToolErrorText, WithToolConcurrency, and
 // adapter.CallOptions (adapter.UseAdapter, adapter.WithRequest, …), which
 // apply to the react predictor as its defaults; demos come from Load.
 func NewReActV2(sig *signature.Signature, tools []types.Tool, opts ...Option) (*ReActV2, error) {
@@ -92,7 +92,7 @@ func NewReActV2(sig *signature.Signature, tools []types.Tool, opts ...Option) (*
 	maxIters := DefaultMaxIters
 	if cfg.maxIters != nil {
 		if maxIters = *cfg.maxIters; maxIters < 0 {
-			return nil, fmt.Errorf("predict: ReActV2: MaxIters(%d) is negative", maxIters)
+			return nil, fmt.Errorf("predict: ReActV2: WithMaxIters(%d) is negative", maxIters)
 		}
 	}
 	concurrency, err := concurrencyOf(opts, DefaultToolConcurrency)
@@ -310,8 +310,8 @@ func (a *ReActV2) Ignored() []string {
 	return a.r.react.Ignored()
 }
 
-// Call runs the agent on inputs: up to MaxIters steps, each an LM call
-// whose reply asks for tool calls, which run (at most ToolConcurrency at
+// Call runs the agent on inputs: up to WithMaxIters steps, each an LM call
+// whose reply asks for tool calls, which run (at most WithToolConcurrency at
 // once, their results in the model's order), until a call to submit
 // succeeds; when the steps end without it, one more request asks for
 // submit. The Result's Outputs[0] holds the signature's outputs (from

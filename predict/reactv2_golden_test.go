@@ -386,9 +386,9 @@ func runV2Case(t *testing.T, c *v2Case) {
 	script := &v2Script{t: t, c: c}
 	var opts []predict.Option
 	if c.MaxIters != predict.DefaultMaxIters {
-		opts = append(opts, predict.MaxIters(c.MaxIters))
+		opts = append(opts, predict.WithMaxIters(c.MaxIters))
 	}
-	a, err := predict.NewReActV2(sig, script.tools(c.Tools), append(opts, predict.ToolConcurrency(1))...)
+	a, err := predict.NewReActV2(sig, script.tools(c.Tools), append(opts, predict.WithToolConcurrency(1))...)
 	require.NoError(t, err)
 	assert.Equal(t, c.ReactSignature.Instructions, a.React().Signature().Instructions(), "react instructions")
 	assert.Equal(t, c.DumpState["react"].Signature, a.React().Signature().State(), "react signature state")

@@ -14,7 +14,7 @@ import (
 
 // TestReActV2LoadVersions: what DSPy's ReActV2 saved loads as it is
 // (3.3.1, no version); saved by DSPy 3.5 (whose dspy.ReAct it is) it is a
-// *VersionError naming ReActV2 unless AllowDSPyVersion, and then runs
+// *VersionError naming ReActV2 unless WithAnyDSPyVersion, and then runs
 // with DSPy 3.5's default adapter, XML with native function calling
 // (Result.Profile "dspy-3.5"); a ReAct program (its extract step) is
 // ErrWrongModule.
@@ -39,9 +39,9 @@ func TestReActV2LoadVersions(t *testing.T) {
 	var ve *predict.VersionError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "ReActV2", ve.Module)
-	assert.Contains(t, err.Error(), "predict.AllowDSPyVersion()")
+	assert.Contains(t, err.Error(), "predict.WithAnyDSPyVersion()")
 
-	loaded, err := load("3.5.0", predict.AllowDSPyVersion())
+	loaded, err := load("3.5.0", predict.WithAnyDSPyVersion())
 	require.NoError(t, err)
 	srv := lmtest.NewServer(
 		nativeStep("", fcall("a", "search_wiki", `{"query": "Eiffel Tower height"}`)),

@@ -185,7 +185,7 @@ func TestReActV2Native(t *testing.T) {
 }
 
 // TestReActV2ConcurrencyBound: whatever the number of calls in a reply,
-// no more than ToolConcurrency run at once, and all run.
+// no more than WithToolConcurrency run at once, and all run.
 func TestReActV2ConcurrencyBound(t *testing.T) {
 	for _, bound := range []int{1, 2, 3, 8} {
 		for _, calls := range []int{1, 2, 5, 9} {
@@ -201,7 +201,7 @@ func TestReActV2ConcurrencyBound(t *testing.T) {
 			})
 			require.NoError(t, err)
 			sig, _ := signature.Parse("question -> answer")
-			r, err := predict.NewReActV2(sig, []types.Tool{tool}, nativeChat, predict.ToolConcurrency(bound), predict.MaxIters(1))
+			r, err := predict.NewReActV2(sig, []types.Tool{tool}, nativeChat, predict.WithToolConcurrency(bound), predict.WithMaxIters(1))
 			require.NoError(t, err)
 			var cs []openai.ToolCall
 			for i := range calls {
@@ -300,7 +300,7 @@ func TestReActV2BadCalls(t *testing.T) {
 	}
 }
 
-// TestReActV2Limits: MaxIters counts steps (replies), whatever the calls
+// TestReActV2Limits: WithMaxIters counts steps (replies), whatever the calls
 // each asks for; max_iters in the inputs and WithToolErrorText apply as
 // for ReAct; calls without an id get DSPy's call_<turn>_<n>.
 func TestReActV2Limits(t *testing.T) {
@@ -308,7 +308,7 @@ func TestReActV2Limits(t *testing.T) {
 	srv := lmtest.NewServer(two, two, nativeStep("", fcall("", "submit", `{"answer": "x"}`)))
 	defer srv.Close()
 	redact := predict.WithToolErrorText(func(tool string, err error) string { return tool + " failed" })
-	res, err := weatherAgent(t, nil, predict.MaxIters(5)).Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q", "max_iters": 2}, redact)
+	res, err := weatherAgent(t, nil, predict.WithMaxIters(5)).Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q", "max_iters": 2}, redact)
 	require.NoError(t, err)
 	calls := v2Calls(t, res)
 	require.Len(t, calls, 5, "two steps of two calls, then the forced submit")
@@ -318,15 +318,15 @@ func TestReActV2Limits(t *testing.T) {
 		"calls without an id get one; the forced submit's turn is the step limit")
 	assert.Len(t, srv.Requests(), 3)
 
-	_, err = weatherAgent(t, nil).Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q"}, predict.ToolConcurrency(0))
-	assert.ErrorContains(t, err, "ToolConcurrency(0)")
+	_, err = weatherAgent(t, nil).Call(t.Context(), toolsLM(srv), adapter.Values{"question": "q"}, predict.WithToolConcurrency(0))
+	assert.ErrorContains(t, err, "WithToolConcurrency(0)")
 	chat, err := signature.Parse("question, chat: History -> answer", signature.WithTypes(types.Names()))
 	require.NoError(t, err)
 	_, err = predict.NewReActV2(chat, nil)
 	assert.ErrorContains(t, err, `input "chat" is a conversation history`)
 	sig, _ := signature.Parse("question -> answer")
-	_, err = predict.NewReActV2(sig, nil, predict.ToolConcurrency(-1))
-	assert.ErrorContains(t, err, "ToolConcurrency(-1)")
+	_, err = predict.NewReActV2(sig, nil, predict.WithToolConcurrency(-1))
+	assert.ErrorContains(t, err, "WithToolConcurrency(-1)")
 }
 
 // TestReActV2DuplicateIDs: ids the provider gave twice (in one reply or
@@ -411,7 +411,7 @@ func TestReActV2StreamStop(t *testing.T) {
 	})
 	require.NoError(t, err)
 	sig, _ := signature.Parse("question -> answer")
-	r, err := predict.NewReActV2(sig, []types.Tool{block}, nativeChat, predict.ToolConcurrency(2))
+	r, err := predict.NewReActV2(sig, []types.Tool{block}, nativeChat, predict.WithToolConcurrency(2))
 	require.NoError(t, err)
 	srv := lmtest.NewServer(nativeStep("x", fcall("1", "block", `{"query": "a"}`), fcall("2", "block", `{"query": "b"}`), fcall("3", "block", `{"query": "c"}`)))
 	defer srv.Close()
@@ -490,7 +490,7 @@ func TestReActV2CallsPerStep(t *testing.T) {
 	tool, err := types.NewTool("work", "", func(context.Context, queryArgs) (string, error) { runs.Add(1); return "ok", nil })
 	require.NoError(t, err)
 	sig, _ := signature.Parse("question -> answer")
-	r, err := predict.NewReActV2(sig, []types.Tool{tool}, nativeChat, predict.ToolConcurrency(1))
+	r, err := predict.NewReActV2(sig, []types.Tool{tool}, nativeChat, predict.WithToolConcurrency(1))
 	require.NoError(t, err)
 	const asked = 20_000
 	calls := make([]openai.ToolCall, asked)

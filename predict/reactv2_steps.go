@@ -20,44 +20,6 @@ import (
 // of the step's last call (and that step's Observation).
 const MaxToolCallsPerStep = 128
 
-// DefaultToolConcurrency is how many of a step's tool calls run at once
-// unless ToolConcurrency says otherwise.
-const DefaultToolConcurrency = 4
-
-// ToolConcurrency bounds how many of one step's tool calls run at once,
-// for a ReActV2 (or an Agent) or, on a call, for that call (default
-// DefaultToolConcurrency). A reply may ask for several calls: they start
-// in the model's order, at most n
-// at a time, and their results are kept in the model's order whatever
-// order they finish in. Tools that run at once must be safe for
-// concurrent use; ToolConcurrency(1) runs them one after another. The
-// trace's ToolStart and ToolDone hooks of one run are never called at
-// once, though with n > 1 they run on the tools' goroutines. n must be at
-// least 1.
-func ToolConcurrency(n int) Option { return concurrencyOption{n: n} }
-
-type concurrencyOption struct {
-	adapter.EmptyCallOption
-	n int
-}
-
-// applyModule: ReActV2 finds the option among its options itself.
-func (concurrencyOption) applyModule(*config) {}
-
-// concurrencyOf returns the bound of the last ToolConcurrency in opts, or
-// def.
-func concurrencyOf(opts []adapter.CallOption, def int) (int, error) {
-	for _, o := range opts {
-		if c, ok := o.(concurrencyOption); ok {
-			if c.n < 1 {
-				return 0, fmt.Errorf("predict: ReAct: ToolConcurrency(%d) is less than 1", c.n)
-			}
-			def = c.n
-		}
-	}
-	return def, nil
-}
-
 // The react predictor's own fields (ReActV2).
 const (
 	historyField   = "history"

@@ -19,7 +19,7 @@ import (
 // Between them, Status chunks (Attempt set, nothing else): "Attempt k of
 // N" when an attempt starts; when it ends, "Attempt k of N: reward R" or
 // "Attempt k of N failed: <error>" (the attempt's error or the reward's;
-// the stream goes on while FailCount allows, as the call does).
+// the stream goes on while WithFailCount allows, as the call does).
 //
 // A run its budget stopped (see BestOfN.Call) ends, after the texts are
 // settled on the best attempt, with a chunk that is not Done but carries

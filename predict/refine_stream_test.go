@@ -66,7 +66,7 @@ func rewardOf(_ context.Context, _ adapter.Values, out adapter.Values) (float64,
 }
 
 // TestSearchStreamAgreesWithCall: over generated runs (the answers each
-// attempt gets, the number of attempts, the threshold, FailCount), a
+// attempt gets, the number of attempts, the threshold, WithFailCount), a
 // BestOfN's or Refine's Stream gives what its Call gives — the outputs,
 // the error, the counters — and its consumer ends holding the chosen
 // outputs' text, whatever attempts came before; every chunk but Done
@@ -83,7 +83,7 @@ func TestSearchStreamAgreesWithCall(t *testing.T) {
 		threshold := []float64{1, 0.5, 2}[rng.IntN(3)]
 		opts := []predict.AttemptOption{}
 		if rng.IntN(3) == 0 {
-			opts = append(opts, predict.FailCount(rng.IntN(2)))
+			opts = append(opts, predict.WithFailCount(rng.IntN(2)))
 		}
 		refine := rng.IntN(2) == 0
 		name := fmt.Sprintf("%d/refine=%v/n=%d/threshold=%v/%q", i, refine, n, threshold, answers)

@@ -111,7 +111,7 @@ func TestBestOfNReturnsTheBest(t *testing.T) {
 	assert.Len(t, srv2.Requests(), 2)
 }
 
-// TestBestOfNFailCount: failed attempts are tolerated up to FailCount
+// TestBestOfNFailCount: failed attempts are tolerated up to WithFailCount
 // (default N); the next failure ends the call with every error; when no
 // attempt succeeds the call fails rather than return nothing.
 func TestBestOfNFailCount(t *testing.T) {
@@ -141,10 +141,10 @@ func TestBestOfNFailCount(t *testing.T) {
 		assert.Contains(t, err.Error(), "every attempt failed")
 		assert.Equal(t, 3, res.Calls)
 	})
-	t.Run("FailCount(1): the second failure ends the call", func(t *testing.T) {
+	t.Run("WithFailCount(1): the second failure ends the call", func(t *testing.T) {
 		srv := lmtest.NewServer(bad, answerReply("no"), bad, answerReply("Paris"))
 		defer srv.Close()
-		best, err := predict.NewBestOfN(qaModule(t), 4, valuesParisOnly, 1, predict.FailCount(1))
+		best, err := predict.NewBestOfN(qaModule(t), 4, valuesParisOnly, 1, predict.WithFailCount(1))
 		require.NoError(t, err)
 		_, _, err = best.Call(ctx, srv.Client(), adapter.Values{"question": "q"})
 		var ae *predict.AttemptsError
@@ -153,10 +153,10 @@ func TestBestOfNFailCount(t *testing.T) {
 		assert.Len(t, ae.Errs, 2)
 		assert.Len(t, srv.Requests(), 3, "no attempt after the call failed")
 	})
-	t.Run("FailCount(0): the first failure ends the call", func(t *testing.T) {
+	t.Run("WithFailCount(0): the first failure ends the call", func(t *testing.T) {
 		srv := lmtest.NewServer(bad, answerReply("Paris"))
 		defer srv.Close()
-		best, err := predict.NewBestOfN(qaModule(t), 2, valuesParisOnly, 1, predict.FailCount(0))
+		best, err := predict.NewBestOfN(qaModule(t), 2, valuesParisOnly, 1, predict.WithFailCount(0))
 		require.NoError(t, err)
 		_, _, err = best.Call(ctx, srv.Client(), adapter.Values{"question": "q"})
 		require.Error(t, err)
@@ -176,7 +176,7 @@ func TestBestOfNFailCount(t *testing.T) {
 			}
 			return 1, nil
 		}
-		best, err := predict.NewBestOfN(qaModule(t), 3, reward, 1, predict.FailCount(1))
+		best, err := predict.NewBestOfN(qaModule(t), 3, reward, 1, predict.WithFailCount(1))
 		require.NoError(t, err)
 		_, _, err = best.Call(ctx, srv.Client(), adapter.Values{"question": "q"})
 		var ae *predict.AttemptsError
@@ -222,7 +222,7 @@ func TestBestOfNDistinctRequests(t *testing.T) {
 
 	// Another first rollout: new requests.
 	srv.Push(answerReply("d"), answerReply("e"), answerReply("f"))
-	shifted, err := predict.NewBestOfN(qaModule(t), 3, never, 1, predict.FirstRollout(3))
+	shifted, err := predict.NewBestOfN(qaModule(t), 3, never, 1, predict.WithFirstRollout(3))
 	require.NoError(t, err)
 	_, _, err = shifted.Call(context.Background(), lm, adapter.Values{"question": "q"})
 	require.NoError(t, err)
@@ -267,9 +267,9 @@ func TestBestOfNConstruction(t *testing.T) {
 	assert.ErrorContains(t, err, "nil reward")
 	_, err = predict.NewBestOfN(m, 2, valuesParisOnly, math.NaN())
 	assert.ErrorContains(t, err, "NaN")
-	_, err = predict.NewBestOfN(m, 2, valuesParisOnly, 1, predict.FailCount(-1))
+	_, err = predict.NewBestOfN(m, 2, valuesParisOnly, 1, predict.WithFailCount(-1))
 	assert.ErrorContains(t, err, "negative")
-	_, err = predict.NewBestOfN(m, 2, valuesParisOnly, 1, predict.RewardCode("x"))
+	_, err = predict.NewBestOfN(m, 2, valuesParisOnly, 1, predict.WithRewardCode("x"))
 	assert.ErrorContains(t, err, "Refine")
 	_, err = predict.NewBestOfN(new(predict.Module), 2, valuesParisOnly, 1)
 	assert.ErrorIs(t, err, predict.ErrZeroModule)
@@ -391,7 +391,7 @@ func TestRefineGolden(t *testing.T) {
 	)
 	defer srv.Close()
 	ref, err := predict.NewRefine(qaModule(t), 3, valuesParisOnly, 1.0,
-		predict.ProgramCode(programSource), predict.RewardCode(rewardSource))
+		predict.WithProgramCode(programSource), predict.WithRewardCode(rewardSource))
 	require.NoError(t, err)
 	out, res, err := ref.Call(context.Background(), srv.Client(), adapter.Values{"question": capitalQuestion})
 	require.NoError(t, err)
@@ -540,7 +540,7 @@ func TestRefineFeedbackEdges(t *testing.T) {
 		bad := lmtest.Error(400, `{"error":{"message":"bad request","type":"invalid_request_error"}}`)
 		srv := lmtest.NewServer(answerReply("x"), bad, answerReply("y"), bad)
 		defer srv.Close()
-		ref, err := predict.NewRefine(qaModule(t), 3, valuesParisOnly, 1, predict.FailCount(1))
+		ref, err := predict.NewRefine(qaModule(t), 3, valuesParisOnly, 1, predict.WithFailCount(1))
 		require.NoError(t, err)
 		_, res, err := ref.Call(ctx, srv.Client(), adapter.Values{"question": "q"})
 		var ae *predict.AttemptsError
@@ -549,11 +549,11 @@ func TestRefineFeedbackEdges(t *testing.T) {
 		assert.Equal(t, 4, res.Calls)
 		assert.NotContains(t, srv.Requests()[2].Chat.Messages[0].Content, "hint_")
 	})
-	t.Run("FeedbackOptions", func(t *testing.T) {
+	t.Run("WithFeedbackOptions", func(t *testing.T) {
 		srv := lmtest.NewServer(answerReply("x"), feedbackReply("d", `{"self": "h"}`), answerReply("Paris"))
 		defer srv.Close()
 		ref, err := predict.NewRefine(qaModule(t), 2, valuesParisOnly, 1,
-			predict.FeedbackOptions(adapter.WithRequest(openai.ChatCompletionRequest{Model: "critic"})))
+			predict.WithFeedbackOptions(adapter.WithRequest(openai.ChatCompletionRequest{Model: "critic"})))
 		require.NoError(t, err)
 		_, _, err = ref.Call(ctx, srv.Client(), adapter.Values{"question": "q"}, adapter.WithRequest(openai.ChatCompletionRequest{Model: "worker"}))
 		require.NoError(t, err)

@@ -140,7 +140,7 @@ func TestToolResultsBounded(t *testing.T) {
 func TestToolResultShares(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	r, err := predict.NewReActV2(sig, []types.Tool{pageTool(t)}, nativeChat, predict.ToolConcurrency(1))
+	r, err := predict.NewReActV2(sig, []types.Tool{pageTool(t)}, nativeChat, predict.WithToolConcurrency(1))
 	require.NoError(t, err)
 	limits := adapter.WithLimits(adapter.Limits{ToolResultBytes: 1000, RequestToolBytes: 3000})
 	rng := rand.New(rand.NewPCG(1, 2))

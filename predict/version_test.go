@@ -90,20 +90,20 @@ func loaders(t *testing.T, version string, opts ...predict.LoadOption) map[strin
 // of 3.5 and versions compared as numbers: 3.10 and 3.49 are after 3.5)
 // is a *VersionError for every kind of module, matching ErrDSPyVersion,
 // whose text names the version, what that DSPy changed for the module and
-// the option that goes on; with AllowDSPyVersion every module but ReAct
+// the option that goes on; with WithAnyDSPyVersion every module but ReAct
 // loads, and ReAct's error names NewReActV2 with the option. Programs of
 // DSPy 3.4 and earlier, with no version, or with a version that is not a
 // version number load without it, as before.
 func TestLoadDSPyVersion(t *testing.T) {
 	kinds := map[string]string{"Module": "Predict", "Predict": "Predict", "ChainOfThoughtModule": "ChainOfThought", "ChainOfThought": "ChainOfThought", "ReAct": "ReAct"}
 	changed := map[string][]string{
-		"Predict":        {"XMLAdapter with native function calling, not ChatAdapter", "load it with predict.AllowDSPyVersion()"},
-		"ChainOfThought": {"native reasoning", `"a short plan"`, "not public", "XMLAdapter with native function calling", "load it with predict.AllowDSPyVersion()"},
+		"Predict":        {"XMLAdapter with native function calling, not ChatAdapter", "load it with predict.WithAnyDSPyVersion()"},
+		"ChainOfThought": {"native reasoning", `"a short plan"`, "not public", "XMLAdapter with native function calling", "load it with predict.WithAnyDSPyVersion()"},
 		"ReAct": {"dspy.ReAct is what DSPy 3.3.1 called ReActV2 (native tool calls, a History, a typed submit tool, no extract step)",
-			"predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())"},
+			"predict.NewReActV2(sig, tools).Load(prog, predict.WithAnyDSPyVersion())"},
 	}
 	for _, v := range []string{"3.5.0", "3.5.1", "3.6.0", "3.5.0b1", "3.5.0rc1", "3.5.0.dev0", "3.10.0", "3.49.0", "4.0", "v3.5.0", "3.5"} {
-		for _, opts := range [][]predict.LoadOption{nil, {predict.ByPosition()}} {
+		for _, opts := range [][]predict.LoadOption{nil, {predict.WithFieldsByPosition()}} {
 			for name, err := range loaders(t, `"`+v+`"`, opts...) {
 				kind := kinds[name]
 				require.Error(t, err, "%s %s", name, v)
@@ -118,18 +118,18 @@ func TestLoadDSPyVersion(t *testing.T) {
 				}
 			}
 		}
-		for name, err := range loaders(t, `"`+v+`"`, predict.AllowDSPyVersion()) {
+		for name, err := range loaders(t, `"`+v+`"`, predict.WithAnyDSPyVersion()) {
 			if name != "ReAct" {
 				assert.NoError(t, err, "%s %s: the option goes on", name, v)
 				continue
 			}
 			assert.ErrorIs(t, err, predict.ErrDSPyVersion, "a ReAct cannot load a program of DSPy %s even with the option", v)
-			assert.ErrorContains(t, err, "NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())")
+			assert.ErrorContains(t, err, "NewReActV2(sig, tools).Load(prog, predict.WithAnyDSPyVersion())")
 		}
 	}
 
 	for _, v := range []string{`"3.3.1"`, `"3.4.1"`, `"3.4.0b1"`, `"3.4.99"`, `"3.0.0b2"`, `"2.5.43"`, `"3"`, ``} {
-		for _, opts := range [][]predict.LoadOption{nil, {predict.AllowDSPyVersion()}} {
+		for _, opts := range [][]predict.LoadOption{nil, {predict.WithAnyDSPyVersion()}} {
 			for name, err := range loaders(t, v, opts...) {
 				assert.NoError(t, err, "%s %s", name, v)
 			}
@@ -156,7 +156,7 @@ func TestLoadDSPyVersion(t *testing.T) {
 	assert.ErrorIs(t, err, predict.ErrDSPyVersion)
 }
 
-// TestLoadDSPy35RunsXML: with AllowDSPyVersion a program of DSPy 3.5 runs
+// TestLoadDSPy35RunsXML: with WithAnyDSPyVersion a program of DSPy 3.5 runs
 // with DSPy 3.5's default adapter, XML with native function calling: the
 // lmtest server receives the XML adapter's prompt, the tools of a
 // tool-calling signature as native tools, and Result.Profile is
@@ -167,9 +167,9 @@ func TestLoadDSPyVersion(t *testing.T) {
 func TestLoadDSPy35RunsXML(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	m35, err := predict.NewModule(sig).Load(withVersion(t, predictText, `"3.5.0"`), "predict", predict.AllowDSPyVersion())
+	m35, err := predict.NewModule(sig).Load(withVersion(t, predictText, `"3.5.0"`), "predict", predict.WithAnyDSPyVersion())
 	require.NoError(t, err)
-	m331, err := predict.NewModule(sig).Load(withVersion(t, predictText, `"3.3.1"`), "predict", predict.AllowDSPyVersion())
+	m331, err := predict.NewModule(sig).Load(withVersion(t, predictText, `"3.3.1"`), "predict", predict.WithAnyDSPyVersion())
 	require.NoError(t, err)
 	assert.Equal(t, m331.Signature(), m35.Signature(), "the saved texts load alike")
 	assert.Equal(t, m331.Demos(), m35.Demos())
@@ -209,7 +209,7 @@ func TestLoadDSPy35RunsXML(t *testing.T) {
 	assert.Equal(t, "dspy-3.5", res.Profile)
 	res, _ = call(m35, jsonReply, adapter.WithAdapter(t.Context(), adapter.JSON{}))
 	assert.Equal(t, "json", res.Adapter, "the context's adapter beats the profile's")
-	built, err := predict.NewModule(sig, adapter.UseAdapter(adapter.Chat{})).Load(withVersion(t, predictText, `"3.5.0"`), "predict", predict.AllowDSPyVersion())
+	built, err := predict.NewModule(sig, adapter.UseAdapter(adapter.Chat{})).Load(withVersion(t, predictText, `"3.5.0"`), "predict", predict.WithAnyDSPyVersion())
 	require.NoError(t, err)
 	res, _ = call(built, chatReply, t.Context())
 	assert.Equal(t, "chat", res.Adapter, "the adapter the module was built with beats the profile's")
@@ -243,7 +243,7 @@ func TestLoadDSPy35RunsXML(t *testing.T) {
 		{`"3.3.1"`, []adapter.CallOption{adapter.UseAdapter(adapter.XML{Options: adapter.Options{NativeTools: adapter.On}})}},
 		{`"3.3.1"`, nil},
 	} {
-		m, err := predict.NewModule(toolSig).Load(withVersion(t, toolText, c.version), "predict", predict.AllowDSPyVersion())
+		m, err := predict.NewModule(toolSig).Load(withVersion(t, toolText, c.version), "predict", predict.WithAnyDSPyVersion())
 		require.NoError(t, err)
 		before := len(srv.Requests())
 		srv.Push(reply, reply)
@@ -272,7 +272,7 @@ func TestLoadDSPy35ChainOfThought(t *testing.T) {
 	prog331 := withVersion(t, readText(t, "testdata/program.json"), `"3.3.1"`)
 	cot, err := predict.NewChainOfThought[Question, Answer]()
 	require.NoError(t, err)
-	cot35, err := cot.Load(prog35, "generate_answer.predict", predict.AllowDSPyVersion())
+	cot35, err := cot.Load(prog35, "generate_answer.predict", predict.WithAnyDSPyVersion())
 	require.NoError(t, err)
 	reasoningType := func(c *predict.ChainOfThought[Question, Answer]) any {
 		f, _, ok := c.Signature().Field("reasoning")
@@ -322,15 +322,15 @@ func TestLoadDSPy35ChainOfThought(t *testing.T) {
 // dspy_reactv2_saved.json is what DSPy 3.3.1's dspy.ReActV2 saved in the
 // golden case v2_chat_one_tool_then_submit of
 // shared/golden/dspy_reactv2_public.json) does not load into a ReAct,
-// with or without ByPosition, whatever its version: an error matching
+// with or without WithFieldsByPosition, whatever its version: an error matching
 // ErrWrongModule that names NewReActV2 (before, ReAct suggested
-// ByPosition). Saved by DSPy 3.5 it is a VersionError naming NewReActV2
+// WithFieldsByPosition). Saved by DSPy 3.5 it is a VersionError naming NewReActV2
 // and the option.
 func TestLoadReActV2State(t *testing.T) {
 	text := readText(t, "testdata/dspy_reactv2_saved.json")
 	for _, agent := range []*predict.ReAct{searchAgent(t)} {
 		for _, version := range []string{`"3.3.1"`, `"3.4.1"`, ``} {
-			for _, opts := range [][]predict.LoadOption{nil, {predict.ByPosition()}, {predict.AllowDSPyVersion()}} {
+			for _, opts := range [][]predict.LoadOption{nil, {predict.WithFieldsByPosition()}, {predict.WithAnyDSPyVersion()}} {
 				_, err := agent.Load(withVersion(t, text, version), opts...)
 				require.ErrorIs(t, err, predict.ErrWrongModule, version)
 				assert.NotErrorIs(t, err, predict.ErrDSPyVersion)
@@ -338,15 +338,15 @@ func TestLoadReActV2State(t *testing.T) {
 					`which dspy.ReActV2 saves, and dspy.ReAct since DSPy 3.5; ReAct cannot load it: load it with predict.NewReActV2(sig, tools).Load(prog)`)
 			}
 		}
-		for _, opts := range [][]predict.LoadOption{nil, {predict.AllowDSPyVersion()}} {
+		for _, opts := range [][]predict.LoadOption{nil, {predict.WithAnyDSPyVersion()}} {
 			_, err := agent.Load(withVersion(t, text, `"3.5.0"`), opts...)
 			var ve *predict.VersionError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, predict.VersionError{Version: "3.5.0", Module: "ReAct", Predictor: "react"}, *ve)
 			assert.EqualError(t, err, "predict: ReAct: the program was saved by DSPy 3.5.0, whose prompts this library does not reproduce "+
 				"(it sends DSPy 3.3.1's, for programs of DSPy 3.4 and earlier): since DSPy 3.5 dspy.ReAct is what DSPy 3.3.1 called ReActV2 "+
-				"(native tool calls, a History, a typed submit tool, no extract step), whose state ReAct cannot load, with predict.AllowDSPyVersion() or without; "+
-				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.AllowDSPyVersion())")
+				"(native tool calls, a History, a typed submit tool, no extract step), whose state ReAct cannot load, with predict.WithAnyDSPyVersion() or without; "+
+				"load it with predict.NewReActV2(sig, tools).Load(prog, predict.WithAnyDSPyVersion())")
 		}
 	}
 
@@ -373,7 +373,7 @@ func TestLoadReActV2State(t *testing.T) {
 func TestProfileInResultAndTrace(t *testing.T) {
 	sig, err := signature.Parse("question -> answer")
 	require.NoError(t, err)
-	m35, err := predict.NewModule(sig).Load(withVersion(t, predictText, `"3.5.0"`), "predict", predict.AllowDSPyVersion())
+	m35, err := predict.NewModule(sig).Load(withVersion(t, predictText, `"3.5.0"`), "predict", predict.WithAnyDSPyVersion())
 	require.NoError(t, err)
 	in := adapter.Values{"question": "q"}
 	srv := lmtest.NewServer()
@@ -432,7 +432,7 @@ func TestProfileInResultAndTrace(t *testing.T) {
 // TestRealWorldProgramsProfile: every case of the real saved programs
 // that DSPy 3.3.1 loads (testdata/realworld, all saved by DSPy 2.5 to
 // 3.3) still sends DSPy 3.3.1's messages through Call, byte for byte,
-// with and without AllowDSPyVersion, under the profile "dspy-3.3.1".
+// with and without WithAnyDSPyVersion, under the profile "dspy-3.3.1".
 func TestRealWorldProgramsProfile(t *testing.T) {
 	ref, metas := readReal(t)
 	srv := lmtest.NewServer()
@@ -453,7 +453,7 @@ func TestRealWorldProgramsProfile(t *testing.T) {
 		require.NoError(t, err, key)
 		prog, err := predict.ReadProgram(filepath.Join("testdata", "realworld", parts[0]))
 		require.NoError(t, err, key)
-		for _, opts := range [][]predict.LoadOption{nil, {predict.AllowDSPyVersion()}} {
+		for _, opts := range [][]predict.LoadOption{nil, {predict.WithAnyDSPyVersion()}} {
 			m, err := predict.NewModule(sig).Load(prog, parts[1], opts...)
 			require.NoError(t, err, key)
 			res, err := m.Call(t.Context(), srv.Client(), sampleInputs(t, m.Signature()))

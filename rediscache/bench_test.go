@@ -35,10 +35,10 @@ func caches(b *testing.B) map[string]adapter.Cache {
 	}
 	return map[string]adapter.Cache{
 		"lru":   adapter.NewLRU(10_000),
-		"redis": rediscache.New(client(b), rediscache.Prefix(prefix(b)), slack),
+		"redis": rediscache.New(client(b), rediscache.WithPrefix(prefix(b)), slack),
 		// A client that bounds commands by their context: no goroutine per command.
 		"redis-ctx": rediscache.New(redis.NewClient(&redis.Options{Addr: sharedAddr(b), ContextTimeoutEnabled: true}),
-			rediscache.Prefix(prefix(b)), slack),
+			rediscache.WithPrefix(prefix(b)), slack),
 		"disk": disk,
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // Budget is an adapter.Budget whose account is in Redis: every process
-// that uses the same Redis, [Prefix] and tenant spends from one account.
+// that uses the same Redis, [WithPrefix] and tenant spends from one account.
 // Give it to a call or a module run with adapter.WithBudget.
 //
 // Before each request, one script checks that what was spent, what the
@@ -32,10 +32,10 @@ import (
 // pass it together.
 //
 // A hold that is never settled (its process died, Redis was unreachable
-// when the reply came) lives at most [MaxHold] (or until the call's
+// when the reply came) lives at most [WithMaxHold] (or until the call's
 // deadline, plus a grace): then the next request to the account counts
 // it as spent, at all it held, since the request may have been billed.
-// The account lasts its [Window] from its first request (by default until
+// The account lasts its [WithWindow] from its first request (by default until
 // [Budget.Reset]); then it starts afresh.
 //
 // Every process of a tenant must be given the same Limit: each checks the
@@ -45,16 +45,16 @@ import (
 // request than adapter.Result.Cost says). A limit must be below 2^53 of
 // these units (9·10^15 tokens, 9·10^9 in cost).
 //
-// When Redis fails or is slower than [Timeout], a Budget fails closed:
+// When Redis fails or is slower than [WithTimeout], a Budget fails closed:
 // the request is not sent (nor retried) and its error is an *[Error] with
 // Op "reserve" matching [ErrBudgetUnavailable], not adapter.ErrBudget,
 // and naming the Redis failure (which it does not wrap). With
-// [FailOpen] the request goes, unchecked, and its spend is added to the
+// [WithFailOpen] the request goes, unchecked, and its spend is added to the
 // account after the reply if Redis answers then. Either way the failure
-// is counted (BudgetStats) and reported to [OnError]. A reserve that
-// timed out may still run in Redis later: with FailOpen the request's
+// is counted (BudgetStats) and reported to [WithOnError]. A reserve that
+// timed out may still run in Redis later: with WithFailOpen the request's
 // settle drops its hold; failing closed, the hold is counted as spent
-// once past MaxHold (the budget errs toward spending less, never more).
+// once past WithMaxHold (the budget errs toward spending less, never more).
 // A Budget is safe for concurrent use.
 type Budget struct {
 	s      store
@@ -74,10 +74,10 @@ type BudgetStats struct {
 	// Reserved counts the requests the budget held, Refused those it
 	// could not hold (not sent).
 	Reserved, Refused int64
-	// FailedOpen counts the requests let through unchecked ([FailOpen]),
+	// FailedOpen counts the requests let through unchecked ([WithFailOpen]),
 	// Unchecked those refused because Redis could not tell (fail closed).
 	FailedOpen, Unchecked int64
-	// Expired counts the holds past their MaxHold that this process's
+	// Expired counts the holds past their WithMaxHold that this process's
 	// requests found and counted as spent.
 	Expired int64
 	// Errors and Bypassed are as in [Stats].
@@ -86,17 +86,18 @@ type BudgetStats struct {
 
 // ErrBudgetUnavailable matches the error of a request a [Budget] that
 // fails closed did not send because Redis failed or was slower than the
-// Timeout: the budget could not be checked. It does not match
+// WithTimeout: the budget could not be checked. It does not match
 // adapter.ErrBudget.
 var ErrBudgetUnavailable = errors.New("rediscache: the budget could not be checked")
 
-// BudgetOption configures a [Budget]: its own options ([Window],
-// [MaxHold], [FailOpen]) and, of the module's Options, [Prefix],
-// [Timeout], [Cooldown] and [OnError] (it ignores the others).
+// BudgetOption configures a [Budget] ([NewBudget]): a budget's own
+// option ([WithWindow], [WithMaxHold], [WithFailOpen]), or a
+// [SharedOption] ([WithPrefix], [WithTimeout], [WithCooldown],
+// [WithOnError]).
 type BudgetOption interface{ applyToBudget(*budgetConfig) }
 
 type budgetConfig struct {
-	shared   []Option
+	shared   []sharedOption
 	window   time.Duration
 	maxHold  time.Duration
 	failOpen bool
@@ -106,24 +107,21 @@ type budgetOption func(*budgetConfig)
 
 func (f budgetOption) applyToBudget(c *budgetConfig) { f(c) }
 
-// applyToBudget makes the module's Options BudgetOptions.
-func (o Option) applyToBudget(c *budgetConfig) { c.shared = append(c.shared, o) }
-
-// Window is how long an account lasts from its first request: a daily
-// budget is Window(24*time.Hour), starting at the first request of the
+// WithWindow is how long an account lasts from its first request: a daily
+// budget is WithWindow(24*time.Hour), starting at the first request of the
 // day, not at midnight. Then the account (what was spent and held) is
 // dropped and the next request starts a new one; a request in flight at
 // that moment is not counted in the new one. 0, the default, keeps the
 // account until [Budget.Reset].
-func Window(d time.Duration) BudgetOption {
+func WithWindow(d time.Duration) BudgetOption {
 	return budgetOption(func(c *budgetConfig) { c.window = max(d, 0) })
 }
 
-// MaxHold is the longest a request's hold lasts unsettled (10 minutes by
+// WithMaxHold is the longest a request's hold lasts unsettled (10 minutes by
 // default; d ≤ 0 keeps the default), and at most the call's deadline
 // plus 30 seconds: past it, the hold counts as spent, at all it held.
 // Set it above the slowest reply a request may take.
-func MaxHold(d time.Duration) BudgetOption {
+func WithMaxHold(d time.Duration) BudgetOption {
 	return budgetOption(func(c *budgetConfig) {
 		if d > 0 {
 			c.maxHold = d
@@ -135,12 +133,12 @@ func MaxHold(d time.Duration) BudgetOption {
 // settle it.
 const holdGrace = 30 * time.Second
 
-// FailOpen lets requests through, unchecked, when Redis fails or is
-// slower than the Timeout (a Budget fails closed by default). Each is
+// WithFailOpen lets requests through, unchecked, when Redis fails or is
+// slower than the WithTimeout (a Budget fails closed by default). Each is
 // counted (BudgetStats.FailedOpen) and added to the account after its
-// reply if Redis answers then (it is not asked during the [Cooldown]);
+// reply if Redis answers then (it is not asked during the [WithCooldown]);
 // while Redis is down, the replicas may together spend past the limit.
-func FailOpen() BudgetOption { return budgetOption(func(c *budgetConfig) { c.failOpen = true }) }
+func WithFailOpen() BudgetOption { return budgetOption(func(c *budgetConfig) { c.failOpen = true }) }
 
 // maxUnits is the largest amount the scripts keep exactly (Lua numbers
 // are doubles).
@@ -152,8 +150,9 @@ const maxSweep = 100
 // NewBudget returns the Budget of tenant on rdb, of limit l (in tokens,
 // or in cost at its Prices, as adapter.Limit says). It is an error when l
 // counts nothing, is negative, counts cost without prices, or is too
-// large to keep (see [Budget]). The options: [Window], [MaxHold],
-// [FailOpen], [Prefix], [Timeout], [Cooldown], [OnError].
+// large to keep (see [Budget]). The options: [WithWindow], [WithMaxHold],
+// [WithFailOpen], and the [SharedOption]s [WithPrefix], [WithTimeout],
+// [WithCooldown], [WithOnError].
 func NewBudget(rdb redis.UniversalClient, tenant string, l adapter.Limit, opts ...BudgetOption) (*Budget, error) {
 	if _, err := adapter.NewBudget(l); err != nil { // the root's check of a limit
 		return nil, err
@@ -164,7 +163,7 @@ func NewBudget(rdb redis.UniversalClient, tenant string, l adapter.Limit, opts .
 			o.applyToBudget(&cfg)
 		}
 	}
-	b := &Budget{s: newStore(rdb, cfg.shared), tenant: tenant, limit: l, scale: 1, cfg: cfg}
+	b := &Budget{s: newStore(rdb, newConfig(cfg.shared, func(o sharedOption, c *config) { o(c) })), tenant: tenant, limit: l, scale: 1, cfg: cfg}
 	if l.Unit() == "cost" {
 		b.scale = 1e6
 	}
@@ -215,7 +214,7 @@ local spent = tonumber(redis.call('HGET', KEYS[1], 'spent') or '0')
 local held = tonumber(redis.call('HGET', KEYS[1], 'held') or '0')
 `
 
-// window gives the account its Window if it has none yet (a new
+// window gives the account its WithWindow if it has none yet (a new
 // account), and the holds the account's expiry.
 const windowLua = `
 local function window(ms)
@@ -229,7 +228,7 @@ end
 var (
 	// budgetReserveScript holds ARGV[2] units for hold ARGV[3] until ARGV[4]
 	// ms from now if the account, under the limit ARGV[1], can; ARGV[5]
-	// is the Window in ms. It returns {1 held or 0 refused, spent, held
+	// is the WithWindow in ms. It returns {1 held or 0 refused, spent, held
 	// (before this hold), holds swept}.
 	budgetReserveScript = redis.NewScript(windowLua + sweepLua + `
 local limit, need, id, life = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -241,9 +240,9 @@ window(tonumber(ARGV[5]))
 return {1, spent, held, #gone}
 `)
 	// budgetSettleScript moves hold ARGV[1] to spent, at ARGV[2] units;
-	// ARGV[3] is the Window in ms. A hold that is gone (counted as spent
-	// past its MaxHold, or dropped with its account) is left alone, unless
-	// ARGV[4] is '1': the request went unchecked (FailOpen), and its spend
+	// ARGV[3] is the WithWindow in ms. A hold that is gone (counted as spent
+	// past its WithMaxHold, or dropped with its account) is left alone, unless
+	// ARGV[4] is '1': the request went unchecked (WithFailOpen), and its spend
 	// is added (its hold may also be there, a reserve that timed out but
 	// ran: it goes).
 	budgetSettleScript = redis.NewScript(windowLua + `
@@ -267,7 +266,7 @@ return {spent, held, #gone}
 
 // Reserve implements adapter.Budget: it holds what a request can spend at
 // most, or refuses it with an *adapter.BudgetError. When Redis fails it
-// returns an error matching [ErrBudgetUnavailable], or with [FailOpen]
+// returns an error matching [ErrBudgetUnavailable], or with [WithFailOpen]
 // lets the request through unchecked.
 func (b *Budget) Reserve(ctx context.Context, most adapter.Spend) (func(adapter.Spend), error) {
 	need, err := b.limit.Amount(most)
@@ -334,7 +333,7 @@ func (b *Budget) settler(ctx context.Context, id string, need float64, unchecked
 	}
 }
 
-// state reads the account, counting the holds past their MaxHold as
+// state reads the account, counting the holds past their WithMaxHold as
 // spent first.
 func (b *Budget) state(ctx context.Context) (spent, held int64, err error) {
 	r, err := run(ctx, &b.s, "read", b.keys[0], func(ctx context.Context) ([]int64, error) {
@@ -351,7 +350,7 @@ func (b *Budget) state(ctx context.Context) (spent, held int64, err error) {
 }
 
 // Spent returns what the tenant's requests settled so far spent, in the
-// limit's unit, holds past their MaxHold included.
+// limit's unit, holds past their WithMaxHold included.
 func (b *Budget) Spent(ctx context.Context) (float64, error) {
 	spent, _, err := b.state(ctx)
 	return b.amount(spent), err

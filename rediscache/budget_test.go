@@ -58,7 +58,7 @@ func tokens(n int) adapter.Spend { return adapter.Spend{Model: "m", PromptTokens
 // 100 holds are taken, the others refused with the account's numbers;
 // settled at 50 each, the account has 5 000 spent and nothing held.
 func TestBudgetAtomic(t *testing.T) {
-	p := rediscache.Prefix(prefix(t))
+	p := rediscache.WithPrefix(prefix(t))
 	l := adapter.Limit{Tokens: 10_000}
 	replicas := []*rediscache.Budget{newBudget(t, client(t), "acme", l, p, slack), newBudget(t, client(t), "acme", l, p, slack)}
 	var (
@@ -122,7 +122,7 @@ func TestBudgetAtomic(t *testing.T) {
 func TestBudgetCalls(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv, billed := billingServer(t, 300, 50, 0)
-	p := rediscache.Prefix(prefix(t))
+	p := rediscache.WithPrefix(prefix(t))
 	l := adapter.Limit{Tokens: 8000}
 	a, b := newBudget(t, client(t), "acme", l, p, slack), newBudget(t, client(t), "acme", l, p, slack)
 	ok := 0
@@ -156,7 +156,7 @@ func TestBudgetCost(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv, _ := billingServer(t, 1000, 100, 0)
 	prices := adapter.Prices{"m": {Input: 0.15, Output: 0.6}}
-	b := newBudget(t, client(t), "acme", adapter.Limit{Cost: 0.01, Prices: prices}, rediscache.Prefix(prefix(t)), slack)
+	b := newBudget(t, client(t), "acme", adapter.Limit{Cost: 0.01, Prices: prices}, rediscache.WithPrefix(prefix(t)), slack)
 	var total float64
 	for range 3 {
 		res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
@@ -191,7 +191,7 @@ func TestBudgetFree(t *testing.T) {
 	srv, _ := billingServer(t, 300, 50, 0)
 	var log errorLog
 	l := adapter.Limit{Cost: 0.001, Prices: adapter.Prices{"free": {}}}
-	b := newBudget(t, client(t), "acme", l, rediscache.Prefix(prefix(t)), slack, rediscache.OnError(log.add), rediscache.MaxHold(50*time.Millisecond))
+	b := newBudget(t, client(t), "acme", l, rediscache.WithPrefix(prefix(t)), slack, rediscache.WithOnError(log.add), rediscache.WithMaxHold(50*time.Millisecond))
 	for range 3 {
 		_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"},
 			adapter.WithRequest(openai.ChatCompletionRequest{Model: "free"}), adapter.WithBudget(b))
@@ -208,12 +208,12 @@ func TestBudgetFree(t *testing.T) {
 }
 
 // TestBudgetHoldExpires: a hold never settled (its process died) lasts
-// MaxHold; the next request then counts it as spent, at all it held, and
+// WithMaxHold; the next request then counts it as spent, at all it held, and
 // its late settle changes nothing.
 func TestBudgetHoldExpires(t *testing.T) {
-	p := rediscache.Prefix(prefix(t))
+	p := rediscache.WithPrefix(prefix(t))
 	l := adapter.Limit{Tokens: 1000}
-	dead := newBudget(t, client(t), "acme", l, p, slack, rediscache.MaxHold(300*time.Millisecond))
+	dead := newBudget(t, client(t), "acme", l, p, slack, rediscache.WithMaxHold(300*time.Millisecond))
 	live := newBudget(t, client(t), "acme", l, p, slack)
 	late, err := dead.Reserve(t.Context(), tokens(600))
 	require.NoError(t, err)
@@ -233,13 +233,13 @@ func TestBudgetHoldExpires(t *testing.T) {
 	assert.Equal(t, 100.0, rem)
 }
 
-// TestBudgetWindow: the account lasts its Window from its first request,
-// then starts afresh; without a Window it lasts until Reset.
+// TestBudgetWindow: the account lasts its WithWindow from its first request,
+// then starts afresh; without a WithWindow it lasts until Reset.
 func TestBudgetWindow(t *testing.T) {
 	pfx := prefix(t)
 	rdb := client(t)
 	l := adapter.Limit{Tokens: 1000}
-	b := newBudget(t, rdb, "acme", l, rediscache.Prefix(pfx), slack, rediscache.Window(time.Second))
+	b := newBudget(t, rdb, "acme", l, rediscache.WithPrefix(pfx), slack, rediscache.WithWindow(time.Second))
 	settle, err := b.Reserve(t.Context(), tokens(700))
 	require.NoError(t, err)
 	settle(tokens(700))
@@ -261,7 +261,7 @@ func TestBudgetWindow(t *testing.T) {
 	require.NoError(t, err)
 	settle(tokens(700))
 
-	forever := newBudget(t, rdb, "forever", l, rediscache.Prefix(pfx), slack)
+	forever := newBudget(t, rdb, "forever", l, rediscache.WithPrefix(pfx), slack)
 	settle, err = forever.Reserve(t.Context(), tokens(700))
 	require.NoError(t, err)
 	settle(tokens(700))
@@ -275,7 +275,7 @@ func TestBudgetWindow(t *testing.T) {
 // prefixes.
 func TestBudgetTenants(t *testing.T) {
 	rdb := client(t)
-	p := rediscache.Prefix(prefix(t))
+	p := rediscache.WithPrefix(prefix(t))
 	l := adapter.Limit{Tokens: 1000}
 	a := newBudget(t, rdb, "acme", l, p, slack)
 	settle, err := a.Reserve(t.Context(), tokens(1000))
@@ -285,7 +285,7 @@ func TestBudgetTenants(t *testing.T) {
 	require.ErrorIs(t, err, adapter.ErrBudget)
 	for name, b := range map[string]*rediscache.Budget{
 		"another tenant": newBudget(t, rdb, "globex", l, p, slack),
-		"another prefix": newBudget(t, rdb, "acme", l, rediscache.Prefix(prefix(t)), slack),
+		"another prefix": newBudget(t, rdb, "acme", l, rediscache.WithPrefix(prefix(t)), slack),
 	} {
 		_, err := b.Reserve(t.Context(), tokens(1000))
 		assert.NoError(t, err, name)
@@ -293,9 +293,9 @@ func TestBudgetTenants(t *testing.T) {
 }
 
 // TestBudgetRedisDown: with Redis unreachable or slower than the
-// Timeout, a Budget fails closed by default: the request is not sent,
+// WithTimeout, a Budget fails closed by default: the request is not sent,
 // and the error says the budget could not be checked (not ErrBudget).
-// With FailOpen it goes, counted. Both report the failure to OnError.
+// With WithFailOpen it goes, counted. Both report the failure to WithOnError.
 func TestBudgetRedisDown(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	l := adapter.Limit{Tokens: 100_000}
@@ -311,7 +311,7 @@ func TestBudgetRedisDown(t *testing.T) {
 			t.Run("closed", func(t *testing.T) {
 				srv, _ := billingServer(t, 300, 50, 0)
 				var log errorLog
-				b := newBudget(t, rdb(t), "acme", l, rediscache.Timeout(50*time.Millisecond), rediscache.OnError(log.add))
+				b := newBudget(t, rdb(t), "acme", l, rediscache.WithTimeout(50*time.Millisecond), rediscache.WithOnError(log.add))
 				start := time.Now()
 				_, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
 				require.ErrorIs(t, err, rediscache.ErrBudgetUnavailable)
@@ -331,7 +331,7 @@ func TestBudgetRedisDown(t *testing.T) {
 			t.Run("open", func(t *testing.T) {
 				srv, _ := billingServer(t, 300, 50, 0)
 				var log errorLog
-				b := newBudget(t, rdb(t), "acme", l, rediscache.Timeout(50*time.Millisecond), rediscache.OnError(log.add), rediscache.FailOpen())
+				b := newBudget(t, rdb(t), "acme", l, rediscache.WithTimeout(50*time.Millisecond), rediscache.WithOnError(log.add), rediscache.WithFailOpen())
 				for range 3 {
 					res, err := adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, maxTokens, adapter.WithBudget(b))
 					require.NoError(t, err)
@@ -361,8 +361,8 @@ func TestBudgetFailOpenSettles(t *testing.T) {
 	rdb := dial(t, redisSrv.addr)
 	// A timeout well inside the pause, with room for a loaded machine
 	// (the race detector, CI) once Redis answers again.
-	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 10_000}, rediscache.FailOpen(),
-		rediscache.Timeout(200*time.Millisecond), rediscache.Cooldown(time.Millisecond))
+	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 10_000}, rediscache.WithFailOpen(),
+		rediscache.WithTimeout(200*time.Millisecond), rediscache.WithCooldown(time.Millisecond))
 	settle, err := b.Reserve(t.Context(), tokens(0)) // Redis has the scripts: the paused reserve is an EVALSHA that runs late
 	require.NoError(t, err)
 	settle(tokens(0))
@@ -379,11 +379,11 @@ func TestBudgetFailOpenSettles(t *testing.T) {
 }
 
 // TestBudgetHoldDeadline: a hold lasts until the call's deadline plus
-// 30 s when that is sooner than MaxHold.
+// 30 s when that is sooner than WithMaxHold.
 func TestBudgetHoldDeadline(t *testing.T) {
 	pfx := prefix(t)
 	rdb := client(t)
-	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 1000}, rediscache.Prefix(pfx), slack)
+	b := newBudget(t, rdb, "acme", adapter.Limit{Tokens: 1000}, rediscache.WithPrefix(pfx), slack)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	_, err := b.Reserve(ctx, tokens(10))
@@ -462,7 +462,7 @@ func TestBudgetProcesses(t *testing.T) {
 	assert.LessOrEqual(t, billed, procLimit)
 	assert.Greater(t, billed, procLimit/2, "holds are released as calls settle")
 	assert.Equal(t, procs*procCalls, ok+refused)
-	b := newBudget(t, client(t), "acme", adapter.Limit{Tokens: procLimit}, rediscache.Prefix(p), slack)
+	b := newBudget(t, client(t), "acme", adapter.Limit{Tokens: procLimit}, rediscache.WithPrefix(p), slack)
 	spent, err := b.Spent(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, float64(billed), spent)
@@ -497,7 +497,7 @@ func TestBudgetProcess(t *testing.T) {
 		t.Skip("run by TestBudgetProcesses and TestBudgetBestOfNReplicas")
 	}
 	rdb := dial(t, os.Getenv("SIGWIRE_BUDGET_REDIS"))
-	p := rediscache.Prefix(os.Getenv("SIGWIRE_BUDGET_PREFIX"))
+	p := rediscache.WithPrefix(os.Getenv("SIGWIRE_BUDGET_PREFIX"))
 	srv, billed := billingServer(t, 300, 50, 20*time.Millisecond)
 	sig := mustParse(t, "q -> a")
 	start, err := strconv.ParseInt(os.Getenv("SIGWIRE_BUDGET_START"), 10, 64)

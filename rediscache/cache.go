@@ -15,29 +15,29 @@ import (
 )
 
 // Cache is an adapter.Cache on Redis, shared by every process that uses
-// the same Redis and [Prefix]: wrap it with adapter.Cached. Entries expire
-// ([TTL]) and are bounded in size ([MaxEntryBytes]); each is stored under
+// the same Redis and [WithPrefix]: wrap it with adapter.Cached. Entries expire
+// ([WithTTL]) and are bounded in size ([WithMaxEntryBytes]); each is stored under
 // the key adapter.Cached made, which names the LM's identity, so entries
 // never cross LMs (tenants, endpoints, API keys).
 //
 // A value is adapter.MarshalCacheEntry's: the format version and the
-// whole key before the entry's JSON (and, with [Sign], a MAC after it). A
-// value of another version, stored under another key (a copy, a rename,
+// whole key before the entry's JSON (and, with [WithSigningSecret], a
+// MAC after it). A value of another version, stored under another key (a copy, a rename,
 // another program writing under the prefix), that does not decode into a
 // reply, or whose MAC does not match is ignored: a miss, counted in
-// Stats.Corrupt and reported to [OnError] (an error matching
+// Stats.Corrupt and reported to [WithOnError] (an error matching
 // adapter.ErrCorruptCacheEntry). Redis failures and timeouts are misses
 // too (see the package documentation): a Cache never returns a wrong
 // entry and never fails a call.
 //
 // Replicas asking the same new prompt at the same moment each pay for it,
-// unless their Caches take a [Lease]: then one calls the LM and the others
+// unless their Caches take a [WithLease]: then one calls the LM and the others
 // wait, within a bound, for its entry.
 //
 // A Cache is safe for concurrent use.
 type Cache struct {
 	s                               store
-	token                           string // names this Cache's leases ([Lease])
+	token                           string // names this Cache's leases ([WithLease])
 	hits, misses, corrupt, oversize atomic.Int64
 	leases, waits, waitTimeouts     atomic.Int64
 	local                           atomic.Int64
@@ -53,16 +53,16 @@ type Stats struct {
 	// Corrupt counts entries ignored: of another format version, stored
 	// under another key, not a reply, or without a valid MAC.
 	Corrupt int64
-	// Oversize counts replies not stored for passing MaxEntryBytes.
+	// Oversize counts replies not stored for passing WithMaxEntryBytes.
 	Oversize int64
 	// Local counts the entries stored under a key of an LM identified per
 	// process (adapter.LocalCacheKey): no other replica will read them,
 	// so the replicas each pay for every prompt. The first is logged at
-	// Warn ([Logger]). Declare the LM's identity with adapter.WithIdentity
+	// Warn ([WithLogger]). Declare the LM's identity with adapter.WithIdentity
 	// (a go-openai client whose HTTP client has a transport of its own
 	// needs it) to share them.
 	Local int64
-	// With [Lease]: Leases counts the misses on which this Cache took
+	// With [WithLease]: Leases counts the misses on which this Cache took
 	// the lease (its caller called the LM), Waits the lookups that waited
 	// for another's lease, WaitTimeouts those of them that ran out of
 	// time (a miss; the caller called the LM itself).
@@ -70,16 +70,17 @@ type Stats struct {
 }
 
 // New returns a Cache on rdb (a *redis.Client, a *redis.ClusterClient, a
-// *redis.Ring or a failover client). The options: [Prefix], [TTL],
-// [MaxEntryBytes], [Sign], [Timeout], [Cooldown], [OnError], [Lease],
-// [Logger].
+// *redis.Ring or a failover client). The options: [WithTTL],
+// [WithMaxEntryBytes], [WithSigningSecret], [WithLease], [WithLogger],
+// and the [SharedOption]s [WithPrefix], [WithTimeout], [WithCooldown],
+// [WithOnError].
 //
-// New panics if [Sign] was given a secret shorter than [MinSecretBytes]
-// (an empty one included), with an error matching [ErrShortSecret] that
-// names the secret's length and the minimum: a Cache that was asked to
-// sign never runs unsigned.
+// New panics if [WithSigningSecret] was given a secret shorter than
+// [MinSecretBytes] (an empty one included), with an error matching
+// [ErrShortSecret] that names the secret's length and the minimum: a Cache
+// that was asked to sign never runs unsigned.
 func New(rdb redis.UniversalClient, opts ...Option) *Cache {
-	c := &Cache{s: newStore(rdb, opts)}
+	c := &Cache{s: newStore(rdb, newConfig(opts, Option.applyToCache))}
 	if err := c.s.cfg.checkSecret(); err != nil {
 		panic(err)
 	}
@@ -112,8 +113,8 @@ func (c *Cache) Get(ctx context.Context, key string) (adapter.CacheEntry, bool) 
 // on to the LM. A caller that gave up (its context ended) gets a miss and
 // no error.
 //
-// With [Lease], a miss takes the key's lease, or waits for the entry while
-// another Cache holds it (see Lease).
+// With [WithLease], a miss takes the key's lease, or waits for the entry while
+// another Cache holds it (see WithLease).
 func (c *Cache) Lookup(ctx context.Context, key string) (adapter.CacheEntry, bool, error) {
 	rkey := c.key(key)
 	if c.s.cfg.lease > 0 {
@@ -151,8 +152,8 @@ func (c *Cache) decode(ctx context.Context, key, rkey string, b []byte) (adapter
 	return e, true, nil
 }
 
-// Put stores entry under key for the TTL, unless it passes MaxEntryBytes.
-// A Redis failure drops it (counted, reported; see Store). With [Lease],
+// Put stores entry under key for the TTL, unless it passes WithMaxEntryBytes.
+// A Redis failure drops it (counted, reported; see Store). With [WithLease],
 // it releases this Cache's lease on key.
 func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
 	_ = c.Store(ctx, key, entry)
@@ -160,7 +161,7 @@ func (c *Cache) Put(ctx context.Context, key string, entry adapter.CacheEntry) {
 
 // Store stores entry as Put does and returns why it was dropped: an
 // *[Error] wrapping Redis's failure or timeout, or the cooldown after one.
-// An entry past MaxEntryBytes is skipped without an error (counted in
+// An entry past WithMaxEntryBytes is skipped without an error (counted in
 // Stats.Oversize).
 func (c *Cache) Store(ctx context.Context, key string, entry adapter.CacheEntry) error {
 	rkey := c.key(key)
@@ -200,7 +201,7 @@ func (c *Cache) Store(ctx context.Context, key string, entry adapter.CacheEntry)
 // missed, when no entry will be stored for it (the call failed, or its
 // reply was refused): the replicas waiting for the entry stop waiting at
 // once, and the next of them to look takes the lease and calls the LM.
-// Without [Lease] it does nothing. adapter.Cached calls it.
+// Without [WithLease] it does nothing. adapter.Cached calls it.
 func (c *Cache) Release(ctx context.Context, key string) {
 	c.release(ctx, c.key(key))
 }

@@ -46,7 +46,7 @@ func echoServer(t testing.TB) *lmtest.Server {
 	return srv
 }
 
-// errorLog collects what OnError reports.
+// errorLog collects what WithOnError reports.
 type errorLog struct {
 	mu   sync.Mutex
 	errs []error
@@ -72,7 +72,7 @@ func TestSharedAcrossReplicas(t *testing.T) {
 	srv := echoServer(t)
 	p := prefix(t)
 	replica := func() adapter.LM {
-		return adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+		return adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.WithPrefix(p), slack)))
 	}
 	one, two := replica(), replica()
 	res, err := adapter.Call(t.Context(), one, sig, nil, adapter.Values{"q": "x"})
@@ -110,7 +110,7 @@ func TestNeverCrossesLMs(t *testing.T) {
 	lm := func(srv *lmtest.Server, key string) adapter.LM {
 		cfg := openai.DefaultConfig(key)
 		cfg.BaseURL = srv.URL()
-		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), adapter.Cached(rediscache.New(client(t), rediscache.WithPrefix(p), slack)))
 	}
 	ra, err := adapter.Call(t.Context(), lm(a, "sk-A"), sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestEntriesExpire(t *testing.T) {
 	srv := echoServer(t)
 	rdb := client(t)
 	p := prefix(t)
-	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), slack)))
+	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.WithPrefix(p), slack)))
 	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
 	keys := cacheKeys(t, rdb, p)
@@ -146,7 +146,7 @@ func TestEntriesExpire(t *testing.T) {
 	assert.Greater(t, ttl, 23*time.Hour, "24 hours by default")
 	assert.LessOrEqual(t, ttl, 24*time.Hour)
 
-	short := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.TTL(time.Millisecond))))
+	short := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithTTL(time.Millisecond))))
 	_, err = adapter.Call(t.Context(), short, sig, nil, adapter.Values{"q": "y"})
 	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond) // past the TTL: Redis no longer has the entry
@@ -166,7 +166,7 @@ func TestCorruptEntryIgnored(t *testing.T) {
 	rdb := client(t)
 	p := prefix(t)
 	var log errorLog
-	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.OnError(log.add))
+	cache := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithOnError(log.add))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	ask := func(q string) *adapter.Result {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": q})
@@ -215,13 +215,13 @@ func TestCorruptEntryIgnored(t *testing.T) {
 
 // TestCorruptKeyLength: an unsigned value whose header names a key length
 // of 2^63-1 (security review 4, P1) is a miss like any corrupt entry, with
-// or without a Lease (whose lookup decodes the value too): the call does
+// or without a WithLease (whose lookup decodes the value too): the call does
 // not panic, goes to the LM and is answered; the entry is counted Corrupt,
 // reported, and is the call's one CacheError.
 func TestCorruptKeyLength(t *testing.T) {
 	for name, opts := range map[string][]rediscache.Option{
 		"lookup": nil,
-		"lease":  {rediscache.Lease(30 * time.Second)},
+		"lease":  {rediscache.WithLease(30 * time.Second)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			sig := mustParse(t, "q -> a")
@@ -229,7 +229,7 @@ func TestCorruptKeyLength(t *testing.T) {
 			rdb := client(t)
 			p := prefix(t)
 			var log errorLog
-			cache := rediscache.New(rdb, append([]rediscache.Option{rediscache.Prefix(p), slack, rediscache.OnError(log.add)}, opts...)...)
+			cache := rediscache.New(rdb, append([]rediscache.Option{rediscache.WithPrefix(p), slack, rediscache.WithOnError(log.add)}, opts...)...)
 			lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 			_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
 			require.NoError(t, err)
@@ -259,7 +259,7 @@ func TestCorruptKeyLength(t *testing.T) {
 	}
 }
 
-// TestOversizeNotStored: a reply past MaxEntryBytes is served but not
+// TestOversizeNotStored: a reply past WithMaxEntryBytes is served but not
 // stored, and counted.
 func TestOversizeNotStored(t *testing.T) {
 	sig := mustParse(t, "q -> a")
@@ -270,7 +270,7 @@ func TestOversizeNotStored(t *testing.T) {
 	})
 	rdb := client(t)
 	p := prefix(t)
-	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.MaxEntryBytes(1000))
+	cache := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithMaxEntryBytes(1000))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	for range 2 {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
@@ -290,7 +290,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 	redisSrv := privateRedis(t)
 	var log errorLog
 	cache := rediscache.New(dial(t, redisSrv.addr), slack,
-		rediscache.Cooldown(20*time.Millisecond), rediscache.OnError(log.add))
+		rediscache.WithCooldown(20*time.Millisecond), rediscache.WithOnError(log.add))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	var traced atomic.Int64
 	trace := adapter.UseTrace(&adapter.Trace{CacheError: func(i adapter.CacheErrorInfo) {
@@ -356,12 +356,12 @@ func TestRedisSlow(t *testing.T) {
 			srv := echoServer(t)
 			redisSrv := privateRedis(t)
 			// A client that would wait 30 s for a reply: the cache's
-			// Timeout must bound it, whether the client honours context
+			// WithTimeout must bound it, whether the client honours context
 			// deadlines or not (go-redis's default).
 			rdb := redis.NewClient(&redis.Options{Addr: redisSrv.addr, ReadTimeout: 30 * time.Second, ContextTimeoutEnabled: honours})
 			defer rdb.Close()
 			var log errorLog
-			cache := rediscache.New(rdb, rediscache.Timeout(50*time.Millisecond), rediscache.Cooldown(time.Hour), rediscache.OnError(log.add))
+			cache := rediscache.New(rdb, rediscache.WithTimeout(50*time.Millisecond), rediscache.WithCooldown(time.Hour), rediscache.WithOnError(log.add))
 			lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 			admin := dial(t, redisSrv.addr)
 			require.NoError(t, admin.Do(t.Context(), "CLIENT", "PAUSE", "10000", "ALL").Err()) // until the server is killed
@@ -385,7 +385,7 @@ func TestRedisSlow(t *testing.T) {
 	}
 }
 
-// TestSignedEntries: with Sign, replicas sharing the secret share entries;
+// TestSignedEntries: with WithSigningSecret, replicas sharing the secret share entries;
 // a value forged by someone who can write to Redis but lacks the secret
 // (a well-formed entry for the key, unsigned or with a copied signature)
 // is ignored, and so are entries signed with another secret.
@@ -396,7 +396,7 @@ func TestSignedEntries(t *testing.T) {
 	p := prefix(t)
 	var log errorLog
 	signed := func(secret string) (adapter.LM, *rediscache.Cache) {
-		c := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Sign([]byte(secret)), rediscache.OnError(log.add))
+		c := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithSigningSecret([]byte(secret)), rediscache.WithOnError(log.add))
 		return adapter.WithMiddleware(srv.Client(), adapter.Cached(c)), c
 	}
 	one, _ := signed("s3cret, sixteen bytes or more")
@@ -441,11 +441,11 @@ func TestTwoTiers(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv := echoServer(t)
 	p := prefix(t)
-	other := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.Prefix(p), slack)))
+	other := adapter.WithMiddleware(srv.Client(), adapter.Cached(rediscache.New(client(t), rediscache.WithPrefix(p), slack)))
 	_, err := adapter.Call(t.Context(), other, sig, nil, adapter.Values{"q": "x"}) // another replica paid for it
 	require.NoError(t, err)
 
-	shared := rediscache.New(client(t), rediscache.Prefix(p), slack)
+	shared := rediscache.New(client(t), rediscache.WithPrefix(p), slack)
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(adapter.NewLRU(100)), adapter.Cached(shared))
 	for range 3 {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
@@ -460,7 +460,7 @@ func TestTwoTiers(t *testing.T) {
 // TestCustomTransportReplicas: replicas whose go-openai clients have an
 // HTTP transport of their own are identified per process, so each pays
 // for every prompt; the Cache says so (Stats.Local, and one Warn line
-// on its Logger however many such entries it stores). One call,
+// on its WithLogger however many such entries it stores). One call,
 // adapter.WithIdentity, makes them share again, without mixing tenants
 // (newcomer review 4, item 1: 10 entries in Redis that no other process
 // would read, and no signal).
@@ -481,7 +481,7 @@ func TestCustomTransportReplicas(t *testing.T) {
 	}
 	newReplica := func(declare func(adapter.LM) adapter.LM, key string) replica {
 		logs := new(bytes.Buffer)
-		c := rediscache.New(client(t), rediscache.Prefix(p), slack, rediscache.Logger(slog.New(slog.NewTextHandler(logs, nil))))
+		c := rediscache.New(client(t), rediscache.WithPrefix(p), slack, rediscache.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 		return replica{adapter.WithMiddleware(declare(custom(key)), adapter.Cached(c)), c, logs}
 	}
 	ask := func(r replica, qs ...string) {

@@ -21,8 +21,8 @@ import (
 func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	cache := rediscache.New(rdb,
-		rediscache.TTL(24*time.Hour),
-		rediscache.OnError(func(ctx context.Context, err error) {
+		rediscache.WithTTL(24*time.Hour),
+		rediscache.WithOnError(func(ctx context.Context, err error) {
 			slog.WarnContext(ctx, "LM cache", "err", err) // the call went to the LM
 		}))
 	limit := rediscache.NewLimiter(rdb, "openai-prod", rediscache.RateLimit{RPM: 500, TPM: 200_000})
@@ -48,8 +48,8 @@ func ExampleNew() {
 func ExampleNewLimiter() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	limit := rediscache.NewLimiter(rdb, "openai-prod", rediscache.RateLimit{RPM: 500, TPM: 200_000},
-		rediscache.Fallback(rediscache.RateLimit{RPM: 100, TPM: 40_000}),
-		rediscache.MaxWait(30*time.Second),
+		rediscache.WithFallback(rediscache.RateLimit{RPM: 100, TPM: 40_000}),
+		rediscache.WithMaxWait(30*time.Second),
 	)
 	lm := adapter.WithMiddleware(openai.NewClient("sk-..."), limit.Middleware())
 
@@ -65,9 +65,9 @@ func ExampleNewLimiter() {
 // first to miss takes a lease and calls the LM, the others wait for its
 // entry, for at most 30 s (above the LM's slowest usual reply), then call
 // the LM themselves. (It needs a Redis, so it is compiled, not run.)
-func ExampleLease() {
+func ExampleWithLease() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	cache := rediscache.New(rdb, rediscache.Lease(30*time.Second))
+	cache := rediscache.New(rdb, rediscache.WithLease(30*time.Second))
 	lm := adapter.WithMiddleware(openai.NewClient("sk-..."), adapter.Cached(cache))
 
 	sig, _ := signature.Parse("question -> answer")
@@ -89,8 +89,8 @@ func ExampleNewBudget() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	prices := adapter.Prices{"gpt-4o-mini": {Input: 0.15, CachedInput: 0.075, Output: 0.6}}
 	budget, err := rediscache.NewBudget(rdb, "tenant-42", adapter.Limit{Cost: 5, Prices: prices},
-		rediscache.Window(24*time.Hour),
-		rediscache.OnError(func(ctx context.Context, err error) {
+		rediscache.WithWindow(24*time.Hour),
+		rediscache.WithOnError(func(ctx context.Context, err error) {
 			slog.WarnContext(ctx, "LM budget", "err", err)
 		}))
 	if err != nil {

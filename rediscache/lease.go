@@ -14,7 +14,7 @@ import (
 	"github.com/sigwire/adapter"
 )
 
-// With [Lease], a Cache that misses a key takes a lease on it in Redis
+// With [WithLease], a Cache that misses a key takes a lease on it in Redis
 // (SET NX PX): its caller calls the LM, and storing the entry releases
 // the lease (or Release does, when the call stores nothing). A Cache that misses while another holds the lease polls for
 // the entry, backing off, until the entry is there, the lease is free to
@@ -68,7 +68,7 @@ func newToken() string {
 // leaseKey is the lease's key for an entry's key rkey:
 // "<prefix>lease:v1:{<rkey>}", in the same Redis Cluster slot as the
 // entry (the braces make rkey the hash tag). An rkey with braces of its
-// own (from a Prefix with them) gets rkey + ":lease", in the entry's slot
+// own (from a WithPrefix with them) gets rkey + ":lease", in the entry's slot
 // when rkey holds a whole hash tag; otherwise a Redis Cluster refuses the
 // scripts (CROSSSLOT), and the lookups fail open.
 func (c *Cache) leaseKey(rkey string) string {

@@ -92,7 +92,7 @@ func TestLeaseOneCallAcrossReplicas(t *testing.T) {
 	const n = 8
 	caches := make([]*rediscache.Cache, n)
 	for i := range caches {
-		caches[i] = rediscache.New(client(t), rediscache.Prefix(p), slack, rediscache.Lease(30*time.Second))
+		caches[i] = rediscache.New(client(t), rediscache.WithPrefix(p), slack, rediscache.WithLease(30*time.Second))
 	}
 	hits := 0
 	for i, r := range askTogether(t, srv, caches, "x", nil) {
@@ -125,7 +125,7 @@ func TestLeaseHolderFails(t *testing.T) {
 	const n = 5
 	caches := make([]*rediscache.Cache, n)
 	for i := range caches {
-		caches[i] = rediscache.New(client(t), rediscache.Prefix(p), slack, rediscache.Lease(300*time.Millisecond))
+		caches[i] = rediscache.New(client(t), rediscache.WithPrefix(p), slack, rediscache.WithLease(300*time.Millisecond))
 	}
 	failed := 0
 	for i, r := range askTogether(t, srv, caches, "x", nil) {
@@ -162,7 +162,7 @@ func TestLeaseReleasedWhenHolderFails(t *testing.T) {
 	const n = 5
 	caches := make([]*rediscache.Cache, n)
 	for i := range caches {
-		caches[i] = rediscache.New(client(t), rediscache.Prefix(p), slack, rediscache.Lease(time.Hour))
+		caches[i] = rediscache.New(client(t), rediscache.WithPrefix(p), slack, rediscache.WithLease(time.Hour))
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard, not a timing assertion
 	defer cancel()
@@ -196,7 +196,7 @@ func TestLeaseRedisKilled(t *testing.T) {
 	const n = 5
 	caches := make([]*rediscache.Cache, n)
 	for i := range caches {
-		caches[i] = rediscache.New(dial(t, redisSrv.addr), slack, rediscache.Cooldown(time.Hour), rediscache.Lease(time.Minute))
+		caches[i] = rediscache.New(dial(t, redisSrv.addr), slack, rediscache.WithCooldown(time.Hour), rediscache.WithLease(time.Minute))
 	}
 	results := askTogether(t, srv, caches, "x", func() {
 		for i := 0; len(srv.Requests()) == 0; i++ { // the holder is calling the LM
@@ -228,13 +228,13 @@ func TestLeaseReleasedWhenNotStored(t *testing.T) {
 	srv := echoServer(t)
 	rdb := client(t)
 	p := prefix(t)
-	cache := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Lease(time.Hour), rediscache.MaxEntryBytes(10))
+	cache := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithLease(time.Hour), rediscache.WithMaxEntryBytes(10))
 	lm := adapter.WithMiddleware(srv.Client(), adapter.Cached(cache))
 	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
 	assert.Empty(t, cacheKeys(t, rdb, p), "no entry, and no lease left behind")
 
-	other := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Lease(time.Hour))
+	other := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithLease(time.Hour))
 	res, err := adapter.Call(t.Context(), adapter.WithMiddleware(srv.Client(), adapter.Cached(other)), sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
 	assert.Equal(t, "answer to x", res.Outputs[0]["a"])
@@ -251,13 +251,13 @@ func TestLeaseWaitBounded(t *testing.T) {
 	const key = "v2:0123abcd"
 	require.NoError(t, rdb.Set(t.Context(), p+"lease:v1:{"+p+"cache:v1:"+key+"}", "another replica", time.Hour).Err())
 
-	short := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Lease(50*time.Millisecond))
+	short := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithLease(50*time.Millisecond))
 	_, hit, err := short.Lookup(t.Context(), key)
 	require.NoError(t, err)
 	assert.False(t, hit)
 	assert.Equal(t, rediscache.Stats{Misses: 1, Waits: 1, WaitTimeouts: 1}, short.Stats())
 
-	long := rediscache.New(rdb, rediscache.Prefix(p), slack, rediscache.Lease(time.Hour))
+	long := rediscache.New(rdb, rediscache.WithPrefix(p), slack, rediscache.WithLease(time.Hour))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, hit, err = long.Lookup(ctx, key)

@@ -35,7 +35,7 @@ type RateLimit struct {
 }
 
 // Limiter is a rate limit that every process using the same Redis, name
-// and [Prefix] obeys together: requests and tokens per minute, kept by
+// and [WithPrefix] obeys together: requests and tokens per minute, kept by
 // an atomic script in Redis (GCRA: each limit admits up to a minute's
 // worth at once, then at its rate), per model of the request, since
 // providers limit each model on its own. Make one per provider account
@@ -50,8 +50,8 @@ type RateLimit struct {
 //
 // A 429 from the provider makes every process wait: for its Retry-After
 // when the client was built with adapter.HTTPDoer, otherwise for
-// [BlockWithoutRetryAfter]. A call that would wait past its context's
-// deadline or [MaxWait] fails at once with a *[LimitError].
+// [WithBlockWithoutRetryAfter]. A call that would wait past its context's
+// deadline or [WithMaxWait] fails at once with a *[LimitError].
 //
 // A reply's usage is the endpoint's word, so what one reply is charged is
 // bounded by what its request could have cost, and never more than TPM
@@ -65,14 +65,14 @@ type RateLimit struct {
 // part other than text (an image, audio, a file, whose tokens no byte
 // count bounds) or with a hosted tool (a search, a file search) is
 // bounded by TPM alone. A reply that reports more is charged the bound,
-// counted (LimiterStats.Implausible) and reported to [OnError] as an
+// counted (LimiterStats.Implausible) and reported to [WithOnError] as an
 // *[Error] with Op "settle" matching [ErrImplausibleUsage]: a broken or
 // hostile endpoint, a proxy, or a server that reports cumulative counters
 // can make the replicas wait at most about a minute more, never lock them
 // out.
 //
-// When Redis is unreachable or slower than [Timeout], each process keeps
-// the limit on its own ([Fallback]) until Redis answers again, and
+// When Redis is unreachable or slower than [WithTimeout], each process keeps
+// the limit on its own ([WithFallback]) until Redis answers again, and
 // remembers the 429s it saw itself. A Limiter is safe for concurrent use.
 type Limiter struct {
 	s     store
@@ -103,7 +103,7 @@ type LimiterStats struct {
 	Errors, Bypassed int64
 	// Implausible counts replies that reported more tokens than their
 	// request could have cost: each was charged that bound instead, and
-	// reported to [OnError] (an *[Error] matching [ErrImplausibleUsage]).
+	// reported to [WithOnError] (an *[Error] matching [ErrImplausibleUsage]).
 	Implausible int64
 }
 
@@ -113,10 +113,11 @@ type LimiterStats struct {
 var ErrImplausibleUsage = errors.New("rediscache: implausible usage")
 
 // NewLimiter returns a Limiter on rdb for the account name. The options:
-// [Prefix], [Timeout], [Cooldown], [OnError], [Fallback], [MaxWait],
-// [BlockWithoutRetryAfter].
-func NewLimiter(rdb redis.UniversalClient, name string, limit RateLimit, opts ...Option) *Limiter {
-	l := &Limiter{s: newStore(rdb, opts), name: name, limit: limit}
+// [WithFallback], [WithMaxWait], [WithBlockWithoutRetryAfter], and the
+// [SharedOption]s [WithPrefix], [WithTimeout], [WithCooldown],
+// [WithOnError].
+func NewLimiter(rdb redis.UniversalClient, name string, limit RateLimit, opts ...LimiterOption) *Limiter {
+	l := &Limiter{s: newStore(rdb, newConfig(opts, LimiterOption.applyToLimiter)), name: name, limit: limit}
 	l.local.limit = limit
 	if f := l.s.cfg.fallback; f != nil {
 		l.local.limit = *f
@@ -135,7 +136,7 @@ func (l *Limiter) Stats() LimiterStats {
 }
 
 // LimitError is a call refused by a [Limiter] because the wait for the
-// limit would pass its context's deadline or MaxWait. errors.Is(err,
+// limit would pass its context's deadline or WithMaxWait. errors.Is(err,
 // adapter.ErrRateLimited) matches it.
 type LimitError struct {
 	Name, Model string

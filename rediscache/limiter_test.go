@@ -36,7 +36,7 @@ func TestLimiterShared(t *testing.T) {
 	srv := echoServer(t)
 	p := prefix(t)
 	replica := func() (adapter.LM, *rediscache.Limiter) {
-		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 3}, rediscache.Prefix(p), slack)
+		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 3}, rediscache.WithPrefix(p), slack)
 		return adapter.WithMiddleware(srv.Client(), l.Middleware()), l
 	}
 	a, la := replica()
@@ -75,7 +75,7 @@ func TestLimiterAtomic(t *testing.T) {
 	var wg sync.WaitGroup
 	var limiters []*rediscache.Limiter
 	for range 2 {
-		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 10}, rediscache.Prefix(p), slack, rediscache.MaxWait(time.Millisecond))
+		l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 10}, rediscache.WithPrefix(p), slack, rediscache.WithMaxWait(time.Millisecond))
 		limiters = append(limiters, l)
 		inv := l.Middleware()(ok)
 		for range 20 {
@@ -104,7 +104,7 @@ func TestLimiterTokens(t *testing.T) {
 	srv.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(50, 10) })
 	p := prefix(t)
 	big := adapter.WithRequest(openai.ChatCompletionRequest{MaxTokens: 600})
-	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{TPM: 1000}, rediscache.Prefix(p), slack, rediscache.MaxWait(time.Second))
+	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{TPM: 1000}, rediscache.WithPrefix(p), slack, rediscache.WithMaxWait(time.Second))
 	lm := adapter.WithMiddleware(srv.Client(), l.Middleware())
 
 	_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"}, big)
@@ -117,7 +117,7 @@ func TestLimiterTokens(t *testing.T) {
 	noUsage := lmtest.NewServer()
 	defer noUsage.Close()
 	noUsage.Handle(func(lmtest.Request) lmtest.Reply { return lmtest.Text("[[ ## a ## ]]\nok").WithUsage(0, 0) })
-	l2 := rediscache.NewLimiter(client(t), "acct2", est, rediscache.Prefix(p), slack, rediscache.MaxWait(time.Second))
+	l2 := rediscache.NewLimiter(client(t), "acct2", est, rediscache.WithPrefix(p), slack, rediscache.WithMaxWait(time.Second))
 	lm2 := adapter.WithMiddleware(noUsage.Client(), l2.Middleware())
 	_, err = adapter.Call(t.Context(), lm2, sig, nil, adapter.Values{"q": "x"})
 	require.NoError(t, err)
@@ -134,8 +134,8 @@ func TestLimiter429Shared(t *testing.T) {
 	srv := echoServer(t)
 	p := prefix(t)
 	limit := rediscache.RateLimit{RPM: 1000}
-	la := rediscache.NewLimiter(client(t), "acct", limit, rediscache.Prefix(p), slack)
-	lb := rediscache.NewLimiter(client(t), "acct", limit, rediscache.Prefix(p), slack)
+	la := rediscache.NewLimiter(client(t), "acct", limit, rediscache.WithPrefix(p), slack)
+	lb := rediscache.NewLimiter(client(t), "acct", limit, rediscache.WithPrefix(p), slack)
 	a := adapter.WithMiddleware(httpDoerClient(srv), la.Middleware())
 	b := adapter.WithMiddleware(httpDoerClient(srv), lb.Middleware())
 
@@ -165,7 +165,7 @@ func TestLimiter429Shared(t *testing.T) {
 func TestLimiterBlocksWithRetries(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv := echoServer(t)
-	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{}, rediscache.Prefix(prefix(t)), slack)
+	l := rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{}, rediscache.WithPrefix(prefix(t)), slack)
 	lm := adapter.WithMiddleware(httpDoerClient(srv), l.Middleware())
 	srv.Push(lmtest.Error(http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`).WithHeader("Retry-After", "1"))
 	res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
@@ -177,8 +177,8 @@ func TestLimiterBlocksWithRetries(t *testing.T) {
 }
 
 // TestLimiterFallback: with Redis unreachable, the limiter keeps the
-// limit in the process (its Fallback), remembers the 429s it sees, and
-// says so (stats, OnError).
+// limit in the process (its WithFallback), remembers the 429s it sees, and
+// says so (stats, WithOnError).
 func TestLimiterFallback(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	srv := echoServer(t)
@@ -187,8 +187,8 @@ func TestLimiterFallback(t *testing.T) {
 	defer rdb.Close()
 	dead.stop()
 	var log errorLog
-	l := rediscache.NewLimiter(rdb, "acct", rediscache.RateLimit{RPM: 1000}, rediscache.Fallback(rediscache.RateLimit{RPM: 2}),
-		rediscache.OnError(log.add), rediscache.MaxWait(time.Second))
+	l := rediscache.NewLimiter(rdb, "acct", rediscache.RateLimit{RPM: 1000}, rediscache.WithFallback(rediscache.RateLimit{RPM: 2}),
+		rediscache.WithOnError(log.add), rediscache.WithMaxWait(time.Second))
 	lm := adapter.WithMiddleware(httpDoerClient(srv), l.Middleware())
 	for range 2 {
 		_, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})
@@ -230,7 +230,7 @@ func TestLimiterNamesSeparate(t *testing.T) {
 	lm := func(srv *lmtest.Server, key, name string) adapter.LM {
 		cfg := openai.DefaultConfig(key)
 		cfg.BaseURL = srv.URL()
-		l := rediscache.NewLimiter(client(t), name, rediscache.RateLimit{RPM: 2}, rediscache.Prefix(p), slack)
+		l := rediscache.NewLimiter(client(t), name, rediscache.RateLimit{RPM: 2}, rediscache.WithPrefix(p), slack)
 		return adapter.WithMiddleware(openai.NewClientWithConfig(cfg), l.Middleware())
 	}
 	ask := func(lm adapter.LM) error {
@@ -253,7 +253,7 @@ func TestLimiterNamesSeparate(t *testing.T) {
 }
 
 // TestLimiterRedisKilledMidRun: Redis dies in the middle of a run; the
-// limiter goes on admitting calls by its in-process Fallback (and refuses
+// limiter goes on admitting calls by its in-process WithFallback (and refuses
 // past it), counted; once Redis is back and the cooldown over, Redis
 // decides again.
 func TestLimiterRedisKilledMidRun(t *testing.T) {
@@ -261,8 +261,8 @@ func TestLimiterRedisKilledMidRun(t *testing.T) {
 	srv := echoServer(t)
 	redisSrv := privateRedis(t)
 	l := rediscache.NewLimiter(dial(t, redisSrv.addr), "acct", rediscache.RateLimit{RPM: 1000},
-		rediscache.Fallback(rediscache.RateLimit{RPM: 5}), rediscache.Cooldown(20*time.Millisecond), slack,
-		rediscache.MaxWait(5*time.Second)) // the fallback's next slot, past its 5, is 12 s away
+		rediscache.WithFallback(rediscache.RateLimit{RPM: 5}), rediscache.WithCooldown(20*time.Millisecond), slack,
+		rediscache.WithMaxWait(5*time.Second)) // the fallback's next slot, past its 5, is 12 s away
 	lm := adapter.WithMiddleware(srv.Client(), l.Middleware())
 	ask := func() error {
 		res, err := adapter.Call(t.Context(), lm, sig, nil, adapter.Values{"q": "x"})

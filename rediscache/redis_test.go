@@ -55,9 +55,9 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// slack is the Timeout of tests that are not about timeouts: generous, so
+// slack is the WithTimeout of tests that are not about timeouts: generous, so
 // that a loaded machine never sends them to the fallback.
-var slack = rediscache.Timeout(10 * time.Second)
+var slack = rediscache.WithTimeout(10 * time.Second)
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})

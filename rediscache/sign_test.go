@@ -1,7 +1,6 @@
 package rediscache_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"github.com/sigwire/adapter/rediscache"
 )
 
-// unsetVar names an environment variable no test sets: Sign reading it
+// unsetVar names an environment variable no test sets: WithSigningSecret reading it
 // gets the empty secret of a deployment that forgot to set its own.
 const unsetVar = "SIGWIRE_TEST_HMAC_SECRET_NEVER_SET"
 
@@ -27,11 +26,12 @@ func newCache(t *testing.T, opts ...rediscache.Option) (c *rediscache.Cache, pan
 	return rediscache.New(client(t), opts...), nil
 }
 
-// TestSignShortSecret: Sign with a secret shorter than 16 bytes (nil,
+// TestSignShortSecret: WithSigningSecret with a secret shorter than 16 bytes (nil,
 // empty, an unset environment variable, 15 bytes) makes New panic with an
 // error matching ErrShortSecret that names the option, the length, the
-// minimum and the usual cause; 16 bytes sign. NewLimiter, which signs
-// nothing, ignores Sign.
+// minimum and the usual cause; 16 bytes sign. Only a Cache takes the
+// option: NewLimiter and NewBudget, which sign nothing, do not compile
+// with it.
 func TestSignShortSecret(t *testing.T) {
 	require.Empty(t, os.Getenv(unsetVar))
 	for name, secret := range map[string][]byte{
@@ -41,14 +41,14 @@ func TestSignShortSecret(t *testing.T) {
 		"15 bytes":  []byte("fifteen bytes!!"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, p := newCache(t, rediscache.Prefix(prefix(t)), slack, rediscache.Sign(secret))
+			c, p := newCache(t, rediscache.WithPrefix(prefix(t)), slack, rediscache.WithSigningSecret(secret))
 			require.NotNil(t, p, "New accepted a %d-byte secret", len(secret))
 			assert.Nil(t, c)
 			err, ok := p.(error)
 			require.True(t, ok, "New panics with an error, not %T", p)
 			assert.ErrorIs(t, err, rediscache.ErrShortSecret)
 			msg := err.Error()
-			for _, want := range []string{"Sign", fmt.Sprintf("%d bytes", len(secret)), fmt.Sprintf("minimum of %d", rediscache.MinSecretBytes), "environment variable"} {
+			for _, want := range []string{"WithSigningSecret", fmt.Sprintf("%d bytes", len(secret)), fmt.Sprintf("minimum of %d", rediscache.MinSecretBytes), "environment variable"} {
 				assert.Contains(t, msg, want)
 			}
 			t.Log(msg)
@@ -61,7 +61,7 @@ func TestSignShortSecret(t *testing.T) {
 		srv := echoServer(t)
 		p := prefix(t)
 		replica := func() (adapter.LM, *rediscache.Cache) {
-			c, pv := newCache(t, rediscache.Prefix(p), slack, rediscache.Sign([]byte("sixteen bytes!!!")))
+			c, pv := newCache(t, rediscache.WithPrefix(p), slack, rediscache.WithSigningSecret([]byte("sixteen bytes!!!")))
 			require.Nil(t, pv)
 			return adapter.WithMiddleware(srv.Client(), adapter.Cached(c)), c
 		}
@@ -81,21 +81,17 @@ func TestSignShortSecret(t *testing.T) {
 		assert.ErrorIs(t, err, adapter.ErrCorruptCacheEntry, "the stored value carries its MAC after the entry")
 	})
 
-	t.Run("NewLimiter ignores it", func(t *testing.T) {
-		var l *rediscache.Limiter
-		require.NotPanics(t, func() {
-			l = rediscache.NewLimiter(client(t), "acct", rediscache.RateLimit{RPM: 10}, rediscache.Prefix(prefix(t)), slack, rediscache.Sign(nil))
-		})
-		_, err := l.Middleware()(func(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			return openai.ChatCompletionResponse{}, nil
-		})(t.Context(), openai.ChatCompletionRequest{Model: "m"})
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), l.Stats().Admitted)
+	t.Run("only a Cache takes it", func(t *testing.T) {
+		var o any = rediscache.WithSigningSecret(nil)
+		_, limiter := o.(rediscache.LimiterOption)
+		_, budget := o.(rediscache.BudgetOption)
+		assert.False(t, limiter, "NewLimiter, which signs nothing, does not compile with it")
+		assert.False(t, budget, "nor does NewBudget")
 	})
 }
 
 // TestSignRefusesForgery is the review's scenario (security review 4,
-// P2): a Cache given Sign, its secret read from an environment variable,
+// P2): a Cache given WithSigningSecret, its secret read from an environment variable,
 // stores an entry; someone who can write to the Redis replaces it with a
 // well-formed unsigned entry for the same key and another answer. Whatever
 // the secret, the forgery is never served: New refuses a secret too short
@@ -111,7 +107,7 @@ func TestSignRefusesForgery(t *testing.T) {
 			p := prefix(t)
 			var log errorLog
 			secret := []byte(os.Getenv(env))
-			cache, pv := newCache(t, rediscache.Prefix(p), slack, rediscache.Sign(secret), rediscache.OnError(log.add))
+			cache, pv := newCache(t, rediscache.WithPrefix(p), slack, rediscache.WithSigningSecret(secret), rediscache.WithOnError(log.add))
 			if pv != nil {
 				err, _ := pv.(error)
 				require.ErrorIs(t, err, rediscache.ErrShortSecret, "New panicked with %v", pv)

@@ -79,10 +79,10 @@ func TestLimiterImplausibleUsage(t *testing.T) {
 			srv := lmtest.NewServer(lmtest.Text(ok).WithUsage(1_000_000_000, 0), lmtest.Text(ok))
 			defer srv.Close()
 			var log errorLog
-			a := rediscache.NewLimiter(r, "openai-prod", limit, rediscache.Prefix(p), slack, rediscache.OnError(log.add))
+			a := rediscache.NewLimiter(r, "openai-prod", limit, rediscache.WithPrefix(p), slack, rediscache.WithOnError(log.add))
 			b := a // without Redis a replica's fallback is its own: the next call is A's
 			if name == "redis" {
-				b = rediscache.NewLimiter(r, "openai-prod", limit, rediscache.Prefix(p), slack)
+				b = rediscache.NewLimiter(r, "openai-prod", limit, rediscache.WithPrefix(p), slack)
 			}
 			res, err := adapter.Call(t.Context(), adapter.WithMiddleware(srv.Client(), a.Middleware()), sig, nil, adapter.Values{"q": "x"})
 			require.NoError(t, err)
@@ -164,8 +164,8 @@ func TestLimiterUsageBounded(t *testing.T) {
 					r := rdb(t)
 					p := prefix(t)
 					var log errorLog
-					l := rediscache.NewLimiter(r, "acct", limit, rediscache.Prefix(p), slack,
-						rediscache.MaxWait(time.Nanosecond), rediscache.OnError(log.add))
+					l := rediscache.NewLimiter(r, "acct", limit, rediscache.WithPrefix(p), slack,
+						rediscache.WithMaxWait(time.Nanosecond), rediscache.WithOnError(log.add))
 					first := true
 					inv := l.Middleware()(func(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 						if !first {
@@ -213,7 +213,7 @@ func TestLimiterUsageBounded(t *testing.T) {
 // TestLimiterLargeTPM: a TPM so large that a minute's worth of tokens
 // times a minute in nanoseconds passes int64 (2^40 a minute): a request
 // estimated at the whole minute's budget is charged exactly a minute, so
-// the next one is refused (MaxWait is a nanosecond) for a wait of at
+// the next one is refused (WithMaxWait is a nanosecond) for a wait of at
 // most a minute, on Redis and in the fallback (where the charge
 // overflowed to a few milliseconds, and the next request went at once).
 func TestLimiterLargeTPM(t *testing.T) {
@@ -221,7 +221,7 @@ func TestLimiterLargeTPM(t *testing.T) {
 	limit := rediscache.RateLimit{TPM: tpm, Estimate: func(openai.ChatCompletionRequest) int { return tpm }}
 	for backend, rdb := range map[string]func(testing.TB) *redis.Client{"redis": client, "unreachable": unreachable} {
 		t.Run(backend, func(t *testing.T) {
-			l := rediscache.NewLimiter(rdb(t), "acct", limit, rediscache.Prefix(prefix(t)), slack, rediscache.MaxWait(time.Nanosecond))
+			l := rediscache.NewLimiter(rdb(t), "acct", limit, rediscache.WithPrefix(prefix(t)), slack, rediscache.WithMaxWait(time.Nanosecond))
 			inv := l.Middleware()(func(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 				return openai.ChatCompletionResponse{}, nil // no usage: the estimate stands
 			})

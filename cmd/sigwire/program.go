@@ -51,7 +51,7 @@ func (p *programFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.signature, "signature", "", `the program's signature, as DSPy's string ("question -> answer"; for -module cot without the reasoning field)`)
 	fs.StringVar(&p.module, "module", "predict", "the module the program was saved from: predict, cot (ChainOfThought), react or reactv2 (no tools but the one that ends a run)")
 	fs.StringVar(&p.predictor, "predictor", "", "the saved predictor to load (default: the program's only one); for react and reactv2 the path prefix of the agent's predictors")
-	fs.BoolVar(&p.allowDSPy, "allow-dspy-version", false, "load a program saved by DSPy 3.5 or later (predict.AllowDSPyVersion)")
+	fs.BoolVar(&p.allowDSPy, "allow-dspy-version", false, "load a program saved by DSPy 3.5 or later (predict.WithAnyDSPyVersion)")
 	fs.BoolVar(&p.savedLM, "saved-lm", false, "apply the generation options the program saved with its LM (temperature, max_tokens, n, …): only for a file you trust")
 	fs.StringVar(&p.model, "model", os.Getenv("OPENAI_MODEL"), "the model (default $OPENAI_MODEL)")
 	fs.StringVar(&p.baseURL, "base-url", os.Getenv("OPENAI_BASE_URL"), "an OpenAI-compatible endpoint (default $OPENAI_BASE_URL, else OpenAI's)")
@@ -107,7 +107,7 @@ func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (
 	e := &env{}
 	var loadOpts []predict.LoadOption
 	if p.allowDSPy {
-		loadOpts = append(loadOpts, predict.AllowDSPyVersion())
+		loadOpts = append(loadOpts, predict.WithAnyDSPyVersion())
 	}
 	name := p.predictor
 	var saved predict.SavedPredictor
@@ -212,7 +212,7 @@ func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (
 	case p.tpm > 0 && rdb == nil:
 		return nil, errors.New("-tpm needs -redis: the token limit is kept in Redis (rediscache.Limiter)")
 	case rdb != nil && (p.rpm > 0 || p.tpm > 0):
-		l := rediscache.NewLimiter(rdb, "sigwire", rediscache.RateLimit{RPM: p.rpm, TPM: p.tpm}, rediscache.Prefix(p.redisPrefix), rediscache.Logger(logger))
+		l := rediscache.NewLimiter(rdb, "sigwire", rediscache.RateLimit{RPM: p.rpm, TPM: p.tpm}, rediscache.WithPrefix(p.redisPrefix)) // a Limiter logs nothing: WithLogger is a Cache's option
 		mw = append(mw, l.Middleware())
 	case p.rpm > 0:
 		mw = append(mw, pace(p.rpm))
@@ -225,9 +225,9 @@ func (p *programFlags) build(path string, logger *slog.Logger, needModel bool) (
 	switch {
 	case p.noCache:
 	case rdb != nil:
-		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.Prefix(p.redisPrefix), rediscache.Logger(logger)))))
+		e.opts = append(e.opts, adapter.UseMiddleware(adapter.Cached(rediscache.New(rdb, rediscache.WithPrefix(p.redisPrefix), rediscache.WithLogger(logger)))))
 	case p.cacheDir != "":
-		dc, err := adapter.OpenDiskCache(p.cacheDir, adapter.DiskCacheLogger(logger))
+		dc, err := adapter.OpenDiskCache(p.cacheDir, adapter.WithDiskCacheLogger(logger))
 		if err != nil {
 			return nil, err
 		}

@@ -99,10 +99,10 @@ func newAgent(native bool) (streamer, error) {
 	if native {
 		// Native function calling is the adapter's setting, as in DSPy:
 		// XML with it on is DSPy 3.5's default.
-		return predict.NewReActV2(sig, tools, predict.MaxIters(5),
+		return predict.NewReActV2(sig, tools, predict.WithMaxIters(5),
 			adapter.UseAdapter(adapter.XML{Options: adapter.Options{NativeTools: adapter.On}}))
 	}
-	return predict.NewReAct(sig, tools, predict.MaxIters(5))
+	return predict.NewReAct(sig, tools, predict.WithMaxIters(5))
 }
 
 // recorded is a recorded run of the agent, for the offline mode: the

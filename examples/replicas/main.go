@@ -24,7 +24,7 @@
 // question, and the Redis cache says so (Stats.Local, and one warning).
 //
 // A replica that catches up with another may ask a question the other is
-// still waiting on. The cache's lease (rediscache.Lease, -lease, 5 s by
+// still waiting on. The cache's lease (rediscache.WithLease, -lease, 5 s by
 // default) makes it wait for the other's reply rather than pay for the
 // question too: 100 calls exactly, unless Redis failed or a wait ran out
 // (both counted in the report). With -lease 0 both pay, and a run makes a
@@ -74,9 +74,9 @@ type report struct {
 
 var (
 	lru   = flag.Bool("lru", false, "give each replica its own in-memory LRU cache instead of the shared Redis cache")
-	lease = flag.Duration("lease", 5*time.Second, "how long a replica waits for another's call to the same question (rediscache.Lease; 0: it calls the LM too)")
+	lease = flag.Duration("lease", 5*time.Second, "how long a replica waits for another's call to the same question (rediscache.WithLease; 0: it calls the LM too)")
 	ident = flag.Bool("identity", true, "declare the client's identity with adapter.WithIdentity (false: each replica's entries are its own)")
-	rto   = flag.Duration("redis-timeout", 0, "bound on each Redis command (rediscache.Timeout; 0: its default, 100 ms); past it a lookup is a miss and Redis is left alone for a second")
+	rto   = flag.Duration("redis-timeout", 0, "bound on each Redis command (rediscache.WithTimeout; 0: its default, 100 ms); past it a lookup is a miss and Redis is left alone for a second")
 )
 
 func main() {
@@ -161,8 +161,8 @@ func replica(n int) {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("SIGWIRE_REDIS_ADDR")})
 	defer rdb.Close()
 	check(rdb.Ping(context.Background()).Err())
-	prefix := rediscache.Prefix(os.Getenv("KEY_PREFIX"))
-	cache := rediscache.New(rdb, prefix, rediscache.TTL(10*time.Minute), rediscache.Lease(*lease), rediscache.Timeout(*rto))
+	prefix := rediscache.WithPrefix(os.Getenv("KEY_PREFIX"))
+	cache := rediscache.New(rdb, prefix, rediscache.WithTTL(10*time.Minute), rediscache.WithLease(*lease), rediscache.WithTimeout(*rto))
 	limit := rediscache.NewLimiter(rdb, "lmtest", rediscache.RateLimit{RPM: 6000, TPM: 2_000_000}, prefix)
 
 	cfg := openai.DefaultConfig("test-key")

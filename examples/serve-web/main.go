@@ -90,7 +90,7 @@ func newAgent() (*predict.ReAct, error) {
 	if err != nil {
 		return nil, err
 	}
-	return predict.NewReAct(sig, []types.Tool{weatherTool, packingTool}, predict.MaxIters(5))
+	return predict.NewReAct(sig, []types.Tool{weatherTool, packingTool}, predict.WithMaxIters(5))
 }
 
 // Advice is the answer the stand-in model gives.
