@@ -93,7 +93,7 @@ func Cached(c Cache) Middleware {
 	g := &flights{c: c, m: map[string]*flight{}}
 	return func(next Invoker) Invoker {
 		return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			ident := runFrom(ctx).ident
+			ident := scopeOf(ctx).ident
 			if ident == nil {
 				return next(ctx, req)
 			}

@@ -98,7 +98,7 @@ type waiter uint32
 // flightCall is a flight's LM call, once sent.
 type flightCall struct {
 	cancel context.CancelFunc // ends the call
-	state  callState          // what the call counted; out is the flight
+	meter  meter              // what the call counted; out is the flight
 	retry  wire.RetrySlot     // the Retry-After the call's reply carried
 
 	// The stream so far: choice 0's pieces as they arrived.
@@ -124,7 +124,7 @@ var errFlightExited = errors.New("adapter: the shared LM call's goroutine exited
 // do answers req: a hit, the reply of an identical request in flight, or
 // its own call's.
 func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	if runFrom(ctx).callLevel {
+	if scopeOf(ctx).callLevel {
 		return g.alone(ctx, key, next, req)
 	}
 	f, w, first := g.join(key)
@@ -142,7 +142,7 @@ func (g *flights) do(ctx context.Context, key string, next Invoker, req openai.C
 	}
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &flightCall{cancel: cancel}
-	c.state.out = f
+	c.meter.out = f
 	c.retry.Retry.Store(int64(retryOf(ctx)))
 	g.mu.Lock()
 	f.call = c
@@ -157,7 +157,7 @@ func (g *flights) alone(ctx context.Context, key string, next Invoker, req opena
 	if g.c == nil {
 		return next(ctx, req)
 	}
-	st := stateFrom(ctx)
+	st := meterOf(ctx)
 	if e, ok := g.lookup(ctx, st, key); ok {
 		if st != nil {
 			st.count(Counts{CacheHits: 1})
@@ -193,7 +193,7 @@ func hitResponse(e CacheEntry) openai.ChatCompletionResponse {
 // store puts entry in the cache once the pipeline accepted its reply (at
 // once outside the pipeline, st nil), or releases the key's miss when it
 // refused it; then runs done whatever the verdict.
-func (g *flights) store(ctx context.Context, st *callState, key string, entry CacheEntry, done func()) {
+func (g *flights) store(ctx context.Context, st *meter, key string, entry CacheEntry, done func()) {
 	settle := func(accepted bool) {
 		switch {
 		case g.c == nil:
@@ -222,13 +222,13 @@ func (g *flights) get(ctx context.Context, f *flight) (e CacheEntry, ok bool) {
 			panic(p)
 		}
 	}()
-	return g.lookup(ctx, stateFrom(ctx), f.key)
+	return g.lookup(ctx, meterOf(ctx), f.key)
 }
 
 // lookup reads key from the cache; a FallibleCache's failure is counted
 // and traced in st (the call's state; nil outside the pipeline) and is a
 // miss.
-func (g *flights) lookup(ctx context.Context, st *callState, key string) (CacheEntry, bool) {
+func (g *flights) lookup(ctx context.Context, st *meter, key string) (CacheEntry, bool) {
 	fc, ok := g.c.(FallibleCache)
 	if !ok {
 		return g.c.Get(ctx, key)
@@ -243,7 +243,7 @@ func (g *flights) lookup(ctx context.Context, st *callState, key string) (CacheE
 
 // put stores entry under key; a FallibleCache's failure is counted and
 // traced in st, as lookup's.
-func (g *flights) put(ctx context.Context, st *callState, key string, entry CacheEntry) {
+func (g *flights) put(ctx context.Context, st *meter, key string, entry CacheEntry) {
 	fc, ok := g.c.(FallibleCache)
 	if !ok {
 		g.c.Put(ctx, key, entry)
@@ -281,11 +281,11 @@ func (g *flights) join(key string) (f *flight, w waiter, first bool) {
 // flightContext is the context of a flight's call: the values of the
 // request that sent it, with the call's own state and retry slot.
 func flightContext(ctx context.Context, c *flightCall) context.Context {
-	s := runFrom(ctx)
-	if s.call != nil {
-		c.state.budget = s.call.budget // the request is the caller's: its budget pays
+	s := scopeOf(ctx)
+	if s.meter != nil {
+		c.meter.budget = s.meter.budget // the request is the caller's: its budget pays
 	}
-	s.call = &c.state
+	s.meter = &c.meter
 	return context.WithValue(s.on(ctx), wire.RetryKey{}, &c.retry)
 }
 
@@ -299,7 +299,7 @@ func (f *flight) run(ctx context.Context, c *flightCall, next Invoker, req opena
 		}
 	}()
 	resp, err := next(ctx, req)
-	o = outcome{resp: resp, err: err, extras: c.state.replyExtras()}
+	o = outcome{resp: resp, err: err, extras: c.meter.replyExtras()}
 }
 
 // finish records the flight's outcome and wakes its waiters. The first
@@ -324,7 +324,7 @@ func (g *flights) finish(ctx context.Context, f *flight, o outcome) {
 	if c != nil {
 		c.cancel()
 		if !owned {
-			c.state.settle(false) // no one takes it over
+			c.meter.settle(false) // no one takes it over
 		}
 		if !kept {
 			g.release(ctx, f.key)
@@ -362,7 +362,7 @@ func (f *flight) detach(w waiter) {
 // the rest to a stream's output as it arrives.
 func (g *flights) wait(ctx context.Context, f *flight, w waiter, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	var out streamOut
-	if st := stateFrom(ctx); st != nil && req.Stream {
+	if st := meterOf(ctx); st != nil && req.Stream {
 		out = st.out
 	}
 	next, started := 0, false
@@ -470,7 +470,7 @@ func (g *flights) leave(ctx context.Context, f *flight, w waiter) {
 	}
 	g.mu.Unlock()
 	if orphan != nil {
-		orphan.state.settle(false)
+		orphan.meter.settle(false)
 		g.release(ctx, f.key)
 	}
 }
@@ -492,14 +492,14 @@ func (g *flights) take(ctx context.Context, f *flight, w waiter, out streamOut, 
 		panic(o.panicked)
 	}
 	resp, err := o.resp, o.err
-	st := stateFrom(ctx)
+	st := meterOf(ctx)
 	if st != nil {
 		switch {
 		case o.hit:
 			st.count(Counts{CacheHits: 1})
 		case owner:
 			if c != nil {
-				st.adopt(&c.state)
+				st.adopt(&c.meter)
 			}
 		default:
 			st.count(Counts{Coalesced: 1})

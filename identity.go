@@ -58,7 +58,7 @@ type Identifier interface {
 type lmIdent struct {
 	lm    LM
 	once  sync.Once
-	ok    bool // beside once, in its padding: runShared stays in its size class
+	ok    bool // beside once, in its padding: runHeap stays in its size class
 	id    identity
 	azure *openai.ClientConfig // an Azure client: its deployment depends on the model
 }
