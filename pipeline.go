@@ -398,13 +398,12 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	}
 }
 
-// shapeRequest shapes req with a's RequestShaper. The JSON and BAML
-// adapters' are called directly, on req; another's gets a copy on the
-// heap (an interface's method may keep the pointer), copied back, so
-// that req stays where the caller has it.
+// shapeRequest shapes req with a's RequestShaper. An adapter that shapes
+// as JSON does (see shapesAsJSON) is shaped directly, on req; another's
+// gets a copy on the heap (an interface's method may keep the pointer),
+// copied back, so that req stays where the caller has it.
 func shapeRequest(a Adapter, shaper RequestShaper, fsig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
-	switch a.(type) {
-	case JSON, BAML:
+	if shapesAsJSON(a) {
 		return shapeJSON(fsig, req, caps, level)
 	}
 	shaped := new(openai.ChatCompletionRequest)
