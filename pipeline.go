@@ -615,11 +615,11 @@ func partialOf(vals Values, err error) Values {
 // retries, cache hits and coalesced calls counted in the run. Either way a panic while parsing is a
 // *ParseError that keeps the reply.
 type parser struct {
-	a   Adapter
-	p   Parser
-	cp  CallingParser
-	ctx context.Context // for ParseCall
-	run *runHeap        // where ParseCall's calls are counted
+	a    Adapter
+	p    Parser
+	cp   CallingParser
+	ctx  context.Context // for ParseCall
+	heap *runHeap        // where ParseCall's calls are counted
 }
 
 // parserFor returns how a's completions are parsed.
@@ -627,7 +627,7 @@ func (r *run) parserFor(ctx context.Context, a Adapter) (parser, error) {
 	if cp, ok := a.(CallingParser); ok {
 		s := scopeOf(ctx)
 		s.trace = r.cfg.trace
-		return parser{a: a, cp: cp, ctx: s.on(ctx), run: r.runHeap}, nil
+		return parser{a: a, cp: cp, ctx: s.on(ctx), heap: r.runHeap}, nil
 	}
 	if p, ok := a.(Parser); ok {
 		return parser{a: a, p: p}, nil
@@ -647,7 +647,7 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 	}
 	vals, res, err := ps.cp.ParseCall(ps.ctx, sig, text)
 	if res != nil {
-		st := &ps.run.meter
+		st := &ps.heap.meter
 		st.count(res.Counts)
 		for model, u := range res.UsageByModel {
 			st.addUsage(model, u)
