@@ -219,14 +219,14 @@ func SetDefaultAdapter(a Adapter) {
 // own adapter with [UseAdapter]. It is how an adapter is swapped per call
 // for code that does not expose call options (DSPy's dspy.context(adapter=)).
 func WithAdapter(ctx context.Context, a Adapter) context.Context {
-	s := runFrom(ctx)
+	s := scopeOf(ctx)
 	s.adapter = a
 	return s.on(ctx)
 }
 
 // AdapterFrom returns the adapter set on ctx by [WithAdapter].
 func AdapterFrom(ctx context.Context) (Adapter, bool) {
-	a := runFrom(ctx).adapter
+	a := scopeOf(ctx).adapter
 	return a, a != nil
 }
 

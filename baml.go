@@ -55,9 +55,15 @@ func (m BAML) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 	return bamlLayout.format(m.Options.Prompt, sig, demos, inputs, native)
 }
 
+// outputRequirements returns the output requirements Format ends the
+// request with, which a re-ask repeats (see outputRequirer).
+func (m BAML) outputRequirements(sig *signature.Signature) (string, error) {
+	return bamlLayout.requirements(m.Options.Prompt, sig)
+}
+
 // bamlLayout is how the BAML adapter writes a conversation.
 var bamlLayout = layout{
-	key: bamlKey, system: bamlSystem, structure: bamlStructure, reminder: jsonReminder,
+	system: bamlSystem, structure: bamlStructure, reminder: jsonReminder,
 	user: bamlUser, assistant: jsonAssistant,
 }
 
@@ -137,6 +143,11 @@ func isStructValue(v any) bool {
 // Parse reads the output fields as the JSON adapter does.
 func (BAML) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "baml", reply.JSON)
+}
+
+// NewFieldStream streams as the JSON adapter does.
+func (BAML) NewFieldStream(sig *signature.Signature) FieldStream {
+	return JSON{}.NewFieldStream(sig)
 }
 
 // ShapeRequest chooses the response format as the JSON adapter does.

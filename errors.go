@@ -390,3 +390,16 @@ func recovered[T any](f func() (T, error)) (v T, err error) {
 	}()
 	return f()
 }
+
+// isPromptFilter reports a provider refusing the prompt itself through its
+// content filter (Azure: HTTP 400 with error code content_filter).
+func isPromptFilter(err error) bool {
+	var api *openai.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	if c, ok := api.Code.(string); ok && c == "content_filter" {
+		return true
+	}
+	return api.InnerError != nil && api.InnerError.Code == "ResponsibleAIPolicyViolation"
+}

@@ -267,13 +267,13 @@ func (r *run) fallbackInvoker(f *FallbackLM, mw []Middleware, bottom func(LM) In
 		chain := r.invoker(wrapInvoker(append(slices.Clip(mw), own...), bottom(lm)), tr)
 		ident := &lmIdent{lm: lm}
 		chains[i] = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-			s := runFrom(ctx)
+			s := scopeOf(ctx)
 			s.ident = ident // a cache anywhere in the chain keys on the target
 			return chain(s.on(ctx), req)
 		}
 	}
 	// Not r: the run stays on the stack (see run.invoker).
-	call, sink, sh := r.cfg.req.Model, r.sink, r.runShared
+	call, sink, sh := r.cfg.req.Model, r.sink, r.runHeap
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 		var resp openai.ChatCompletionResponse
 		var err error
@@ -297,7 +297,7 @@ func (r *run) fallbackInvoker(f *FallbackLM, mw []Middleware, bottom func(LM) In
 			if err != nil {
 				what = firstLine(err.Error())
 			}
-			sh.state.count(Counts{ModelFallbacks: 1})
+			sh.meter.count(Counts{ModelFallbacks: 1})
 			n := fmt.Sprintf("model fallback: %s failed (%s: %s); the call moved to %s", t.name(call), class, what, f.targets[i+1].name(call))
 			if !slices.Contains(sh.res.Notes, n) {
 				sh.res.Notes = append(sh.res.Notes, n)

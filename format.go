@@ -312,25 +312,11 @@ func hasBlankIndentedLine(lines iter.Seq[string]) bool {
 	return false
 }
 
-// memoKey names what the adapters keep per signature (see
-// signature.Signature.Memo): the parts of a prompt that depend on the
-// signature alone, built once.
-type memoKey uint8
-
-const (
-	chatKey memoKey = iota
-	jsonKey
-	xmlKey
-	bamlKey
-	extractionKey
-	traitsKey
-)
-
 // layout is how an adapter writes a conversation: its system message and
-// output reminder (each built once per signature, kept under its key), its
+// output reminder (each built once per signature, kept in the signature's
+// memo under the layout's address: an adapter's layout is its key), its
 // field structure (for a Prompt that changes a piece) and its turns.
 type layout struct {
-	key       memoKey
 	system    func(*signature.Signature) (string, error)
 	structure structureFunc
 	reminder  func(*signature.Signature) (string, error)
@@ -472,13 +458,19 @@ func keptMessages(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMe
 
 // memo returns what l keeps for sig, building it once.
 func (l *layout) memo(sig *signature.Signature) *layoutMemo {
-	return sig.Memo(l.key, func() any {
+	return sig.Memo(l, func() any {
 		m := &layoutMemo{}
 		m.system.text, m.system.err = l.system(sig)
 		m.reminder.text, m.reminder.err = l.reminder(sig)
 		m.traits = traitsOfSig(sig)
 		return m
 	}).(*layoutMemo)
+}
+
+// requirements returns the output requirements l's Format writes with the
+// pieces of p.
+func (l *layout) requirements(p *Prompt, sig *signature.Signature) (string, error) {
+	return p.requirements(sig, l.memo(sig).reminder)
 }
 
 // format renders the system message, the demos, the conversation history

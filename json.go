@@ -41,9 +41,15 @@ func (j JSON) Format(sig *signature.Signature, demos []Values, inputs Values) ([
 	return jsonLayout.format(j.Options.Prompt, sig, demos, inputs, native)
 }
 
+// outputRequirements returns the output requirements Format ends the
+// request with, which a re-ask repeats (see outputRequirer).
+func (j JSON) outputRequirements(sig *signature.Signature) (string, error) {
+	return jsonLayout.requirements(j.Options.Prompt, sig)
+}
+
 // jsonLayout is how the JSON adapter writes a conversation.
 var jsonLayout = layout{
-	key: jsonKey, system: jsonSystem, structure: jsonStructure, reminder: jsonReminder,
+	system: jsonSystem, structure: jsonStructure, reminder: jsonReminder,
 	user: chatUser, assistant: jsonAssistant,
 }
 
@@ -165,6 +171,26 @@ func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "json", reply.JSON)
 }
 
+// NewFieldStream returns a FieldStream for JSON replies: the members of the
+// reply's top-level object are routed to the output fields they name (as
+// Parse names them: exact, then case-insensitive). A string value streams
+// as it grows, its escapes decoded; any other value (a number, a bool,
+// null, an array, an object) is reported once complete, as its JSON text.
+// Text around the object (prose, a code fence) belongs to no field. A
+// leading <think> block streams as reasoning, as for every adapter.
+//
+// A string's closing quote is held until the next significant byte
+// confirms it ends the value (',', ':', '}', ']' or the end of the reply,
+// as Parse reads an unescaped quote): in {"answer": "He said "hi" twice"}
+// the inner quotes stream as part of the value. A key given again in the
+// same object is not streamed again (Parse keeps one value, or reports
+// two different ones); a later object (a correction after a draft)
+// streams too, each field's first delta in it replacing what the field
+// received from an earlier one (FieldDelta.Replace).
+func (JSON) NewFieldStream(sig *signature.Signature) FieldStream {
+	return reply.NewJSONStream(sig)
+}
+
 // decodedValue converts a decoded JSON value to the field's type: a string
 // through ParseValue's text rules, anything else through the same rules for
 // decoded values, paying JSON repair from the reply's budget b.
@@ -189,6 +215,18 @@ const (
 // in the caller's request template is kept as it is.
 func (JSON) ShapeRequest(sig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
 	return shapeJSON(sig, req, caps, level)
+}
+
+// shapesAsJSON reports an adapter whose ShapeRequest is shapeJSON (JSON,
+// BAML), which the pipeline calls directly (see shapeRequest): through the
+// RequestShaper interface the request would move to the heap, one
+// allocation more per request.
+func shapesAsJSON(a Adapter) bool {
+	switch a.(type) {
+	case JSON, BAML:
+		return true
+	}
+	return false
 }
 
 // shapeJSON is the JSON and BAML adapters' ShapeRequest.

@@ -92,7 +92,7 @@ type middlewareLM struct {
 
 // CreateChatCompletion calls the LM through the middlewares.
 func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	s := runFrom(ctx)
+	s := scopeOf(ctx)
 	s.ident = m.ident
 	ctx = s.on(ctx)
 	return wrapInvoker(m.mw, m.lm.CreateChatCompletion)(ctx, req)
@@ -238,7 +238,7 @@ func retrying(p RetryPolicy, next Invoker) Invoker {
 				return resp, err
 			case <-t.C:
 			}
-			if s := stateFrom(ctx); s != nil {
+			if s := meterOf(ctx); s != nil {
 				s.count(Counts{Retries: 1, RetryWait: wait})
 			}
 			delay = min(2*delay, p.MaxDelay)

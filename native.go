@@ -243,9 +243,12 @@ type sigTraits struct {
 	text bool
 }
 
+// traitsKey keeps a signature's traits in its memo.
+type traitsKey struct{}
+
 // traitsOfSig returns the traits of sig's fields, computed once.
 func traitsOfSig(sig *signature.Signature) *sigTraits {
-	return sig.Memo(traitsKey, func() any {
+	return sig.Memo(traitsKey{}, func() any {
 		st := &sigTraits{history: -1, text: true}
 		for i := range sig.NumInputs() {
 			f := sig.Input(i)

@@ -169,7 +169,9 @@ func NoFallback() CallOption {
 // wrong with it and repeats the adapter's output requirements (the
 // reminder that ends its request, [Prompt].OutputRequirements applied;
 // an adapter without one, such as TwoStep, is only asked to answer
-// again). Each re-ask carries only the latest reply and its error, so
+// again). Only the built-in adapters repeat their requirements: an
+// adapter written outside this package is asked to answer again, with the
+// error, and nothing more. Each re-ask carries only the latest reply and its error, so
 // the request does not grow with every re-ask. With several choices (a
 // request's N), the reply sent back is the first choice that failed, and
 // the re-ask asks for as many choices again. It is off by

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -41,192 +40,7 @@ import (
 // so everything after the send is written once. Prepare runs the same
 // stages and takes the first request where send hands it to the invoker
 // chain (run.capture): nothing beneath, middlewares included, runs.
-
-// callState is what one Call or Stream shares, through the context, with
-// the middlewares of its LM requests: counters, the usage of the requests
-// actually sent, cache writes waiting for the pipeline's verdict, what
-// the latest reply carried on the wire beyond go-openai's types (set by
-// the senders and by a cache hit, cleared before each request), and where
-// a streamed reply goes. It is on the context of the call's requests
-// (runState.call), beside the identity of the LM beneath the middlewares
-// (runState.ident), which a cache reads. A call in flight that callers share (see
-// [Cached]) has a state of its own, which the caller that takes its reply
-// over adopts.
-type callState struct {
-	trace  *Trace // the call's, for what its middlewares report (CacheError)
-	callID uint64
-
-	ident   lmIdent   // of the LM beneath the middlewares (run.lm)
-	out     streamOut // a Stream's sink, a shared call's flight; nil for a Call
-	mu      sync.Mutex
-	counts  Counts // what the middlewares and senders counted (the pipeline counts Calls and Reasks in the Result)
-	usage   openai.Usage
-	spent   openai.Usage // since the last takeSpent: the request in hand's, for the trace
-	byModel map[string]openai.Usage
-	settled []func(accepted bool)
-	extras  WireExtras
-	budget  Budget // WithBudget's: the senders reserve from it
-}
-
-// cacheError counts a cache's failure in the call (s nil: outside the
-// pipeline, nothing counts it) and reports it to the call's trace.
-func (s *callState) cacheError(ctx context.Context, op CacheOp, key string, err error) {
-	if s == nil {
-		return
-	}
-	s.count(Counts{CacheErrors: 1})
-	if s.trace != nil && s.trace.CacheError != nil {
-		s.trace.CacheError(CacheErrorInfo{CallID: s.callID, Op: op, Key: key, Err: err, Context: ctx})
-	}
-}
-
-// count adds c to the call's counts (s nil: outside the pipeline, nothing
-// counts).
-func (s *callState) count(c Counts) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	s.counts.Add(c)
-	s.mu.Unlock()
-}
-
-// snapshot returns the counts so far.
-func (s *callState) snapshot() Counts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts
-}
-
-// addUsage counts the usage of one LM reply, under its model.
-func (s *callState) addUsage(model string, u openai.Usage) {
-	if u == (openai.Usage{}) {
-		return // a reply that reported no usage: nothing to count, no model to list
-	}
-	s.mu.Lock()
-	s.usage = addUsage(s.usage, u)
-	s.spent = addUsage(s.spent, u)
-	if s.byModel == nil {
-		s.byModel = map[string]openai.Usage{}
-	}
-	s.byModel[model] = addUsage(s.byModel[model], u)
-	s.mu.Unlock()
-}
-
-// takeSpent returns the usage counted since it was last called.
-func (s *callState) takeSpent() openai.Usage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.spent
-	s.spent = openai.Usage{}
-	return u
-}
-
-// setExtras records what the reply in hand carried beyond go-openai's
-// types.
-func (s *callState) setExtras(e WireExtras) {
-	s.mu.Lock()
-	s.extras = e
-	s.mu.Unlock()
-}
-
-// replyExtras returns what the reply in hand carried beyond go-openai's
-// types.
-func (s *callState) replyExtras() WireExtras {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.extras
-}
-
-// onSettle runs f with the pipeline's verdict on the reply of the
-// current attempt: accepted or not.
-func (s *callState) onSettle(f func(accepted bool)) {
-	s.mu.Lock()
-	s.settled = append(s.settled, f)
-	s.mu.Unlock()
-}
-
-// settle runs what waited for the attempt's verdict.
-func (s *callState) settle(ok bool) {
-	s.mu.Lock()
-	fs := s.settled
-	s.settled = nil
-	s.mu.Unlock()
-	for _, f := range fs {
-		f(ok)
-	}
-}
-
-// adopt takes over what a shared call counted (see [Cached]): its usage,
-// counters and the writes waiting for a verdict.
-func (s *callState) adopt(from *callState) {
-	from.mu.Lock()
-	byModel, settled := from.byModel, from.settled
-	from.settled = nil
-	from.mu.Unlock()
-	for model, u := range byModel {
-		s.addUsage(model, u)
-	}
-	s.count(from.snapshot())
-	s.mu.Lock()
-	s.settled = append(s.settled, settled...)
-	s.mu.Unlock()
-}
-
-// run is one Call or Stream. It lives on the stack of Call (or of
-// Stream's iterator): what outlives the call or is reachable from the
-// call's context, its middlewares, its trace and its Result is in
-// runShared, on the heap. Nothing may keep a pointer to the run itself
-// (a closure, an interface), or the whole run (a request template among
-// it) moves to the heap with every call.
-type run struct {
-	*runShared
-	cfg     callConfig
-	adapter Adapter
-	lm      LM           // the LM without the library's wrappers (see peel)
-	mw      []Middleware // the middlewares of those wrappers
-	stream  StreamingLM  // lm, for a Stream
-	caps    lmCaps
-	sig     *signature.Signature
-	demos   []Values
-	inputs  Values
-	parent  uint64      // the module run this call is part of
-	sink    *streamSink // nil for a Call
-
-	// guessNote: a native hook noted what it did from guessed
-	// capabilities (see Plan.Note); a parse failure then names the guess.
-	// guessUsed: a hook moved a field to a native feature the guess
-	// granted; the provider's rejection then names it.
-	guessNote, guessUsed bool
-
-	// capture, set by Prepare, takes the first request in place of the
-	// invoker chain and fails with errPrepared: nothing is sent.
-	capture Invoker
-
-	// tier is the response-format level the attempt's requests start at
-	// (a re-ask keeps the level the provider took); failed is the text of
-	// the choice whose parse or constraints failed the latest read.
-	tier   int
-	failed string
-}
-
-// runShared is the part of a run that others point to: the call's state
-// (on its context, read by its middlewares, adopted by a shared call), the
-// run state on its context, and the Result the caller gets. One
-// allocation per call; never reused, as any of them may be held after the
-// call returns.
-type runShared struct {
-	state  callState  // shared through the context: never copy it
-	ctxRun runState   // the run state on the call's context, once put there never changed
-	ctx    runContext // the call's context, carrying ctxRun
-	res    Result
-	// one holds Result.Outputs and Result.Completions for a reply of one
-	// choice, the usual one.
-	one struct {
-		outputs     [1]Values
-		completions [1]string
-	}
-}
+// What a call keeps, and for how long, is mapped in state.go.
 
 // errNoOutputFields: a signature without outputs asks the LM for nothing.
 var errNoOutputFields = errors.New("adapter: the signature has no output fields: nothing to ask the LM for")
@@ -269,21 +83,21 @@ func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demo
 		return nil, nil, err
 	}
 	r.inputs = in
-	r.runShared = new(runShared)
-	rs := &r.ctxRun
-	*rs = runFrom(ctx)
+	r.runHeap = new(runHeap)
+	sc := &r.scope
+	*sc = scopeOf(ctx)
 	r.adapter = r.cfg.resolve(ctx)
-	r.parent = rs.parent
-	r.cfg.trace = composeTrace(rs.trace, r.cfg.trace)
+	r.parent = sc.parent
+	r.cfg.trace = composeTrace(sc.trace, r.cfg.trace)
 	r.lm, r.mw = peel(lm)
 	r.caps.caps, r.caps.guessed = capabilitiesOf(lm, r.cfg.req.Model)
-	r.state.ident.lm = r.lm
+	r.meter.ident.lm = r.lm
 	if r.cfg.trace != nil {
-		r.state.trace, r.state.callID = r.cfg.trace, r.cfg.callID()
+		r.meter.trace, r.meter.callID = r.cfg.trace, r.cfg.callID()
 	}
-	rs.call, rs.ident = &r.state, &r.state.ident
-	r.state.budget = r.cfg.budget
-	r.ctx = runContext{Context: ctx, rs: rs} // not rs.on: the run holds it
+	sc.meter, sc.ident = &r.meter, &r.meter.ident
+	r.meter.budget = r.cfg.budget
+	r.ctx = scopeContext{Context: ctx, scope: sc} // not sc.on: the run holds it
 	ctx = &r.ctx
 	cancel := context.CancelFunc(func() {})
 	if r.cfg.timeout > 0 {
@@ -324,7 +138,7 @@ func (r *run) do(ctx context.Context) (err error) {
 				err = &CapabilityGuessError{Model: r.cfg.req.Model, Guess: r.caps.caps, Err: err}
 			}
 		}
-		r.state.settle(false) // a verdict the attempt never gave (a panic) drops what waited for it
+		r.meter.settle(false) // a verdict the attempt never gave (a panic) drops what waited for it
 		r.finish()
 		if t != nil && t.CallDone != nil {
 			t.CallDone(CallDoneInfo{CallID: id, ParentID: r.parent, Result: &r.res, Err: err, Duration: time.Since(start)})
@@ -385,7 +199,7 @@ func (r *run) stopped() bool { return r.sink != nil && r.sink.stopped }
 
 // finish adds the state's counters to the result's own (Calls, Reasks).
 func (r *run) finish() {
-	s := &r.state
+	s := &r.meter
 	s.mu.Lock()
 	r.res.Usage, r.res.UsageByModel = s.usage, s.byModel
 	r.res.Counts.Add(s.counts)
@@ -451,7 +265,7 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 				err = cerr // whatever the parse gave: the caller is gone
 			}
 		}
-		r.state.settle(err == nil)
+		r.meter.settle(err == nil)
 		if err == nil {
 			if r.sink != nil {
 				r.sink.complete(r.res.Outputs[0])
@@ -497,7 +311,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 			s.newFS = func() FieldStream { return reply.WithThink(fsig, sp.NewFieldStream(fsig)) }
 		}
 		bottom = s.sender(r.stream, r.cfg.limits)
-		r.state.out = s
+		r.meter.out = s
 		base.Stream = true
 		if base.StreamOptions == nil {
 			base.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
@@ -554,7 +368,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		if err := ctx.Err(); err != nil {
 			return openai.ChatCompletionResponse{}, &LMError{Adapter: a.Name(), Err: err}
 		}
-		r.state.setExtras(WireExtras{})
+		r.meter.setExtras(WireExtras{})
 		if r.sink != nil {
 			r.sink.begin()
 		}
@@ -584,13 +398,12 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	}
 }
 
-// shapeRequest shapes req with a's RequestShaper. The JSON and BAML
-// adapters' are called directly, on req; another's gets a copy on the
-// heap (an interface's method may keep the pointer), copied back, so
-// that req stays where the caller has it.
+// shapeRequest shapes req with a's RequestShaper. An adapter that shapes
+// as JSON does (see shapesAsJSON) is shaped directly, on req; another's
+// gets a copy on the heap (an interface's method may keep the pointer),
+// copied back, so that req stays where the caller has it.
 func shapeRequest(a Adapter, shaper RequestShaper, fsig *signature.Signature, req *openai.ChatCompletionRequest, caps Capabilities, level int) (string, bool, error) {
-	switch a.(type) {
-	case JSON, BAML:
+	if shapesAsJSON(a) {
 		return shapeJSON(fsig, req, caps, level)
 	}
 	shaped := new(openai.ChatCompletionRequest)
@@ -615,10 +428,10 @@ func requestMode(mode string, req *openai.ChatCompletionRequest) string {
 // invoker builds an attempt's chain around inv (the sender wrapped in the
 // LM's own middlewares): the call's middlewares, retries, the trace (so
 // it sees every request). The context tells the call's middlewares from
-// those beneath them (runState.callLevel).
+// those beneath them (scope.callLevel).
 func (r *run) invoker(inv Invoker, tr tracer) Invoker {
 	if tr.t != nil {
-		next, s := inv, &r.state // not r: the run stays on the stack
+		next, s := inv, &r.meter // not r: the run stays on the stack
 		inv = func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 			retry := retryOf(ctx)
 			tr.lmStart(req, retry)
@@ -641,12 +454,12 @@ func (r *run) invoker(inv Invoker, tr tracer) Invoker {
 	}
 	below := inv
 	top := wrapInvoker(r.cfg.middleware, func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		s := runFrom(ctx)
+		s := scopeOf(ctx)
 		s.callLevel = false
 		return below(s.on(ctx), req)
 	})
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		s := runFrom(ctx)
+		s := scopeOf(ctx)
 		s.callLevel = true
 		return top(s.on(ctx), req)
 	}
@@ -708,7 +521,7 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 	wires := wireFields(r.sig)
 	var extras WireExtras
 	if len(wires) > 0 {
-		extras = r.state.replyExtras()
+		extras = r.meter.replyExtras()
 	}
 	outs := r.one.outputs[:0:1]
 	if len(choices) > 1 {
@@ -802,19 +615,19 @@ func partialOf(vals Values, err error) Values {
 // retries, cache hits and coalesced calls counted in the run. Either way a panic while parsing is a
 // *ParseError that keeps the reply.
 type parser struct {
-	a   Adapter
-	p   Parser
-	cp  CallingParser
-	ctx context.Context // for ParseCall
-	run *runShared      // where ParseCall's calls are counted
+	a    Adapter
+	p    Parser
+	cp   CallingParser
+	ctx  context.Context // for ParseCall
+	heap *runHeap        // where ParseCall's calls are counted
 }
 
 // parserFor returns how a's completions are parsed.
 func (r *run) parserFor(ctx context.Context, a Adapter) (parser, error) {
 	if cp, ok := a.(CallingParser); ok {
-		s := runFrom(ctx)
+		s := scopeOf(ctx)
 		s.trace = r.cfg.trace
-		return parser{a: a, cp: cp, ctx: s.on(ctx), run: r.runShared}, nil
+		return parser{a: a, cp: cp, ctx: s.on(ctx), heap: r.runHeap}, nil
 	}
 	if p, ok := a.(Parser); ok {
 		return parser{a: a, p: p}, nil
@@ -834,7 +647,7 @@ func (ps parser) parse(sig *signature.Signature, text string) (vals Values, err 
 	}
 	vals, res, err := ps.cp.ParseCall(ps.ctx, sig, text)
 	if res != nil {
-		st := &ps.run.state
+		st := &ps.heap.meter
 		st.count(res.Counts)
 		for model, u := range res.UsageByModel {
 			st.addUsage(model, u)
@@ -858,45 +671,4 @@ func parseChoice(ps parser, sig *signature.Signature, text string, toolCalls boo
 		return Values{}, nil
 	}
 	return vals, nil
-}
-
-// addUsage sums token counts, details included.
-func addUsage(a, b openai.Usage) openai.Usage {
-	a.PromptTokens += b.PromptTokens
-	a.CompletionTokens += b.CompletionTokens
-	a.TotalTokens += b.TotalTokens
-	if d := b.PromptTokensDetails; d != nil {
-		sum := openai.PromptTokensDetails{}
-		if a.PromptTokensDetails != nil {
-			sum = *a.PromptTokensDetails
-		}
-		sum.AudioTokens += d.AudioTokens
-		sum.CachedTokens += d.CachedTokens
-		a.PromptTokensDetails = &sum
-	}
-	if d := b.CompletionTokensDetails; d != nil {
-		sum := openai.CompletionTokensDetails{}
-		if a.CompletionTokensDetails != nil {
-			sum = *a.CompletionTokensDetails
-		}
-		sum.AudioTokens += d.AudioTokens
-		sum.ReasoningTokens += d.ReasoningTokens
-		sum.AcceptedPredictionTokens += d.AcceptedPredictionTokens
-		sum.RejectedPredictionTokens += d.RejectedPredictionTokens
-		a.CompletionTokensDetails = &sum
-	}
-	return a
-}
-
-// isPromptFilter reports a provider refusing the prompt itself through its
-// content filter (Azure: HTTP 400 with error code content_filter).
-func isPromptFilter(err error) bool {
-	var api *openai.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	if c, ok := api.Code.(string); ok && c == "content_filter" {
-		return true
-	}
-	return api.InnerError != nil && api.InnerError.Code == "ResponsibleAIPolicyViolation"
 }

@@ -56,7 +56,7 @@ func Prepare(ctx context.Context, lm LM, sig *signature.Signature, demos []Value
 		return openai.ChatCompletionRequest{}, err
 	}
 	defer cancel()
-	r.cfg.trace, r.state.trace = nil, nil // no call is made: no trace event
+	r.cfg.trace, r.meter.trace = nil, nil // no call is made: no trace event
 	var req openai.ChatCompletionRequest
 	r.capture = func(_ context.Context, sent openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 		req = sent

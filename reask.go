@@ -92,7 +92,10 @@ func clipProblem(s string) string {
 }
 
 // outputRequirer is implemented by the adapters whose request ends with
-// output requirements (Chat, JSON, XML, BAML): a re-ask repeats them.
+// output requirements (Chat, JSON, XML, BAML, each in its own file): a
+// re-ask repeats them. It is unexported: an adapter written outside the
+// package gets re-asks without requirements (see WithReask), so that its
+// Format stays the one place its prompt is written.
 type outputRequirer interface {
 	outputRequirements(sig *signature.Signature) (string, error)
 }
@@ -109,26 +112,4 @@ func requirementsOf(a Adapter, sig *signature.Signature) string {
 		return "" // Format failed on the same error before any request
 	}
 	return text
-}
-
-// requirements returns the output requirements l's Format writes with the
-// pieces of p.
-func (l *layout) requirements(p *Prompt, sig *signature.Signature) (string, error) {
-	return p.requirements(sig, l.memo(sig).reminder)
-}
-
-func (c Chat) outputRequirements(sig *signature.Signature) (string, error) {
-	return chatLayout.requirements(c.Options.Prompt, sig)
-}
-
-func (j JSON) outputRequirements(sig *signature.Signature) (string, error) {
-	return jsonLayout.requirements(j.Options.Prompt, sig)
-}
-
-func (x XML) outputRequirements(sig *signature.Signature) (string, error) {
-	return xmlLayout.requirements(x.Options.Prompt, sig)
-}
-
-func (m BAML) outputRequirements(sig *signature.Signature) (string, error) {
-	return bamlLayout.requirements(m.Options.Prompt, sig)
 }

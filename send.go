@@ -24,7 +24,7 @@ import (
 // blockingSender is the bottom of a Call's chain.
 func blockingSender(lm LM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		st := stateFrom(ctx)
+		st := meterOf(ctx)
 		var settle func(openai.ChatCompletionResponse, error)
 		if st != nil && st.budget != nil {
 			var err error
@@ -45,7 +45,7 @@ func blockingSender(lm LM, limits Limits) Invoker {
 		if err != nil {
 			return openai.ChatCompletionResponse{}, err
 		}
-		if s := stateFrom(ctx); s != nil {
+		if s := meterOf(ctx); s != nil {
 			s.addUsage(modelOf(resp, req), resp.Usage)
 			s.setExtras(extrasFrom(extras))
 		}
@@ -145,10 +145,10 @@ func (s *streamSink) emitDeltas(ds []FieldDelta) bool {
 
 // sender is the bottom of a Stream's chain. The reply goes to the
 // caller's stream, or to the call in flight it is sent for (see
-// callState.out).
+// meter.out).
 func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-		st := stateFrom(ctx)
+		st := meterOf(ctx)
 		var out streamOut = s
 		if st != nil && st.out != nil {
 			out = st.out

@@ -281,7 +281,7 @@ type ToolDoneInfo struct {
 // is not cut.
 func (t *Trace) RunTool(ctx context.Context, info ToolStartInfo, run func(context.Context) (any, error)) (any, error) {
 	if info.ParentID == 0 {
-		info.ParentID = runFrom(ctx).parent
+		info.ParentID = scopeOf(ctx).parent
 	}
 	if t != nil && t.ToolStart != nil {
 		t.ToolStart(info)
@@ -361,7 +361,7 @@ func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOp
 	id := lastCallID.Add(1)
 	var parent uint64
 	if ctx != nil { // a nil context goes on to the module's Call, which refuses it
-		s := runFrom(ctx)
+		s := scopeOf(ctx)
 		parent, s.parent = s.parent, id
 		ctx = s.on(ctx)
 	}
@@ -392,12 +392,12 @@ func (c *callConfig) callID() uint64 {
 // WithTrace returns a context whose calls report to t, after any trace
 // already on ctx.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
-	s := runFrom(ctx)
+	s := scopeOf(ctx)
 	s.trace = composeTrace(s.trace, t)
 	return s.on(ctx)
 }
 
-func traceFrom(ctx context.Context) *Trace { return runFrom(ctx).trace }
+func traceFrom(ctx context.Context) *Trace { return scopeOf(ctx).trace }
 
 func composeTrace(a, b *Trace) *Trace {
 	switch {

@@ -127,6 +127,9 @@ func twoStepAssistant(a *arena, sig *signature.Signature, vals Values, _ string)
 	return a.b.String()[start:], nil
 }
 
+// extractionKey keeps the extraction signature in a signature's memo.
+type extractionKey struct{}
+
 // extractionSignature returns the signature TwoStep's extractor answers
 // for sig, built once per signature (so the extractor's prompt parts are
 // built once too).
@@ -135,7 +138,7 @@ func extractionSignature(sig *signature.Signature) (*signature.Signature, error)
 		sig *signature.Signature
 		err error
 	}
-	b := sig.Memo(extractionKey, func() any {
+	b := sig.Memo(extractionKey{}, func() any {
 		x, err := buildExtractionSignature(sig)
 		return built{x, err}
 	}).(built)

@@ -76,9 +76,15 @@ func (x XML) Format(sig *signature.Signature, demos []Values, inputs Values) ([]
 	return xmlLayout.format(x.Options.Prompt, sig, demos, inputs, native)
 }
 
+// outputRequirements returns the output requirements Format ends the
+// request with, which a re-ask repeats (see outputRequirer).
+func (x XML) outputRequirements(sig *signature.Signature) (string, error) {
+	return xmlLayout.requirements(x.Options.Prompt, sig)
+}
+
 // xmlLayout is how the XML adapter writes a conversation.
 var xmlLayout = layout{
-	key: xmlKey, system: xmlSystem, structure: xmlStructure, reminder: xmlReminder,
+	system: xmlSystem, structure: xmlStructure, reminder: xmlReminder,
 	user: xmlUser, assistant: xmlAssistant,
 }
 
@@ -637,4 +643,23 @@ func xmlAssistant(a *arena, sig *signature.Signature, vals Values, missing strin
 // element), structs and dicts from child elements (or JSON).
 func (XML) Parse(sig *signature.Signature, completion string) (Values, error) {
 	return parseReply(sig, completion, "xml", reply.XML)
+}
+
+// NewFieldStream returns a FieldStream for XML replies: the text inside an
+// output field's element streams to that field, entities and CDATA
+// decoded and the value trimmed as Parse trims it; a leading <think> block
+// streams as reasoning, as for every adapter; everything else belongs to
+// no field.
+//
+// The stream holds back only what Parse reads by what follows it: a
+// possible closing tag, entity, CDATA section or output element at the
+// end of the text; a str value that may turn out to be wrapped in quotes
+// (Parse drops them); a field's closing tag, until the next output
+// element (or the end) confirms it, since a later closing tag of the same
+// field before that element makes the first one part of the value
+// (<code>print('</code>')</code>); and, inside a field, another output's
+// opening tag, until the field's closing tag shows it is part of the value
+// or the end of the reply shows the field's closing tag was forgotten.
+func (XML) NewFieldStream(sig *signature.Signature) FieldStream {
+	return reply.NewXMLStream(sig)
 }

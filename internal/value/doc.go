@@ -13,4 +13,12 @@
 // Precedence for a field type: a type that parses itself (a ParseField
 // method on the pointer) beats encoding.TextUnmarshaler (and, for decoded
 // values, json.Unmarshaler), which beat the rules for the type's kind.
+//
+// The rules live by what they read: value.go dispatches on the type and
+// reads structured text (JSON, Python literals, JSON in prose); number.go
+// ints and floats (separators, units, number words); choice.go bools,
+// enums and Literals; list.go markdown lists; stated.go what states no
+// value; prose.go an answer inside a sentence; pylit.go Python literals;
+// decoded.go values already decoded, and Format; convert.go inputs;
+// parts.go content parts.
 package value

@@ -9,7 +9,9 @@
 // ([ReadStream]); a blocking response's raw body is seen only through the
 // HTTP wrapper ([Complete]). Reading is linear in the bytes read, and
 // bounded by the byte and item limits the caller passes and by
-// [MaxChoices].
+// [MaxChoices]. It also holds the one read of what go-openai keeps
+// private that the library depends on: a client's configuration
+// ([ClientConfig]), by which a cache identifies the endpoint and key.
 //
 // The root package keeps the exported surface (HTTPDoer, RawPart, Limits,
 // ChoiceExtras, ErrReplyTooLarge, …) and calls this package; this package
