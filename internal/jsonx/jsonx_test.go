@@ -177,11 +177,26 @@ func TestRepairKeepsStatedStrings(t *testing.T) {
 
 // statedIn returns, decoded, the double-quoted strings of span that
 // JSON's grammar reads unambiguously: opened where a key or value starts,
-// closed where one ends, with JSON's escapes only.
+// closed where one ends, with JSON's escapes only, outside comments.
 func statedIn(span string) []string {
 	var out []string
 	for i := 0; i < len(span); i++ {
 		switch span[i] {
+		case '/': // a comment states nothing: the repairer drops it
+			switch {
+			case strings.HasPrefix(span[i:], "//"):
+				if n := strings.IndexByte(span[i:], '\n'); n >= 0 {
+					i += n
+				} else {
+					i = len(span)
+				}
+			case strings.HasPrefix(span[i:], "/*"):
+				if n := strings.Index(span[i+2:], "*/"); n >= 0 {
+					i += n + 3
+				} else {
+					i = len(span)
+				}
+			}
 		case '\'':
 			if valueMayStartAt(span, i) {
 				for i++; i < len(span) && span[i] != '\''; i++ {
