@@ -150,6 +150,17 @@ var (
 		"the text says so.", "never", "I am sure", "I know this", "it is known to be so", "nobody came.", "nobody signed it"}
 )
 
+// statesYesNo reports a yes/no word in s: an answer of its own.
+func statesYesNo(s string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r < 'a' || r > 'z' }) {
+		switch w {
+		case "yes", "no", "true", "false":
+			return true
+		}
+	}
+	return false
+}
+
 // sepClose closes a parenthesis a separator opened.
 func sepClose(sep string) string {
 	if strings.HasSuffix(sep, "(") {
@@ -303,8 +314,8 @@ func FuzzProseRule(f *testing.F) {
 			noun := strings.ToLower(strings.TrimSpace(word))
 			first, _, _ := strings.Cut(noun, " ")
 			if v != "yes" && v != "no" && v != "true" && v != "false" || len(first) < 2 || !isLetters(first) ||
-				value.IsClosedWord(first) {
-				return
+				value.IsClosedWord(first) || statesYesNo(noun+" "+after) {
+				return // the words after the noun phrase must not answer themselves ("Yes man. No.")
 			}
 			if after != "" && strings.IndexByte(".,;:!?- ", after[0]) < 0 {
 				after = " " + after
