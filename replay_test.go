@@ -25,7 +25,7 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// The recordings in testdata/providers are real response bodies from 24
+// The recordings in testdata/providers are real response bodies from 27
 // providers and servers (origins in each .meta.json and in README.md there). Each is
 // replayed through the real go-openai client against lmtest over loopback:
 // the wire framing stays byte for byte, and only the text of the content
@@ -50,7 +50,7 @@ type recording struct {
 func loadRecordings(t *testing.T) []recording {
 	metas, err := filepath.Glob("testdata/providers/*.meta.json")
 	require.NoError(t, err)
-	require.Len(t, metas, 77)
+	require.Len(t, metas, 103)
 	var recs []recording
 	for _, m := range metas {
 		b, err := os.ReadFile(m)
@@ -749,4 +749,106 @@ func TestReplaySwapKeepsFraming(t *testing.T) {
 		assert.Equal(t, strip(r.body), strip(body), r.ID)
 		assert.Equal(t, strip(r.body), strip(same), r.ID)
 	}
+}
+
+// TestStructuredOutputRecordings replays the recordings whose content is
+// a JSON object the provider wrote for a response_format (json_schema or
+// JSON mode: OpenAI's blocking and streamed, DeepSeek's pretty-printed,
+// Groq's compact and Ollama's spaced objects, beside raw reasoning), byte
+// for byte, content included, through the JSON adapter with a signature of
+// the object's members: Call and Stream read each member as encoding/json
+// reads it, and the stream's field deltas add up to the values.
+func TestStructuredOutputRecordings(t *testing.T) {
+	for id, spec := range map[string]string{
+		"openai-json-json-schema-object":          "q -> author: dict[str, str], genres: list[str], published_year: int, title: str",
+		"openai-stream-json-schema-object":        "q -> age: int, city: str, name: str",
+		"deepseek-json-json-mode":                 "q -> location: str, condition: str, temperature: int",
+		"groq-json-structured-output-reasoning":   "q -> city: str, country: str",
+		"ollama-json-structured-output-reasoning": "q -> city: str, country: str",
+	} {
+		t.Run(id, func(t *testing.T) {
+			var r recording
+			for _, rr := range loadRecordings(t) {
+				if rr.ID == id {
+					r = rr
+				}
+			}
+			require.Equal(t, id, r.ID)
+			content := ""
+			docs, _ := r.payloads()
+			for _, d := range docs {
+				var m struct {
+					Choices []struct {
+						Delta, Message struct{ Content string }
+					}
+				}
+				require.NoError(t, json.Unmarshal(d, &m))
+				for _, c := range m.Choices {
+					content += c.Delta.Content + c.Message.Content
+				}
+			}
+			var want map[string]any
+			require.NoError(t, json.Unmarshal([]byte(content), &want), content)
+			want["published_year"], want["age"], want["temperature"] = intOf(want["published_year"]), intOf(want["age"]), intOf(want["temperature"])
+			for k, v := range want {
+				if v == nil {
+					delete(want, k)
+				}
+			}
+
+			sig, err := signature.Parse(spec)
+			require.NoError(t, err)
+			srv := lmtest.NewServer(lmtest.Raw(r.Status, r.header(), r.body), lmtest.Raw(r.Status, r.header(), r.body))
+			defer srv.Close()
+			lm := client(srv, true, adapter.Capabilities{StructuredOutputs: true, JSONMode: true})
+			opts := []adapter.CallOption{adapter.UseAdapter(adapter.JSON{}), adapter.NoFallback(), fast}
+			in := adapter.Values{"q": "?"}
+
+			var res *adapter.Result
+			if r.Streaming {
+				deltas := map[string]string{}
+				for ch, err := range adapter.Stream(t.Context(), lm, sig, nil, in, opts...) {
+					require.NoError(t, err)
+					if ch.Replace {
+						deltas[ch.Field] = ""
+					}
+					deltas[ch.Field] += ch.Delta
+					if ch.Done {
+						res = ch.Result
+					}
+				}
+				for _, k := range []string{"city", "name"} {
+					assert.Equal(t, want[k], deltas[k], "%s deltas", k)
+				}
+			} else {
+				res, err = adapter.Call(t.Context(), lm, sig, nil, in, opts...)
+				require.NoError(t, err)
+			}
+			require.NotNil(t, res)
+			got := map[string]any{}
+			for k, v := range res.Outputs[0] {
+				got[k] = v
+			}
+			normalized, err := json.Marshal(got)
+			require.NoError(t, err)
+			var back map[string]any
+			require.NoError(t, json.Unmarshal(normalized, &back))
+			for k := range back {
+				back[k] = intOf(back[k])
+			}
+			assert.Equal(t, want, back)
+			rf := srv.Requests()[0].Chat.ResponseFormat
+			require.NotNil(t, rf, "the request asked for JSON")
+			assert.Contains(t, []string{adapter.ModeJSONSchema, adapter.ModeJSONObject}, string(rf.Type))
+		})
+	}
+}
+
+// intOf turns a JSON number that is a whole number into an int, leaving
+// anything else as it is.
+func intOf(v any) any {
+	if f, ok := v.(float64); ok && f == float64(int(f)) {
+		return int(f)
+	}
+	return v
 }

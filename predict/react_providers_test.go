@@ -31,7 +31,8 @@ type providerRecording struct {
 	body    []byte
 	stream  bool
 	content string // choice 0's text
-	// reasoning is choice 0's reasoning_content (go-openai's field).
+	// reasoning is choice 0's reasoning_content (go-openai's field), or
+	// its raw "reasoning" where a provider sends that instead.
 	reasoning string
 	calls     []recordedCall // choice 0's tool calls, by index
 }
@@ -88,6 +89,7 @@ func loadProviderRecording(t *testing.T, id string) providerRecording {
 			var body struct {
 				Content   *string `json:"content"`
 				Reasoning *string `json:"reasoning_content"`
+				Raw       *string `json:"reasoning"` // Groq, OpenRouter, vLLM
 				ToolCalls []struct {
 					Index    *int   `json:"index"`
 					ID       string `json:"id"`
@@ -103,6 +105,8 @@ func loadProviderRecording(t *testing.T, id string) providerRecording {
 			}
 			if body.Reasoning != nil {
 				r.reasoning += *body.Reasoning
+			} else if body.Raw != nil {
+				r.reasoning += *body.Raw
 			}
 			for k, tc := range body.ToolCalls {
 				if tc.Index != nil {
@@ -144,6 +148,10 @@ type recordedArgs struct {
 	Ticker   string `json:"ticker,omitempty"`
 	Exchange string `json:"exchange,omitempty"`
 	OrderID  string `json:"order_id,omitempty"`
+	Query    string `json:"query,omitempty"`
+	Response []int  `json:"response,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Age      int    `json:"age,omitempty"`
 }
 
 func jsonEqual(t *testing.T, want, got string, msg ...any) {
@@ -174,6 +182,15 @@ func TestReActV2ProviderRecordings(t *testing.T) {
 		"anthropic-gateway-stream-tool-index-1", "openai-stream-n2-tool-calls", "openai-stream-tool-call",
 		"openai-stream-tool-calls-parallel", "vercel-gateway-stream-reasoning-tool-call",
 		"openai-json-tool-calls", "gemini-json-tool-call-no-id", "xai-json-tool-call-reasoning", "ollama-json-tool-call-reasoning",
+		// The third set: a Kimi-style id ("functions.weather:0"), a call
+		// with no index, a continuation repeating "type" and an empty name,
+		// deltas of encrypted reasoning only, finish_reason sent twice, a
+		// seed above int64, content "" beside a call, role on every delta.
+		"groq-kimi-stream-tool-call-functions-id", "mistral-stream-incremental-tool-call", "mistral-stream-tool-call-no-index",
+		"openrouter-gemini-stream-tool-call-encrypted-reasoning", "openrouter-grok-stream-parallel-tool-calls",
+		"openrouter-kimi-stream-reasoning-tool-call", "together-json-tool-call-huge-seed", "vercel-gateway-gemini3-stream-tool-call",
+		"vercel-gateway-gpt5-stream-tool-call-encrypted", "xai-stream-grok3-thinking-tool-call", "xai-stream-parallel-tool-calls",
+		"xai-stream-tool-call-reasoning-230", "zai-json-tool-call-content-empty", "zai-stream-tool-call-role-every-delta",
 	} {
 		t.Run(id, func(t *testing.T) {
 			rec := loadProviderRecording(t, id)
