@@ -142,8 +142,11 @@ func isStructValue(v any) bool {
 
 // Parse reads the output fields as the JSON adapter does.
 func (BAML) Parse(sig *signature.Signature, completion string) (Values, error) {
-	return parseReply(sig, completion, "baml", reply.JSON)
+	return parseReply(sig, completion, "baml", BAML{}.replyShape())
 }
+
+// replyShape: a BAML reply is read as JSON first.
+func (BAML) replyShape() reply.Shape { return reply.JSON }
 
 // NewFieldStream streams as the JSON adapter does.
 func (BAML) NewFieldStream(sig *signature.Signature) FieldStream {

@@ -400,8 +400,11 @@ func omitNone(f signature.Field, vals Values, missing string) bool {
 // ignored. Missing fields take their default, nullable ones nil; any other
 // missing field is an ErrMissingField error carrying the fields read.
 func (Chat) Parse(sig *signature.Signature, completion string) (Values, error) {
-	return parseReply(sig, completion, "chat", reply.Markers)
+	return parseReply(sig, completion, "chat", Chat{}.replyShape())
 }
+
+// replyShape: a Chat reply is read in field markers first.
+func (Chat) replyShape() reply.Shape { return reply.Markers }
 
 // NewFieldStream returns a FieldStream for Chat replies: it finds markers
 // as the text arrives, with the same leniency as Parse, holding back only

@@ -168,8 +168,11 @@ func jsonAssistant(a *arena, sig *signature.Signature, vals Values, missing stri
 // Values go through [ParseValue] (strings) or the same rules for decoded
 // JSON values.
 func (JSON) Parse(sig *signature.Signature, completion string) (Values, error) {
-	return parseReply(sig, completion, "json", reply.JSON)
+	return parseReply(sig, completion, "json", JSON{}.replyShape())
 }
+
+// replyShape: a JSON reply is read as JSON first.
+func (JSON) replyShape() reply.Shape { return reply.JSON }
 
 // NewFieldStream returns a FieldStream for JSON replies: the members of the
 // reply's top-level object are routed to the output fields they name (as

@@ -234,17 +234,21 @@ func cutField(sig *signature.Signature, completion string, prefer reply.Shape) s
 	return ""
 }
 
+// shapedReplies is implemented by the built-in adapters (each in its own
+// file): the shape its replies are read in first. A type that embeds one
+// of them has its shape too.
+type shapedReplies interface {
+	replyShape() reply.Shape
+}
+
 // truncatedField is cutField for a reply of adapter a that the token limit
 // cut (or that has no finish reason): the output it was giving, read in
-// a's shape (a reply in field markers first for an adapter of another
-// kind: the reader reads every shape).
+// a's shape (in field markers first for an adapter with no built-in shape:
+// the reader reads every shape).
 func truncatedField(a Adapter, sig *signature.Signature, completion string) string {
 	prefer := reply.Markers
-	switch a.(type) {
-	case JSON, *JSON, BAML, *BAML:
-		prefer = reply.JSON
-	case XML, *XML:
-		prefer = reply.XML
+	if s, ok := a.(shapedReplies); ok {
+		prefer = s.replyShape()
 	}
 	return cutField(sig, completion, prefer)
 }

@@ -18,6 +18,14 @@ import (
 // named none). Cut outside any output (in reasoning, after the completed
 // marker) it names none. (Every cut position: internal/reply's
 // TestCutField.)
+// embeddedJSON and embeddedXML are a user's adapters built on a built-in
+// one (as a Formatter or a different Name would be).
+type embeddedJSON struct{ adapter.JSON }
+type embeddedXML struct{ adapter.XML }
+
+func (embeddedJSON) Name() string { return "my-json" }
+func (embeddedXML) Name() string  { return "my-xml" }
+
 func TestTruncationNamesField(t *testing.T) {
 	sig := mustParse(t, "q -> reasoning, answer, tags: list[str]")
 	for _, c := range []struct {
@@ -34,6 +42,11 @@ func TestTruncationNamesField(t *testing.T) {
 		{adapter.JSON{}, `{"reasoning": "The capital`, "reasoning"},
 		{adapter.XML{}, "<reasoning>r</reasoning>\n<answer>Par", "answer"},
 		{adapter.XML{}, "<reasoning>r</reasoning>\n<answer>Paris</answer>\n<tags><item>a</item><item>b", "tags"},
+		// A JSON reply whose text names a marker is read as JSON first,
+		// and so by an adapter that embeds a built-in one.
+		{adapter.JSON{}, `{"reasoning": "r [[ ## tags ## ]] x", "answer": "Par`, "answer"},
+		{embeddedJSON{}, `{"reasoning": "r [[ ## tags ## ]] x", "answer": "Par`, "answer"},
+		{embeddedXML{}, "<reasoning>r [[ ## tags ## ]] x</reasoning>\n<answer>Par", "answer"},
 	} {
 		for _, finish := range []string{"length", "stop"} {
 			srv := lmtest.NewServer()

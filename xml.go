@@ -642,8 +642,11 @@ func xmlAssistant(a *arena, sig *signature.Signature, vals Values, missing strin
 // read by the field's type, lists from <item> children (or JSON inside the
 // element), structs and dicts from child elements (or JSON).
 func (XML) Parse(sig *signature.Signature, completion string) (Values, error) {
-	return parseReply(sig, completion, "xml", reply.XML)
+	return parseReply(sig, completion, "xml", XML{}.replyShape())
 }
+
+// replyShape: an XML reply is read in elements first.
+func (XML) replyShape() reply.Shape { return reply.XML }
 
 // NewFieldStream returns a FieldStream for XML replies: the text inside an
 // output field's element streams to that field, entities and CDATA
