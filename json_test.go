@@ -341,3 +341,21 @@ func TestJSONUnreadableSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONTrailingCommaAtEnd: a trailing comma after complete members,
+// then the end of the reply, is read when every output is there (the
+// model stopped after a complete answer); with an output still missing it
+// is a cut reply.
+func TestJSONTrailingCommaAtEnd(t *testing.T) {
+	sig := mustParse(t, "q -> answer, n: int")
+	got, err := adapter.JSON{}.Parse(sig, `{"answer": "Paris", "n": 1,`)
+	require.NoError(t, err)
+	assert.Equal(t, adapter.Values{"answer": "Paris", "n": 1}, got)
+
+	got, err = adapter.JSON{}.Parse(sig, "```json\n{\"answer\": \"Paris\", \"n\": 1,\n")
+	require.NoError(t, err)
+	assert.Equal(t, adapter.Values{"answer": "Paris", "n": 1}, got)
+
+	_, err = adapter.JSON{}.Parse(sig, `{"answer": "Paris",`)
+	assert.ErrorIs(t, err, adapter.ErrTruncated)
+}

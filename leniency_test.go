@@ -129,7 +129,7 @@ var leniencyCases = []leniencyCase{
 	{"E", "json", "same object twice", "q -> answer", "{\"answer\": \"Paris\"}\n\nAgain: {\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
 	{"E", "json", "draft with other keys, then the answer", "q -> answer", "Plan: {\"step\": 1, \"goal\": \"find the capital\"}\nAnswer: {\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
 	{"E", "json", "partial draft, then complete", "q -> answer, n: int", "Draft: {\"answer\": \"Paris\"}\nFinal: {\"answer\": \"Paris\", \"n\": 1}", adapter.Values{"answer": "Paris", "n": 1}, nil},
-	// An explicit correction says which object is the answer (issue 20).
+	// An explicit correction says which object is the answer.
 	{"E", "json", "draft then correction", "q -> answer", "{\"answer\": \"Lyon\"}\nCorrection: {\"answer\": \"Paris\"}", adapter.Values{"answer": "Paris"}, nil},
 	{"E", "json", "two different objects", "q -> key", `prefix {"key": "value1"} text {"key": "value2"} suffix`, nil, adapter.ErrAmbiguous},
 	{"E", "xml", "echoed input", "question -> answer", "<question>Who wrote it?</question>\n<answer>Jane Austen</answer>", adapter.Values{"answer": "Jane Austen"}, nil},

@@ -203,8 +203,7 @@ func TestStreamThroughMiddleware(t *testing.T) {
 }
 
 // TestCacheSeparatesLMs: one cache shared by two LMs (two tenants with
-// their own endpoint and key) never serves one's reply to the other
-// (security review, finding 5).
+// their own endpoint and key) never serves one's reply to the other.
 func TestCacheSeparatesLMs(t *testing.T) {
 	sig := mustParse(t, "q -> a")
 	a := lmtest.NewServer(lmtest.Text("[[ ## a ## ]]\ntenant A's answer"))
@@ -270,7 +269,7 @@ func TestCacheIdentifier(t *testing.T) {
 
 // TestRejectedRepliesNotCached: a reply the pipeline rejects (cut, refused,
 // filtered, empty, unparseable) is not stored, so asking again reaches the
-// model again (security review, finding 14).
+// model again.
 func TestRejectedRepliesNotCached(t *testing.T) {
 	sig := mustParse(t, "q -> a: int")
 	for name, bad := range map[string]lmtest.Reply{

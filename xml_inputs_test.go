@@ -12,7 +12,7 @@ import (
 // FuzzXMLInputs: whatever the inputs say, the XML adapter's prompt holds
 // the tags of the signature's fields (and <entry>), in any case, exactly
 // where the adapter writes them: an input cannot close its element, open
-// another field's or forge an entry (security review 3, finding 7). The
+// another field's or forge an entry. The
 // oracle counts the start and end tags of each name in every user
 // message, formatted once with the fuzzed texts and once with plain ones;
 // the counts must agree.

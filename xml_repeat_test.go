@@ -131,3 +131,27 @@ func TestXMLRepeatedValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, got["tags"])
 }
+
+// TestXMLRepeatedChildrenOfDictOfLists: repeated child elements of a
+// dict[str, list[T]] field that are items collect into the list (they
+// were [4] for <a>3</a><a>4</a>: the last one silently won); repeated
+// children that each hold a whole list (<item> elements) repeat one
+// value: the same list reads, two different ones are ambiguous (as for a
+// field: see TestXMLRepeatedLists).
+func TestXMLRepeatedChildrenOfDictOfLists(t *testing.T) {
+	sig := mustParse(t, "q -> groups: dict[str, list[int]]")
+	got, err := adapter.XML{}.Parse(sig, "<groups><a>3</a><a>4</a><b>5</b></groups>")
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]int{"a": {3, 4}, "b": {5}}, got["groups"])
+
+	got, err = adapter.XML{}.Parse(sig, "<groups><a><item>3</item><item>4</item></a><a>\n<item>3</item>\n<item> 4 </item>\n</a></groups>")
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]int{"a": {3, 4}}, got["groups"])
+
+	_, err = adapter.XML{}.Parse(sig, "<groups><a><item>3</item></a><a><item>4</item></a></groups>")
+	assert.ErrorIs(t, err, adapter.ErrAmbiguous)
+
+	// A repeated child of a scalar member with two values is ambiguous.
+	_, err = adapter.XML{}.Parse(mustParse(t, "q -> d: dict[str, int]"), "<d><a>3</a><a>4</a></d>")
+	assert.ErrorIs(t, err, adapter.ErrAmbiguous)
+}

@@ -16,7 +16,7 @@ import (
 
 // TestCallRequestMergesIntoModule: a call's request overrides the module's
 // field by field; setting only the temperature keeps the module's model and
-// max tokens (newcomer review, finding 1).
+// max tokens.
 func TestCallRequestMergesIntoModule(t *testing.T) {
 	srv := lmtest.NewServer(lmtest.Text("[[ ## total ## ]]\n5"), lmtest.Text("[[ ## total ## ]]\n5"))
 	defer srv.Close()

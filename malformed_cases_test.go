@@ -9,10 +9,11 @@ import (
 	"github.com/sigwire/adapter/signature"
 )
 
-// TestBlindWave3: a third set of malformed replies across the families,
-// written after waves 1 and 2 passed and before running them (all passed
-// on the first run): a value, or an error where the text does not say.
-func TestBlindWave3(t *testing.T) {
+// TestMalformedRepliesByFamily: malformed replies across the families
+// (markers, labels, JSON, XML, renamed fields, numbers), each written
+// without reading the parser: a value, or an error where the text does
+// not say.
+func TestMalformedRepliesByFamily(t *testing.T) {
 	opts := signature.WithTypes(map[string]reflect.Type{"Person": reflect.TypeFor[Person]()})
 	type c struct {
 		a, sig, reply string
@@ -26,7 +27,6 @@ func TestBlindWave3(t *testing.T) {
 		{"chat", "q -> reasoning, answer", "**Reasoning**\nr\n\n**Answer**\nParis", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> reasoning, answer", "[[ ## reasoning ## ]]\nr\n[[ ## answer ## ]] Paris", adapter.Values{"reasoning": "r", "answer": "Paris"}},
 		{"chat", "q -> answer: int", "[[ ## answer ## ]]\n-5", adapter.Values{"answer": -5}},
-		// (found by wave 5, fixed)
 		{"xml", "q -> tags: list[str]", "<tags>\nReasoning: both apply.\n```json\n[\"sql\", \"indexing\"]\n```\n</tags>", adapter.Values{"tags": []string{"sql", "indexing"}}},
 		{"chat", "q -> answer", "Paris\n\n[[ ## completed ## ]]", adapter.Values{"answer": "Paris"}},
 		{"chat", "q -> reasoning, answer", "Reasoning: r\n\nAnswer:\n```\nParis\n```", adapter.Values{"reasoning": "r", "answer": "```\nParis\n```"}},

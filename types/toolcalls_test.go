@@ -15,7 +15,7 @@ import (
 	"github.com/sigwire/adapter/types"
 )
 
-// The DSPy parity gaps of issue 20 that involve tools, checked against
+// Where tool calls meet DSPy's behaviour, checked against
 // DSPy 3.3.1 (tests/adapters/test_chat_adapter.py, test_json_adapter.py,
 // dspy/adapters/base.py).
 

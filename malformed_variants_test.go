@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// Wave 2: variants of the same families written without looking at the
-// parser (a check that the recoveries generalise).
-func wave2() []gCase {
+// variants are the same families' malformations in other spellings,
+// written without looking at the parser (a check that the recoveries
+// generalise).
+func variants() []gCase {
 	var out []gCase
 	// Markers.
 	for _, form := range []string{"[[ ## %s ## ]]]", "[[  ##  %s  ##  ]]", "*[[ ## %s ## ]]*", "`[[ ## %s ## ]]`", "[[ ##%s ## ]",
@@ -20,13 +21,13 @@ func wave2() []gCase {
 				}
 				return "[[ ## " + fs[k].name + " ## ]]"
 			}
-			out = append(out, gCase{"w2 marker", "chat", form, fs, chatReply(fs, marker, true), wantOf(fs)})
+			out = append(out, gCase{"variant marker", "chat", form, fs, chatReply(fs, marker, true), wantOf(fs)})
 		}
 	}
 	for _, comp := range []string{"[[ ## completed ## ]", "[ ## completed ## ]]", "## completed ##", "[[ ## completed ##]"} {
 		fs := []gField{gReasoning, gAnswer}
 		reply := chatReply(fs, canonMarker(fs), false) + "\n\n" + comp + "\n\nHope this helps!"
-		out = append(out, gCase{"w2 marker", "chat", comp, fs, reply, wantOf(fs)})
+		out = append(out, gCase{"variant marker", "chat", comp, fs, reply, wantOf(fs)})
 	}
 	// Explained.
 	for _, v := range []struct {
@@ -42,7 +43,7 @@ func wave2() []gCase {
 			i := indexOf(fs, "year")
 			g := with(fs, i, v.text, jsonQuote(v.text), nil)
 			for _, a := range gAdapters {
-				c := gCase{"w2 explained", a, v.text, g, render(a, g), wantOf(g)}
+				c := gCase{"variant explained", a, v.text, g, render(a, g), wantOf(g)}
 				if v.want == nil {
 					c.want = nil
 				}
@@ -60,7 +61,7 @@ func wave2() []gCase {
 		fs := []gField{gReasoning, gVerified}
 		g := with(fs, 1, v.text, jsonQuote(v.text), v.want)
 		for _, a := range gAdapters {
-			c := gCase{"w2 explained", a, v.text, g, render(a, g), wantOf(g)}
+			c := gCase{"variant explained", a, v.text, g, render(a, g), wantOf(g)}
 			if v.want == nil {
 				c.want = nil
 			}
@@ -80,7 +81,7 @@ func wave2() []gCase {
 			g[1].want = "billing"
 		}
 		for _, a := range gAdapters {
-			c := gCase{"w2 explained", a, v.text, g, render(a, g), wantOf(g)}
+			c := gCase{"variant explained", a, v.text, g, render(a, g), wantOf(g)}
 			if !v.ok {
 				c.want = nil
 			}
@@ -100,7 +101,7 @@ func wave2() []gCase {
 			i := indexOf(fs, "year")
 			g := with(fs, i, v.text, jsonQuote(v.text), nil)
 			for _, a := range gAdapters {
-				c := gCase{"w2 hedged", a, v.text, g, render(a, g), wantOf(g)}
+				c := gCase{"variant hedged", a, v.text, g, render(a, g), wantOf(g)}
 				if !v.ok {
 					c.want = nil
 				}
@@ -118,7 +119,7 @@ func wave2() []gCase {
 			g := with(fs, i, text, jsonQuote(text), nil)
 			g[i].want = none
 			for _, a := range gAdapters {
-				out = append(out, gCase{"w2 unknown", a, text, g, render(a, g), wantOf(g)})
+				out = append(out, gCase{"variant unknown", a, text, g, render(a, g), wantOf(g)})
 			}
 		}
 	}
@@ -126,13 +127,13 @@ func wave2() []gCase {
 	for _, fs := range [][]gField{{gAnswer}, {gReasoning, gAnswer}, {gReasoning, gYear}} {
 		for _, a := range gAdapters {
 			inner := render(a, fs)
-			out = append(out, gCase{"w2 fenced", a, "preamble", fs, "Here is my answer:\n```\n" + inner + "\n```", wantOf(fs)})
-			out = append(out, gCase{"w2 fenced", a, "chatter after", fs, "```\n" + inner + "\n```\n\nLet me know if you need more.", wantOf(fs)})
-			out = append(out, gCase{"w2 fenced", a, "4 backticks", fs, "````\n" + inner + "\n````", wantOf(fs)})
+			out = append(out, gCase{"variant fenced", a, "preamble", fs, "Here is my answer:\n```\n" + inner + "\n```", wantOf(fs)})
+			out = append(out, gCase{"variant fenced", a, "chatter after", fs, "```\n" + inner + "\n```\n\nLet me know if you need more.", wantOf(fs)})
+			out = append(out, gCase{"variant fenced", a, "4 backticks", fs, "````\n" + inner + "\n````", wantOf(fs)})
 			if a == "chat" {
 				inner = chatReply(fs, canonMarker(fs), false)
-				out = append(out, gCase{"w2 fenced", a, "chatter after, no completed", fs, "```\n" + inner + "\n```\n\nLet me know if you need more.", wantOf(fs)})
-				out = append(out, gCase{"w2 fenced", a, "crlf", fs, strings.ReplaceAll("```\n"+inner+"\n```", "\n", "\r\n"), wantOf(fs)})
+				out = append(out, gCase{"variant fenced", a, "chatter after, no completed", fs, "```\n" + inner + "\n```\n\nLet me know if you need more.", wantOf(fs)})
+				out = append(out, gCase{"variant fenced", a, "crlf", fs, strings.ReplaceAll("```\n"+inner+"\n```", "\n", "\r\n"), wantOf(fs)})
 			}
 		}
 	}
@@ -150,7 +151,7 @@ func wave2() []gCase {
 			i := indexOf(fs, v.target.name)
 			g := with(fs, i, v.text, v.text, nil)
 			for _, a := range gAdapters {
-				out = append(out, gCase{"w2 bracket", a, v.text, g, render(a, g), wantOf(g)})
+				out = append(out, gCase{"variant bracket", a, v.text, g, render(a, g), wantOf(g)})
 			}
 		}
 	}
@@ -183,14 +184,14 @@ func wave2() []gCase {
 			default:
 				reply = jsonReply(s.fs, key)
 			}
-			out = append(out, gCase{"w2 renamed", a, s.name, s.fs, reply, wantOf(s.fs)})
+			out = append(out, gCase{"variant renamed", a, s.name, s.fs, reply, wantOf(s.fs)})
 		}
 	}
 	// Fenced array after reasoning, other shapes.
 	for _, pre := range []string{"Step 1: look at [the docs].\nStep 2: pick tags.\n\n", "Thinking... (a) [sql]? (b) [indexing]?\n\nFinal:\n"} {
 		reply := pre + "```json\n[\"sql\", \"indexing\"]\n```"
 		for _, a := range gAdapters {
-			out = append(out, gCase{"w2 fenced array", a, pre[:8], []gField{gTags}, reply, wantOf([]gField{gTags})})
+			out = append(out, gCase{"variant fenced array", a, pre[:8], []gField{gTags}, reply, wantOf([]gField{gTags})})
 		}
 	}
 	// Correction.
@@ -199,7 +200,7 @@ func wave2() []gCase {
 	for _, cue := range []string{"Oops, correction:", "Sorry, the correct JSON is:", "Here is the fixed version:", "FINAL:"} {
 		reply := jsonReply(draft, nameOf(draft)) + "\n" + cue + "\n" + jsonReply(final, nameOf(final))
 		for _, a := range []string{"json", "chat", "xml"} {
-			out = append(out, gCase{"w2 correction", a, cue, final, reply, wantOf(final)})
+			out = append(out, gCase{"variant correction", a, cue, final, reply, wantOf(final)})
 		}
 	}
 	return out

@@ -17,7 +17,7 @@ import (
 
 // This file generates malformed replies by construction — malformation
 // families × field types × adapters × the field's place in the reply —
-// and checks two properties on every one (issue 20):
+// and checks two properties on every one:
 //
 //   - a value that is unambiguous in the text is recovered exactly;
 //   - an ambiguous, cut or guessed one is a *ParseError keeping the text.
@@ -613,7 +613,7 @@ func familyCut() []gCase {
 }
 
 // familyEcho: a quoted marker in an earlier field never forges a later
-// one (security review finding 3).
+// one.
 func familyEcho() []gCase {
 	verdict := gField{"is_spam", "bool", "True", "true", "", true}
 	var out []gCase
@@ -631,7 +631,7 @@ func familyEcho() []gCase {
 func generatedCases() []gCase {
 	var all []gCase
 	for _, fam := range []func() []gCase{familyMarkers, familyRenamed, familyBare, familyExplained, familyHedged, familyUnknown,
-		familyFenced, familyMissingBracket, familyFencedArray, familyUnquoted, familyCorrection, familyCut, familyEcho, wave2} {
+		familyFenced, familyMissingBracket, familyFencedArray, familyUnquoted, familyCorrection, familyCut, familyEcho, variants} {
 		all = append(all, fam()...)
 	}
 	return all
