@@ -17,6 +17,7 @@
 // of a reply into each field's text as it is written, as Deltas; a stream
 // holds back what could still turn out to be a marker, a closing quote or
 // a closing tag, and a delta it has to take back is sent as a
-// replacement. What a stream shows of a field is what Read gives for the
-// whole reply (the package's stream tests check each stream against Read).
+// replacement. For a marker section, a plain XML element and a string
+// member of one JSON object, what a stream shows of the field is what Read
+// gives for the whole reply (FuzzStreams checks each stream against Read).
 package reply
