@@ -150,6 +150,27 @@ func TestStatusTable(t *testing.T) {
 				require.Equal(t, "error", last.name, "%v", events)
 				assert.Equal(t, float64(c.status), last.data["status"])
 				assert.Equal(t, c.typ, last.data["error"].(map[string]any)["type"])
+
+				// StatusOf gives the same status for the error the module's
+				// own Call returns.
+				lm := lmtest.NewServer()
+				defer lm.Close()
+				if c.reply != nil {
+					lm.Handle(func(lmtest.Request) lmtest.Reply { return *c.reply })
+				}
+				ctx := t.Context()
+				var opts []adapter.CallOption
+				if c.h != nil {
+					opts = c.h.Options
+					if c.h.Timeout > 0 {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, c.h.Timeout)
+						defer cancel()
+					}
+				}
+				_, err := predict.NewModule(sig).Call(ctx, lm.Client(), adapter.Values{"question": "q"}, opts...)
+				require.Error(t, err)
+				assert.Equal(t, c.status, serve.StatusOf(err), "%v", err)
 			}
 		})
 	}

@@ -198,20 +198,6 @@ func (b *Builder) Spec(typ string) (*signature.TypeSpec, error) {
 	return sig.Input(0).Spec, nil
 }
 
-// Field builds a field named "x" of a golden annotation.
-func (b *Builder) Field(typ string) (signature.Field, error) {
-	reg := map[string]reflect.Type{}
-	src, err := b.translate(typ, reg)
-	if err != nil {
-		return signature.Field{}, err
-	}
-	sig, err := signature.Parse("x: "+src+" -> y", signature.WithTypes(reg))
-	if err != nil {
-		return signature.Field{}, err
-	}
-	return sig.Input(0), nil
-}
-
 // meta copies a golden field's description, constraints and default onto f.
 func meta(f *signature.Field, fs FieldSpec) error {
 	f.Desc = fs.Desc

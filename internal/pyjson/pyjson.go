@@ -31,9 +31,6 @@ func Quote(s string) string {
 	return string(appendQuote(make([]byte, 0, len(s)+2), s))
 }
 
-// AppendQuote appends Quote(s) to b.
-func AppendQuote(b []byte, s string) []byte { return appendQuote(b, s) }
-
 func appendQuote(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

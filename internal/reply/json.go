@@ -342,13 +342,6 @@ func decodeLoose(s string) any {
 	return nil
 }
 
-func isListKind(spec *signature.TypeSpec) bool {
-	if spec.Kind() == signature.KindOptional {
-		spec = spec.Elem()
-	}
-	return spec.Kind() == signature.KindList
-}
-
 func matchesAnyOutput(sig *signature.Signature, obj map[string]any) bool {
 	for k := range obj {
 		if outputIndex(sig, k) >= 0 {

@@ -746,20 +746,6 @@ func labels(sig *signature.Signature, text string, fields []Field) (bool, error)
 	}
 }
 
-// hasOutputMarker reports whether text holds a marker of an output field.
-func hasOutputMarker(sig *signature.Signature, text string) bool {
-	for pos := 0; ; {
-		m, ok := FindMarker(sig, text, pos)
-		if !ok {
-			return false
-		}
-		if m.Field >= 0 {
-			return true
-		}
-		pos = m.End
-	}
-}
-
 // completedEnd returns where a reply with no output marker ends: at its
 // first completed marker, at the start of a line or in the middle of one
 // (as in a reply in markers, where one counts after the last line-start

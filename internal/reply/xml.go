@@ -308,18 +308,6 @@ func hasEmptyValue(spec *signature.TypeSpec) bool {
 	return false
 }
 
-// asItems is a list element's tree as items: its items, or its text as
-// one item.
-func asItems(v any) []any {
-	switch x := v.(type) {
-	case []any:
-		return x
-	case nil:
-		return nil
-	}
-	return []any{v}
-}
-
 // memberSpec is the type of a dict's values or of a struct's member key
 // (nil for a key the struct does not have).
 func memberSpec(spec *signature.TypeSpec, key string) *signature.TypeSpec {
