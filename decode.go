@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/sigwire/adapter/signature"
 )
@@ -15,10 +16,64 @@ import (
 // keys without a field are ignored and fields without a key are left zero.
 func Decode[T any](vals Values) (T, error) {
 	var out T
-	rv := reflect.ValueOf(&out).Elem()
-	if rv.Kind() != reflect.Struct {
-		return out, fmt.Errorf("adapter: Decode needs a struct type, not %s", rv.Type())
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return out, fmt.Errorf("adapter: Decode needs a struct type, not %s", t)
 	}
+	if decodeExact(unsafe.Pointer(&out), topFields(t), vals) {
+		return out, nil
+	}
+	return decodeReflect[T](vals)
+}
+
+// decodeExact is Decode for values that are each exactly their field's
+// type, one of the kinds values most often are (string, int, float64,
+// bool), stored through out (a T) without reflection; false when a value
+// is of another type or a field of another kind has a value, for
+// decodeReflect to decode from the start.
+func decodeExact(out unsafe.Pointer, fields []namedField, vals Values) bool {
+	for _, f := range fields {
+		v, ok := vals[f.name]
+		if !ok || v == nil {
+			continue
+		}
+		p := unsafe.Add(out, f.offset)
+		switch f.exact {
+		case exactString:
+			s, ok := v.(string)
+			if !ok {
+				return false
+			}
+			*(*string)(p) = s
+		case exactInt:
+			n, ok := v.(int)
+			if !ok {
+				return false
+			}
+			*(*int)(p) = n
+		case exactFloat:
+			x, ok := v.(float64)
+			if !ok {
+				return false
+			}
+			*(*float64)(p) = x
+		case exactBool:
+			b, ok := v.(bool)
+			if !ok {
+				return false
+			}
+			*(*bool)(p) = b
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// decodeReflect is Decode through reflection, for any field type.
+func decodeReflect[T any](vals Values) (T, error) {
+	var out T
+	rv := reflect.ValueOf(&out).Elem()
 	for _, f := range topFields(rv.Type()) {
 		v, ok := vals[f.name]
 		if !ok || v == nil {
@@ -59,6 +114,38 @@ func ValuesOf(v any) (Values, error) {
 type namedField struct {
 	name  string
 	index []int
+	// offset and exact are the field's offset in the struct and, for a
+	// field of type string, int, float64 or bool exactly, that type
+	// (decodeExact).
+	offset uintptr
+	exact  exactKind
+}
+
+// exactKind is the type of a field that decodeExact stores directly.
+type exactKind uint8
+
+const (
+	exactNone exactKind = iota
+	exactString
+	exactInt
+	exactFloat
+	exactBool
+)
+
+// exactKindOf is t's exactKind: t must be the type itself, not a type
+// defined on it.
+func exactKindOf(t reflect.Type) exactKind {
+	switch t {
+	case reflect.TypeFor[string]():
+		return exactString
+	case reflect.TypeFor[int]():
+		return exactInt
+	case reflect.TypeFor[float64]():
+		return exactFloat
+	case reflect.TypeFor[bool]():
+		return exactBool
+	}
+	return exactNone
 }
 
 // fieldsByType keeps topFields' result per struct type (reflect.Type →
@@ -84,7 +171,7 @@ func structFields(t reflect.Type) []namedField {
 		if !sf.IsExported() || sf.Tag.Get("json") == "-" {
 			continue
 		}
-		out = append(out, namedField{signature.StructFieldName(sf), sf.Index})
+		out = append(out, namedField{name: signature.StructFieldName(sf), index: sf.Index, offset: sf.Offset, exact: exactKindOf(sf.Type)})
 	}
 	return out
 }

@@ -10,3 +10,7 @@ func OnJoin(f func()) (stop func()) {
 
 // ExtractionSignature is the signature TwoStep's extractor answers.
 var ExtractionSignature = buildExtractionSignature
+
+// DecodeReflect is Decode through reflection alone, which its direct path
+// must agree with.
+func DecodeReflect[T any](vals Values) (T, error) { return decodeReflect[T](vals) }

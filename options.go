@@ -140,8 +140,26 @@ func UseMiddleware(mw ...Middleware) CallOption {
 }
 
 // UseTrace reports this call to t, after any trace on the context.
-func UseTrace(t *Trace) CallOption {
-	return optionFunc(func(c *callConfig) { c.trace = composeTrace(c.trace, t) })
+func UseTrace(t *Trace) CallOption { return traceOption{t} }
+
+// traceOption is UseTrace's option, of its own type so that [CallTrace]
+// finds the traces without applying the other options.
+type traceOption struct{ t *Trace }
+
+func (o traceOption) applyCall(c *callConfig) { c.trace = composeTrace(c.trace, o.t) }
+
+// traces composes the traces of the UseTrace options among d onto t, in
+// the order d applies them.
+func (d defaults) traces(t *Trace) *Trace {
+	for _, o := range d {
+		switch o := o.(type) {
+		case traceOption:
+			t = composeTrace(t, o.t)
+		case defaults:
+			t = o.traces(t)
+		}
+	}
+	return t
 }
 
 // WithRetry sets this call's retry policy. Retries are on by default, as

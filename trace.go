@@ -332,20 +332,24 @@ func clipToolResult(v any, n int) (any, int) {
 // pipeline, such as running the tools a reply asked for, reports through
 // it.
 func CallTrace(ctx context.Context, opts ...CallOption) *Trace {
-	if len(opts) == 0 {
-		return traceFrom(ctx)
+	// The traces in the order callConfig.apply applies their options (the
+	// Defaults first), without applying the others: only UseTrace sets
+	// a trace.
+	t := traceFrom(ctx)
+	for _, o := range opts {
+		if d, ok := o.(defaults); ok {
+			t = d.traces(t)
+		}
 	}
-	// The options are applied to a pooled config: applying them moves
-	// the config (a request and more) to the heap, for one field.
-	c := traceConfigs.Get().(*callConfig)
-	c.apply(opts)
-	t := c.trace
-	*c = callConfig{}
-	traceConfigs.Put(c)
-	return composeTrace(traceFrom(ctx), t)
+	for _, o := range opts {
+		if o, ok := o.(traceOption); ok {
+			t = composeTrace(t, o.t)
+		}
+	}
+	return t
 }
 
-// traceConfigs are the configs CallTrace and run.prepare apply options
+// traceConfigs are the configs run.prepare and CallLimits apply options
 // to (see there).
 var traceConfigs = sync.Pool{New: func() any { return new(callConfig) }}
 
