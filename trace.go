@@ -361,7 +361,15 @@ var lastCallID atomic.Uint64
 // the run's outcome when it ends (ModuleDone). Modules (package predict)
 // call it around each run; name is the module's kind (Predict,
 // ChainOfThought, ReAct).
+//
+// A run no trace hears of (none on ctx or in opts) leaves ctx as it is: a
+// trace set beneath it (WithTrace in a tool, say) sees the runs it starts
+// as the parent's, that is, with no parent.
 func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOption) (context.Context, func(*Result, error)) {
+	t := CallTrace(ctx, opts...)
+	if t == nil {
+		return ctx, moduleDoneUntraced
+	}
 	id := lastCallID.Add(1)
 	var parent uint64
 	if ctx != nil { // a nil context goes on to the module's Call, which refuses it
@@ -369,11 +377,10 @@ func StartModule(ctx context.Context, name string, inputs Values, opts ...CallOp
 		parent, s.parent = s.parent, id
 		ctx = s.on(ctx)
 	}
-	t := CallTrace(ctx, opts...)
-	if t != nil && t.ModuleStart != nil {
+	if t.ModuleStart != nil {
 		t.ModuleStart(ModuleStartInfo{ID: id, ParentID: parent, Module: name, Inputs: inputs, Context: ctx})
 	}
-	if t == nil || t.ModuleDone == nil {
+	if t.ModuleDone == nil {
 		return ctx, moduleDoneUntraced
 	}
 	start := time.Now()

@@ -1,6 +1,7 @@
 package predict_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
 	"github.com/sigwire/adapter/predict"
+	"github.com/sigwire/adapter/types"
 )
 
 // spans records the trace's start and end events as lines, checking that
@@ -106,4 +108,48 @@ func TestHooksOpenAndCloseEverySpan(t *testing.T) {
 		"module done #1 ReAct err=false",
 	}
 	assert.Equal(t, want, s.events)
+}
+
+// TestTraceBeneathAnUntracedRun: a module run that no trace hears of
+// leaves its context as it is, so a trace set beneath it (in a tool, with
+// adapter.WithTrace) sees the runs it starts as roots (parent "-"), never
+// as children of a run it was not told of; with a trace above, the same
+// runs name the tool's run as their parent.
+func TestTraceBeneathAnUntracedRun(t *testing.T) {
+	for _, outer := range []bool{false, true} {
+		inner := &spans{t: t}
+		tool, err := types.NewTool("ask", "Ask a sub-module.", func(ctx context.Context, a queryArgs) (string, error) {
+			srv := lmtest.NewServer(lmtest.Text("[[ ## answer ## ]]\nsub"))
+			defer srv.Close()
+			sub := predict.NewModule(mustSig(t, "question -> answer"))
+			res, err := sub.Call(adapter.WithTrace(ctx, inner.trace()), srv.Client(), adapter.Values{"question": a.Query})
+			if err != nil {
+				return "", err
+			}
+			return res.Outputs[0]["answer"].(string), nil
+		})
+		require.NoError(t, err)
+		agent, err := predict.NewReAct(mustSig(t, "question -> answer"), []types.Tool{tool})
+		require.NoError(t, err)
+		srv := lmtest.NewServer(step("Ask.", "ask", `{"query": "x"}`), step("Done.", "finish", "{}"), answer("42"))
+		defer srv.Close()
+		var opts []adapter.CallOption
+		top := &spans{t: t}
+		if outer {
+			opts = append(opts, adapter.UseTrace(top.trace()))
+		}
+		_, err = agent.Call(t.Context(), srv.Client(), adapter.Values{"question": "q"}, opts...)
+		require.NoError(t, err)
+		require.NotEmpty(t, inner.events)
+		if !outer {
+			assert.Equal(t, "module start #1 Predict parent=-", inner.events[0])
+			assert.Equal(t, "call start #2 parent=#1 chat", inner.events[1])
+			continue
+		}
+		// The inner trace does not know the ReAct run or its step; the
+		// outer one hears of the sub-module's run too, under the tool's
+		// step, as its own.
+		assert.Equal(t, "module start #1 Predict parent=#2", inner.events[0])
+		assert.Contains(t, top.events, "module start #1 ReAct parent=-")
+	}
 }
