@@ -66,8 +66,10 @@ func TestTypedCallCost(t *testing.T) {
 		}
 	})
 	t.Logf("allocations per call: typed Predict %v, adapter.Call %v", typed, untyped)
-	// The inputs as Values (the map, the struct and its two strings
-	// boxed), the decoded Out, the module run's run state on its context
-	// (with the context value in one allocation).
-	assert.LessOrEqual(t, typed-untyped, 5.0)
+	// The inputs as Values: the map (its header and its slots) and the
+	// struct boxed, its strings pointing into the box. The decoded Out
+	// stays on the stack (its fields are strings exactly), and a module
+	// run no trace hears of puts nothing on its context (issue 48: 5 more
+	// allocations than the Call before).
+	assert.LessOrEqual(t, typed-untyped, 3.0)
 }
