@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"unicode/utf8"
 
+	"github.com/sigwire/adapter/internal/pyjson"
 	"github.com/sigwire/adapter/signature"
 )
 
@@ -32,7 +33,7 @@ func checkConstraints(sig *signature.Signature, vals Values) *ParseError {
 			}
 			if pe == nil {
 				pe = &ParseError{Field: f.Name, Partial: maps.Clone(vals),
-					Err: fmt.Errorf("%w: %v is not %s", ErrConstraint, v, c)}
+					Err: fmt.Errorf("%w: %s", ErrConstraint, violation(v, c))}
 			}
 			delete(pe.Partial, f.Name)
 			break
@@ -52,13 +53,7 @@ func satisfies(v any, c signature.Constraint) bool {
 	limit, isNum := number(c.Value)
 	switch c.Op {
 	case signature.MinLength, signature.MaxLength:
-		n := -1
-		switch rv.Kind() {
-		case reflect.String:
-			n = utf8.RuneCountInString(rv.String())
-		case reflect.Slice, reflect.Array, reflect.Map:
-			n = rv.Len()
-		}
+		n := lengthOf(rv)
 		if n < 0 || !isNum {
 			return true
 		}
@@ -88,6 +83,46 @@ func satisfies(v any, c signature.Constraint) bool {
 		return math.Abs(q-math.Round(q)) < 1e-9
 	}
 	return true
+}
+
+// lengthOf is a value's length as its length constraints count it: a
+// string's characters, a list's or map's entries; -1 for anything else.
+func lengthOf(rv reflect.Value) int {
+	switch rv.Kind() {
+	case reflect.String:
+		return utf8.RuneCountInString(rv.String())
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return rv.Len()
+	}
+	return -1
+}
+
+// violation says how v breaks c: "7 is not less than or equal to 5";
+// for a length, the length, not the value (which may be long).
+func violation(v any, c signature.Constraint) string {
+	bound := pyjson.Str(c.Value)
+	switch c.Op {
+	case signature.GT:
+		return fmt.Sprintf("%v is not greater than %s", v, bound)
+	case signature.GE:
+		return fmt.Sprintf("%v is not greater than or equal to %s", v, bound)
+	case signature.LT:
+		return fmt.Sprintf("%v is not less than %s", v, bound)
+	case signature.LE:
+		return fmt.Sprintf("%v is not less than or equal to %s", v, bound)
+	case signature.MultipleOf:
+		return fmt.Sprintf("%v is not a multiple of %s", v, bound)
+	case signature.MinLength, signature.MaxLength:
+		rv := reflect.ValueOf(v)
+		for rv.Kind() == reflect.Pointer {
+			rv = rv.Elem()
+		}
+		if c.Op == signature.MinLength {
+			return fmt.Sprintf("its length %d is under the minimum length %s", lengthOf(rv), bound)
+		}
+		return fmt.Sprintf("its length %d is over the maximum length %s", lengthOf(rv), bound)
+	}
+	return fmt.Sprintf("%v is not %s", v, c)
 }
 
 func numeric(rv reflect.Value) (float64, bool) {

@@ -134,7 +134,7 @@ func TestReaskConstraint(t *testing.T) {
 	assert.ErrorIs(t, res.ReaskCause, adapter.ErrConstraint)
 	reqs := srv.Requests()
 	require.Len(t, reqs, 2)
-	assertReask(t, reqs[0].Chat, reqs[1].Chat, bad, "n", "-5 is not greater than or equal to: 0", requirementsOf(t, adapter.Chat{}, sig))
+	assertReask(t, reqs[0].Chat, reqs[1].Chat, bad, "n", "-5 is not greater than or equal to 0", requirementsOf(t, adapter.Chat{}, sig))
 }
 
 // TestReaskCustomRequirements: a Prompt's output requirements are the

@@ -153,7 +153,7 @@ func (e *LimitError) Error() string {
 	if e.Blocked {
 		why = "a 429 from the provider"
 	}
-	return fmt.Sprintf("rediscache: rate limit %q, model %q: the next request may go in %s (for %s), more than the call may wait",
+	return fmt.Sprintf("rediscache: rate limit %q, model %q: the next request may go in %s (for %s), more than the call may wait (its context's deadline, or the limiter's WithMaxWait)",
 		e.Name, e.Model, e.Wait.Round(time.Millisecond), why)
 }
 

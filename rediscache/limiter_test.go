@@ -150,6 +150,7 @@ func TestLimiter429Shared(t *testing.T) {
 	var le *rediscache.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.True(t, le.Blocked, "refused for the 429, not the rate")
+	assert.Contains(t, le.Error(), "WithMaxWait", "the error names the knob that bounds the wait")
 	assert.Len(t, srv.Requests(), 1, "B's request never reached the LM")
 
 	res, err := adapter.Call(t.Context(), b, sig, nil, adapter.Values{"q": "y"})
