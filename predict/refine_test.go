@@ -536,6 +536,20 @@ func TestRefineFeedbackEdges(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, srv.Requests()[2].Chat.Messages[0].Content, "hint_")
 	})
+	t.Run("advice for no predictor", func(t *testing.T) {
+		// A ChainOfThought's predictor is "predict": advice keyed "self"
+		// (a Predict's name) is dropped, as DSPy drops it, and said.
+		srv := lmtest.NewServer(answer("Paris, France"), feedbackReply("Too long.", `{"self": "`+capitalHint+`"}`), answer("Paris"))
+		defer srv.Close()
+		cot, err := predict.NewChainOfThought[Question, Answer]()
+		require.NoError(t, err)
+		ref, err := predict.NewRefine(cot, 2, parisOnly, 1)
+		require.NoError(t, err)
+		_, res, err := ref.Call(ctx, srv.Client(), Question{capitalQuestion})
+		require.NoError(t, err)
+		assert.Contains(t, lastUser(srv.Requests()[2]), "[[ ## hint_ ## ]]\nN/A\n\n", "the request DSPy sends")
+		assert.Contains(t, res.Notes, `attempt 1: the feedback's advice for "self" names no predictor of the program ("predict") and was dropped, as DSPy drops it`)
+	})
 	t.Run("failed feedback", func(t *testing.T) {
 		bad := lmtest.Error(400, `{"error":{"message":"bad request","type":"invalid_request_error"}}`)
 		srv := lmtest.NewServer(answerReply("x"), bad, answerReply("y"), bad)

@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 
 	adapter "github.com/sigwire/adapter"
 )
@@ -228,6 +231,9 @@ func (s *search[In, Out]) run(ctx context.Context, lm adapter.LM, in In, vals ad
 				}
 				hints[m] = h
 			}
+			if note := unusedAdvice(idx, advice, names); note != "" {
+				total.Notes = append(total.Notes, note)
+			}
 		}
 	}
 	if best == nil {
@@ -266,4 +272,29 @@ func (s *search[In, Out]) score(ctx context.Context, in In, out Out) (reward flo
 		}
 	}()
 	return s.reward(ctx, in, out)
+}
+
+// unusedAdvice is the note for advice keyed by a name that is none of the
+// program's predictors (DSPy drops it without a word; the attempt's
+// predictors get "N/A" for theirs): "" when every key names one.
+func unusedAdvice(idx int, advice map[string]string, names map[*Module]string) string {
+	known := make(map[string]bool, len(names))
+	var predictors []string
+	for _, n := range names {
+		known[n] = true
+		predictors = append(predictors, strconv.Quote(n))
+	}
+	var unknown []string
+	for k := range advice {
+		if !known[k] {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	slices.Sort(predictors)
+	return fmt.Sprintf("attempt %d: the feedback's advice for %s names no predictor of the program (%s) and was dropped, as DSPy drops it",
+		idx+1, strings.Join(unknown, ", "), strings.Join(predictors, ", "))
 }
