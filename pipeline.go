@@ -544,13 +544,17 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 		if err == nil && (len(dropped) > 0 || len(wires) > 0) {
 			fillNative(vals, r.sig, dropped, wires, wv, ch)
 		}
-		tr.parse(text, vals, tr.since(start), err)
-		if err != nil {
-			r.failed = text
-			return err
+		took := tr.since(start)
+		if err == nil {
+			// A broken constraint fails the parse: the trace's ParseDone
+			// says so, as the call does.
+			if pe := checkConstraints(r.sig, vals); pe != nil {
+				pe.Adapter, pe.Completion = a.Name(), text
+				vals, err = pe.Partial, pe // the values that hold, as the error's
+			}
 		}
-		if err := checkConstraints(r.sig, vals); err != nil {
-			err.Adapter, err.Completion = a.Name(), text
+		tr.parse(text, vals, took, err)
+		if err != nil {
 			r.failed = text
 			return err
 		}
@@ -582,7 +586,10 @@ func (r *run) truncated(a Adapter, tr tracer, ps parser, sig *signature.Signatur
 	tr.parseStart(text)
 	start := tr.now()
 	vals, err := ps.parse(sig, text)
-	tr.parse(text, vals, tr.since(start), err)
+	// The trace's ParseDone says the reply was cut, with the values that
+	// stand (Partial, settled below), as the call does.
+	took := tr.since(start)
+	defer func() { tr.parse(text, pe.Partial, took, pe) }()
 	pe.Partial = partialOf(vals, err)
 	if len(pe.Partial) > 0 {
 		// A value the cut may have shortened is not a value: one that reads

@@ -14,6 +14,7 @@ import (
 
 	adapter "github.com/sigwire/adapter"
 	"github.com/sigwire/adapter/lmtest"
+	"github.com/sigwire/adapter/signature"
 )
 
 // recorder is a Trace that writes one line per event.
@@ -92,4 +93,56 @@ func TestTraceStream(t *testing.T) {
 		"lm done chat#1 tokens>0=true err=false",
 		"parse chat#1 ok=true",
 	}, rec.events)
+}
+
+// TestParseDoneSaysWhatTheCallFailsWith: a reply the pipeline rejects
+// after reading it — cut by the token limit, or breaking a constraint — is
+// a failed parse in the trace too: ParseDone's Err is the call's
+// *ParseError (ErrTruncated, ErrConstraint) and its Outputs the values
+// that stand, the error's Partial, never the cut or violating value; for
+// Call and Stream alike. (ParseDone said nil for both, so a tracer
+// watching it missed the failure.)
+func TestParseDoneSaysWhatTheCallFailsWith(t *testing.T) {
+	for _, c := range []struct {
+		name, spec string
+		reply      lmtest.Reply
+		is         error
+		partial    adapter.Values
+	}{
+		{"truncated", "q -> reasoning, answer: float", lmtest.Text("[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n0.").WithFinish("length"),
+			adapter.ErrTruncated, adapter.Values{"reasoning": "r"}},
+		{"constraint", "q -> reasoning, stars: int", lmtest.Text("[[ ## reasoning ## ]]\nr\n\n[[ ## stars ## ]]\n7"),
+			adapter.ErrConstraint, adapter.Values{"reasoning": "r"}},
+	} {
+		sig := mustParse(t, c.spec)
+		if c.name == "constraint" {
+			var err error
+			sig, err = sig.Update("stars", func(f *signature.Field) {
+				f.Constraints = []signature.Constraint{{Op: signature.LE, Value: 5}}
+			})
+			require.NoError(t, err)
+		}
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", c.name, stream), func(t *testing.T) {
+				srv := lmtest.NewServer(c.reply)
+				defer srv.Close()
+				var infos []adapter.ParseInfo
+				tr := &adapter.Trace{ParseDone: func(i adapter.ParseInfo) { infos = append(infos, i) }}
+				opts := []adapter.CallOption{adapter.UseTrace(tr), adapter.NoRetry(), adapter.NoFallback()}
+				var err error
+				if stream {
+					_, _, err = drain(adapter.Stream(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, opts...))
+				} else {
+					_, err = adapter.Call(t.Context(), srv.Client(), sig, nil, adapter.Values{"q": "x"}, opts...)
+				}
+				require.ErrorIs(t, err, c.is)
+				var pe *adapter.ParseError
+				require.ErrorAs(t, err, &pe)
+				require.Len(t, infos, 1)
+				assert.ErrorIs(t, infos[0].Err, c.is)
+				assert.Equal(t, c.partial, infos[0].Outputs)
+				assert.Equal(t, pe.Partial, infos[0].Outputs)
+			})
+		}
+	}
 }
