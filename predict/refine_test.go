@@ -548,7 +548,20 @@ func TestRefineFeedbackEdges(t *testing.T) {
 		_, res, err := ref.Call(ctx, srv.Client(), Question{capitalQuestion})
 		require.NoError(t, err)
 		assert.Contains(t, lastUser(srv.Requests()[2]), "[[ ## hint_ ## ]]\nN/A\n\n", "the request DSPy sends")
-		assert.Contains(t, res.Notes, `attempt 1: the feedback's advice for "self" names no predictor of the program ("predict") and was dropped, as DSPy drops it`)
+		note := `attempt 1: the feedback's advice for "self" names no predictor of the program ("predict") and was dropped, as DSPy drops it`
+		assert.Contains(t, res.Notes, note)
+
+		// Stream says it as Call does.
+		srv.Push(answer("Paris, France"), feedbackReply("Too long.", `{"self": "`+capitalHint+`"}`), answer("Paris"))
+		var done *adapter.Result
+		for ch, err := range ref.Stream(ctx, srv.Client(), Question{capitalQuestion}) {
+			require.NoError(t, err)
+			if ch.Done {
+				done = ch.Result
+			}
+		}
+		require.NotNil(t, done)
+		assert.Contains(t, done.Notes, note)
 	})
 	t.Run("failed feedback", func(t *testing.T) {
 		bad := lmtest.Error(400, `{"error":{"message":"bad request","type":"invalid_request_error"}}`)
