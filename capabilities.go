@@ -59,11 +59,7 @@ func (d declared) CreateChatCompletion(ctx context.Context, req openai.ChatCompl
 
 // CreateChatCompletionStream streams from the wrapped LM.
 func (d declared) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	s, ok := d.lm.(StreamingLM)
-	if !ok {
-		return nil, cannotStream(d.lm)
-	}
-	return s.CreateChatCompletionStream(ctx, req)
+	return streamFrom(ctx, d.lm, req)
 }
 
 func (d declared) Capabilities() Capabilities { return d.caps }

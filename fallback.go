@@ -183,12 +183,7 @@ func (f *FallbackLM) CreateChatCompletionStream(ctx context.Context, req openai.
 		if t.Model != "" {
 			r.Model = t.Model
 		}
-		s, ok := t.LM.(StreamingLM)
-		if !ok {
-			stream, err = nil, cannotStream(t.LM)
-		} else {
-			stream, err = s.CreateChatCompletionStream(ctx, r)
-		}
+		stream, err = streamFrom(ctx, t.LM, r)
 		if i == len(f.targets)-1 || !f.movesOn(ctx, openai.ChatCompletionResponse{}, err) {
 			break
 		}

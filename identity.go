@@ -144,11 +144,7 @@ func (d identified) CreateChatCompletion(ctx context.Context, req openai.ChatCom
 
 // CreateChatCompletionStream streams from the wrapped LM.
 func (d identified) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	s, ok := d.lm.(StreamingLM)
-	if !ok {
-		return nil, cannotStream(d.lm)
-	}
-	return s.CreateChatCompletionStream(ctx, req)
+	return streamFrom(ctx, d.lm, req)
 }
 
 // Unwrap returns the wrapped LM.

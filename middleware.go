@@ -100,9 +100,15 @@ func (m *middlewareLM) CreateChatCompletion(ctx context.Context, req openai.Chat
 
 // CreateChatCompletionStream streams from the wrapped LM directly.
 func (m *middlewareLM) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	s, ok := m.lm.(StreamingLM)
+	return streamFrom(ctx, m.lm, req)
+}
+
+// streamFrom is the stream of a wrapper's LM: lm's own, or the error for
+// an LM that cannot stream.
+func streamFrom(ctx context.Context, lm LM, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
+	s, ok := lm.(StreamingLM)
 	if !ok {
-		return nil, cannotStream(m.lm)
+		return nil, cannotStream(lm)
 	}
 	return s.CreateChatCompletionStream(ctx, req)
 }
