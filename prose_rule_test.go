@@ -108,6 +108,14 @@ func proseTemplates() []proseTemplate {
 		for _, c := range keepClauses {
 			ts = append(ts, proseTemplate{family: "clause answer", text: "{v}" + sep + c + sepClose(sep), want: stated, yesNo: true})
 		}
+		// The answer taken back, then given again: the text still disowns
+		// it ("False, unclear. no"), whatever the later word says.
+		for _, c := range takeBackClauses[:8] {
+			for _, again := range []string{" {v}", " {w}", " So: {v}."} {
+				ts = append(ts, proseTemplate{family: "taken back, then restated",
+					text: "{v}" + sep + strings.TrimSuffix(c, ".") + "." + again + sepClose(sep), want: noValue, yesNo: true})
+			}
+		}
 	}
 	// "No-one", "Nobody", "No one": a noun phrase, not a yes/no word.
 	for _, t := range []string{"{v}-one knows", "{v}-one knows.", "{v}-body can tell"} {

@@ -323,7 +323,8 @@ func indexWord(s, w string) int {
 // boolCandidates finds a yes/no answer that ends prose ("…, so the claim
 // holds: yes."), with every other truth word in the text as a candidate
 // too (two different ones are ambiguous); any negation in the text blocks
-// the reading, as does a truth word joined to None ("None or yes"). A
+// the reading, as does a truth word joined to None ("None or yes") or
+// one the clause after it takes back ("False, unclear. no"). A
 // truth word that determines a noun ("No evidence was found, so: false")
 // is no answer, and no candidate.
 func boolCandidates(text string) []candidate {
@@ -372,7 +373,11 @@ func boolCandidates(text string) []candidate {
 			return []candidate{{text: w.w, blocked: errNegated}}
 		}
 		if _, ok := strongBools[w.w]; ok && !determines(lower, w.end) { // "No evidence …" is no answer
-			out = append(out, candidate{text: w.w, blocked: alternative(lower, w.start, w.end, false)})
+			blocked := alternative(lower, w.start, w.end, false)
+			if blocked == nil && takesBack(lower[w.end:]) {
+				blocked = errRefusal // "False, unclear. no": the first answer is taken back
+			}
+			out = append(out, candidate{text: w.w, blocked: blocked})
 		}
 	}
 	return out
