@@ -38,36 +38,31 @@ func decodeExact(out unsafe.Pointer, fields []namedField, vals Values) bool {
 			continue
 		}
 		p := unsafe.Add(out, f.offset)
+		stored := false
 		switch f.exact {
 		case exactString:
-			s, ok := v.(string)
-			if !ok {
-				return false
-			}
-			*(*string)(p) = s
+			stored = storeExact[string](p, v)
 		case exactInt:
-			n, ok := v.(int)
-			if !ok {
-				return false
-			}
-			*(*int)(p) = n
+			stored = storeExact[int](p, v)
 		case exactFloat:
-			x, ok := v.(float64)
-			if !ok {
-				return false
-			}
-			*(*float64)(p) = x
+			stored = storeExact[float64](p, v)
 		case exactBool:
-			b, ok := v.(bool)
-			if !ok {
-				return false
-			}
-			*(*bool)(p) = b
-		default:
+			stored = storeExact[bool](p, v)
+		}
+		if !stored {
 			return false
 		}
 	}
 	return true
+}
+
+// storeExact stores v at p when v is a T, and reports whether it was.
+func storeExact[T any](p unsafe.Pointer, v any) bool {
+	x, ok := v.(T)
+	if ok {
+		*(*T)(p) = x
+	}
+	return ok
 }
 
 // decodeReflect is Decode through reflection, for any field type.
