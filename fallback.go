@@ -268,7 +268,7 @@ func (r *run) fallbackInvoker(f *FallbackLM, mw []Middleware, bottom func(LM) In
 		}
 	}
 	// Not r: the run stays on the stack (see run.invoker).
-	call, sink, sh := r.cfg.req.Model, r.sink, r.runHeap
+	call, sink, sh := r.cfg.model(), r.sink, r.runHeap
 	return func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 		var resp openai.ChatCompletionResponse
 		var err error

@@ -34,8 +34,7 @@ type optionFunc func(*callConfig)
 func (f optionFunc) applyCall(c *callConfig) { f(c) }
 
 type callConfig struct {
-	req            openai.ChatCompletionRequest
-	reqSet         bool
+	req            *openai.ChatCompletionRequest // WithRequest's template, shared: never written through (nil: none)
 	adapter        Adapter // UseAdapter: beats the context
 	defaultAdapter Adapter // UseAdapter under Defaults: below the context
 	noFallback     bool
@@ -104,12 +103,31 @@ func Defaults(opts ...CallOption) CallOption { return defaults(opts) }
 // an LM with [WithCapabilities] if it has structured outputs.
 func WithRequest(req openai.ChatCompletionRequest) CallOption {
 	return optionFunc(func(c *callConfig) {
-		if !c.reqSet {
-			c.req, c.reqSet = req, true
+		if c.req == nil {
+			c.req = &req // read only: a call copies the template before shaping it
 			return
 		}
-		mergeRequest(&c.req, req)
+		merged := *c.req
+		mergeRequest(&merged, req)
+		c.req = &merged
 	})
+}
+
+// template returns the request the call's [WithRequest] options make,
+// the zero request without them, as a copy the call may shape.
+func (c *callConfig) template() openai.ChatCompletionRequest {
+	if c.req == nil {
+		return openai.ChatCompletionRequest{}
+	}
+	return *c.req
+}
+
+// model is the model the call's [WithRequest] options name, if any.
+func (c *callConfig) model() string {
+	if c.req == nil {
+		return ""
+	}
+	return c.req.Model
 }
 
 // mergeRequest copies the non-zero fields of src into dst.

@@ -90,7 +90,7 @@ func (r *run) prepare(ctx context.Context, lm LM, sig *signature.Signature, demo
 	r.parent = sc.parent
 	r.cfg.trace = composeTrace(sc.trace, r.cfg.trace)
 	r.lm, r.mw = peel(lm)
-	r.caps.caps, r.caps.guessed = capabilitiesOf(lm, r.cfg.req.Model)
+	r.caps.caps, r.caps.guessed = capabilitiesOf(lm, r.cfg.model())
 	r.meter.ident.lm = r.lm
 	if r.cfg.trace != nil {
 		r.meter.trace, r.meter.callID = r.cfg.trace, r.cfg.callID()
@@ -135,7 +135,7 @@ func (r *run) do(ctx context.Context) (err error) {
 				err = fmt.Errorf("%w (%w)", err, c) // named once: Go's HTTP client may have named it already
 			}
 			if r.guessFailed(err) {
-				err = &CapabilityGuessError{Model: r.cfg.req.Model, Guess: r.caps.caps, Err: err}
+				err = &CapabilityGuessError{Model: r.cfg.model(), Guess: r.caps.caps, Err: err}
 			}
 		}
 		r.meter.settle(false) // a verdict the attempt never gave (a panic) drops what waited for it
@@ -215,7 +215,7 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	if err != nil {
 		return err
 	}
-	req := r.cfg.req
+	req := r.cfg.template()
 	plan, err := planNative(a, r.sig, r.inputs, r.caps, &req)
 	if err != nil {
 		return err
@@ -386,7 +386,7 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
-		if shapes && level == 0 && req.ResponseFormat != nil && r.cfg.req.ResponseFormat == nil &&
+		if shapes && level == 0 && req.ResponseFormat != nil && (r.cfg.req == nil || r.cfg.req.ResponseFormat == nil) &&
 			isFormatRejection(err) && !errors.Is(err, ErrDelivered) {
 			rejected = err // the provider rejected the response format: one tier down, once
 			continue

@@ -69,7 +69,7 @@ func NoPromptCache() CallOption {
 func (r *run) promptCache(ctx context.Context, msgs []openai.ChatCompletionMessage) (context.Context, *wire.PromptCache, error) {
 	caps := r.caps.caps
 	if !caps.CacheControl && !caps.PromptCacheKey {
-		r.note(fmt.Sprintf("prompt cache: model %q takes neither cache_control nor prompt_cache_key (%s): nothing was marked", r.cfg.req.Model, r.capsSource()))
+		r.note(fmt.Sprintf("prompt cache: model %q takes neither cache_control nor prompt_cache_key (%s): nothing was marked", r.cfg.model(), r.capsSource()))
 		return ctx, nil, nil
 	}
 	last := -1 // the final user message
@@ -106,7 +106,7 @@ func (r *run) promptCache(ctx context.Context, msgs []openai.ChatCompletionMessa
 		if len(pc.Marks) == 0 {
 			shape = "prompt_cache_key"
 		}
-		return ctx, nil, fmt.Errorf("adapter: WithPromptCache: model %q takes %s (%s): %w", r.cfg.req.Model, shape, r.capsSource(), ErrNeedsHTTPDoer)
+		return ctx, nil, fmt.Errorf("adapter: WithPromptCache: model %q takes %s (%s): %w", r.cfg.model(), shape, r.capsSource(), ErrNeedsHTTPDoer)
 	}
 	r.guessUsed = r.guessUsed || r.caps.guessed // a provider's rejection names the guess
 	return wire.MarkPromptCache(ctx, pc), pc, nil
