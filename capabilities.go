@@ -158,15 +158,35 @@ func ModelCapabilities(model string) Capabilities {
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]
 	}
-	for _, row := range modelTable {
-		for _, p := range row.prefixes {
-			if strings.HasPrefix(m, p) {
-				return row.caps
-			}
+	if m == "" {
+		return Capabilities{}
+	}
+	for _, p := range modelIndex[m[0]] {
+		if strings.HasPrefix(m, p.prefix) {
+			return p.caps
 		}
 	}
 	return Capabilities{}
 }
+
+// modelPrefix is a prefix of the model table with its row's capabilities.
+type modelPrefix struct {
+	prefix string
+	caps   Capabilities
+}
+
+// modelIndex is modelTable's prefixes by their first byte, each list in
+// the table's order: a name is matched against the prefixes it can
+// match, and the first of those in the table wins, as a scan of the
+// whole table would have it.
+var modelIndex = func() (idx [256][]modelPrefix) {
+	for _, row := range modelTable {
+		for _, p := range row.prefixes {
+			idx[p[0]] = append(idx[p[0]], modelPrefix{p, row.caps})
+		}
+	}
+	return idx
+}()
 
 // modelTable is ModelCapabilities' table, in its order.
 var modelTable = func() []struct {
