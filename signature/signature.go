@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Signature is an immutable description of a task: instructions plus
@@ -19,7 +20,7 @@ type Signature struct {
 	outputs      []Field
 	types        map[string]reflect.Type // names from WithTypes, for edits that parse type names
 	names        map[reflect.Type]string // the reverse: how registered types are named
-	memo         *sync.Map               // Memo's values; every signature has its own
+	memo         *memoTable              // Memo's values; every signature has its own
 }
 
 // Memo returns the value kept under key for this signature, calling build
@@ -34,10 +35,44 @@ func (s *Signature) Memo(key any, build func() any) any {
 	if s.memo == nil {
 		return build()
 	}
-	if v, ok := s.memo.Load(key); ok {
+	return s.memo.get(key, build)
+}
+
+// memoTable holds a signature's Memo values: the first few keys in slots
+// read without hashing (a call reads several: the adapter's layout, the
+// traits, the reply's index), the rest in a sync.Map.
+type memoTable struct {
+	slots [4]atomic.Pointer[memoEntry]
+	more  sync.Map
+}
+
+type memoEntry struct{ key, val any }
+
+func (t *memoTable) get(key any, build func() any) any {
+	for i := range t.slots {
+		e := t.slots[i].Load()
+		if e == nil {
+			break // slots fill in order: the key is not in one
+		}
+		if e.key == key {
+			return e.val
+		}
+	}
+	if v, ok := t.more.Load(key); ok {
 		return v
 	}
-	v, _ := s.memo.LoadOrStore(key, build())
+	v, _ := t.more.LoadOrStore(key, build())
+	// The kept value moves to a free slot, if one is left; the sync.Map
+	// keeps it too, so a key is found whichever a reader looks in.
+	e := &memoEntry{key, v}
+	for i := range t.slots {
+		if t.slots[i].CompareAndSwap(nil, e) {
+			break
+		}
+		if t.slots[i].Load().key == key {
+			break // another caller put it there
+		}
+	}
 	return v
 }
 
@@ -111,7 +146,7 @@ func New(instructions string, inputs, outputs []Field) (*Signature, error) {
 }
 
 func build(instructions string, inputs, outputs []Field, types map[string]reflect.Type) (*Signature, error) {
-	s := &Signature{types: types, names: reverseNames(types), memo: new(sync.Map)}
+	s := &Signature{types: types, names: reverseNames(types), memo: new(memoTable)}
 	seen := make(map[string]bool, len(inputs)+len(outputs))
 	var err error
 	if s.inputs, err = s.resolveAll(inputs, seen); err != nil {
@@ -252,7 +287,7 @@ func (s *Signature) clone() *Signature {
 	c := *s
 	c.inputs = slices.Clone(s.inputs)
 	c.outputs = slices.Clone(s.outputs)
-	c.memo = new(sync.Map)
+	c.memo = new(memoTable)
 	return &c
 }
 
