@@ -35,8 +35,8 @@ func (f optionFunc) applyCall(c *callConfig) { f(c) }
 
 type callConfig struct {
 	req            *openai.ChatCompletionRequest // WithRequest's template, shared: never written through (nil: none)
-	adapter        Adapter // UseAdapter: beats the context
-	defaultAdapter Adapter // UseAdapter under Defaults: below the context
+	adapter        Adapter                       // UseAdapter: beats the context
+	defaultAdapter Adapter                       // UseAdapter under Defaults: below the context
 	noFallback     bool
 	reask          int // WithReask: the re-asks a call may make
 	trace          *Trace
