@@ -332,6 +332,7 @@ type layout struct {
 type layoutMemo struct {
 	system, reminder memoText
 	traits           *sigTraits
+	names            []string // the fields' names, inputs then outputs (fieldNames)
 	size             atomic.Int64
 	demos            atomic.Pointer[demoCache]
 }
@@ -353,44 +354,53 @@ type demoVal struct {
 	ok bool
 }
 
-// demoTexts returns what the fields of demos hold, demo by demo, inputs
-// then outputs; ok is false when a value is not a string.
-func demoTexts(sig *signature.Signature, demos []Values) (vals []demoVal, ok bool) {
-	vals = make([]demoVal, 0, len(demos)*(sig.NumInputs()+sig.NumOutputs()))
+// demoTexts returns what the fields named (a signature's inputs then
+// outputs, fieldNames) hold in demos, demo by demo; ok is false when a
+// value is not a string.
+func demoTexts(names []string, demos []Values) (vals []demoVal, ok bool) {
+	vals = make([]demoVal, 0, len(demos)*len(names))
 	for _, d := range demos {
-		for _, r := range roles {
-			for i := range numFields(sig, r) {
-				v, present := d[fieldName(sig, r, i)]
-				s, isStr := v.(string)
-				if present && !isStr {
-					return nil, false
-				}
-				vals = append(vals, demoVal{s, present})
+		for _, name := range names {
+			v, present := d[name]
+			s, isStr := v.(string)
+			if present && !isStr {
+				return nil, false
 			}
+			vals = append(vals, demoVal{s, present})
 		}
 	}
 	return vals, true
 }
 
-// matches reports whether demos hold what c was rendered from.
-func (c *demoCache) matches(sig *signature.Signature, demos []Values) bool {
-	if len(c.vals) != len(demos)*(sig.NumInputs()+sig.NumOutputs()) {
+// matches reports whether demos hold what c was rendered from, the
+// fields named as demoTexts names them.
+func (c *demoCache) matches(names []string, demos []Values) bool {
+	if len(c.vals) != len(demos)*len(names) {
 		return false
 	}
-	k := 0
+	vals := c.vals
 	for _, d := range demos {
-		for _, r := range roles {
-			for i := range numFields(sig, r) {
-				v, present := d[fieldName(sig, r, i)]
-				s, isStr := v.(string)
-				if present != c.vals[k].ok || present && (!isStr || s != c.vals[k].s) {
-					return false
-				}
-				k++
+		for j, name := range names {
+			v, present := d[name]
+			s, isStr := v.(string)
+			if present != vals[j].ok || present && (!isStr || s != vals[j].s) {
+				return false
 			}
 		}
+		vals = vals[len(names):]
 	}
 	return true
+}
+
+// fieldNames returns sig's input names, then its output names.
+func fieldNames(sig *signature.Signature) []string {
+	names := make([]string, 0, sig.NumInputs()+sig.NumOutputs())
+	for _, r := range roles {
+		for i := range numFields(sig, r) {
+			names = append(names, fieldName(sig, r, i))
+		}
+	}
+	return names
 }
 
 // formatDemos appends the demos' messages: the ones rendered before when
@@ -403,7 +413,7 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 		return msgs, false, nil
 	}
 	last := m.demos.Load()
-	seen := last != nil && last.matches(sig, demos)
+	seen := last != nil && last.matches(m.names, demos)
 	if seen && last.msgs != nil {
 		// A kept message holds a role and a text only (see keptMessages):
 		// copied as appendMessage writes them.
@@ -423,7 +433,7 @@ func (m *layoutMemo) formatDemos(ar *arena, msgs []openai.ChatCompletionMessage,
 			m.demos.Store(&demoCache{vals: last.vals, msgs: kept})
 		}
 	default:
-		if vals, ok := demoTexts(sig, demos); ok {
+		if vals, ok := demoTexts(m.names, demos); ok {
 			m.demos.Store(&demoCache{vals: vals})
 		}
 	}
@@ -463,6 +473,7 @@ func (l *layout) memo(sig *signature.Signature) *layoutMemo {
 		m.system.text, m.system.err = l.system(sig)
 		m.reminder.text, m.reminder.err = l.reminder(sig)
 		m.traits = traitsOfSig(sig)
+		m.names = fieldNames(sig)
 		return m
 	}).(*layoutMemo)
 }
