@@ -279,10 +279,8 @@ type wireValue struct {
 
 // readWires asks each WireReader once for its value in a choice (the items
 // on the wire are decoded once per reader, not once per question asked).
+// The pipeline calls it only when there are wires to read.
 func readWires(wires []wireField, choice openai.ChatCompletionChoice, extras ChoiceExtras) []wireValue {
-	if len(wires) == 0 {
-		return nil
-	}
 	out := make([]wireValue, len(wires))
 	for i, w := range wires {
 		out[i].v, out[i].ok = w.reader.WireValue(choice, extras)

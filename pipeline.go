@@ -502,8 +502,8 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 	} else {
 		res.Completions = completions(resp)
 	}
-	for i, ch := range choices {
-		if ch.LogProbs != nil {
+	for i := range choices {
+		if ch := &choices[i]; ch.LogProbs != nil {
 			if res.Logprobs == nil {
 				res.Logprobs = make([]*openai.LogProbs, len(choices))
 			}
@@ -513,8 +513,8 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 	if len(choices) == 0 {
 		return &ParseError{Adapter: a.Name(), Err: ErrEmptyResponse}
 	}
-	for _, ch := range choices {
-		if ch.Message.Refusal != "" || ch.FinishReason == openai.FinishReasonContentFilter {
+	for i := range choices {
+		if ch := &choices[i]; ch.Message.Refusal != "" || ch.FinishReason == openai.FinishReasonContentFilter {
 			return &RefusalError{Adapter: a.Name(), Refusal: ch.Message.Refusal, FinishReason: string(ch.FinishReason), Completion: ch.Message.Content}
 		}
 	}
@@ -527,14 +527,17 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 	if len(choices) > 1 {
 		outs = make([]Values, 0, len(choices))
 	}
-	for _, ch := range choices {
+	for i := range choices {
+		ch := &choices[i] // not copied: a choice is 288 bytes
 		text := ch.Message.Content
 		if ch.FinishReason == openai.FinishReasonLength || ch.FinishReason == "" {
-			return r.truncated(a, tr, ps, fsig, ch, resp.Usage)
+			return r.truncated(a, tr, ps, fsig, *ch, resp.Usage)
 		}
-		ex := extras.Choice(ch.Index)
-		wv := readWires(wires, ch, ex)
-		native := (len(dropped) > 0 || len(wires) > 0) && nativeValues(dropped, wv, ch)
+		var wv []wireValue
+		if len(wires) > 0 {
+			wv = readWires(wires, *ch, extras.Choice(ch.Index))
+		}
+		native := (len(dropped) > 0 || len(wires) > 0) && nativeValues(dropped, wv, *ch)
 		if strings.TrimSpace(text) == "" && !native {
 			return &ParseError{Adapter: a.Name(), Completion: text, Err: ErrEmptyResponse}
 		}
@@ -542,7 +545,7 @@ func (r *run) read(a Adapter, tr tracer, ps parser, fsig *signature.Signature, d
 		start := tr.now()
 		vals, err := parseChoice(ps, fsig, text, native && len(ch.Message.ToolCalls) > 0)
 		if err == nil && (len(dropped) > 0 || len(wires) > 0) {
-			fillNative(vals, r.sig, dropped, wires, wv, ch)
+			fillNative(vals, r.sig, dropped, wires, wv, *ch)
 		}
 		took := tr.since(start)
 		if err == nil {
