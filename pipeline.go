@@ -253,7 +253,7 @@ func (r *run) attempt(ctx context.Context, a Adapter, n int, cause error) error 
 	ask := msgs
 	for {
 		r.failed = ""
-		resp, err := r.send(ctx, a, tr, fsig, req, ask)
+		resp, err := r.send(ctx, a, tr, fsig, &req, ask)
 		if pc != nil && pc.Missed() > 0 {
 			r.note("prompt cache: a message to mark was not on the wire as the adapter wrote it (a middleware moved or changed it): it was not marked")
 		}
@@ -303,7 +303,7 @@ func ended(ctx context.Context, a Adapter) error {
 
 // send shapes the request, sends it through the invoker chain, and moves
 // one response-format tier down, once, when the provider rejects it.
-func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Signature, base openai.ChatCompletionRequest, msgs []openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {
+func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Signature, base *openai.ChatCompletionRequest, msgs []openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {
 	var bottom Invoker
 	if s := r.sink; s != nil {
 		s.adapter, s.fsig, s.newFS = a.Name(), fsig, nil
@@ -312,10 +312,6 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 		}
 		bottom = s.sender(r.stream, r.cfg.limits)
 		r.meter.out = s
-		base.Stream = true
-		if base.StreamOptions == nil {
-			base.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-		}
 	} else {
 		bottom = blockingSender(r.lm, r.cfg.limits)
 	}
@@ -350,8 +346,14 @@ func (r *run) send(ctx context.Context, a Adapter, tr tracer, fsig *signature.Si
 	var rejected error
 	for level := r.tier; ; level++ {
 		r.tier = level
-		shaped := base
+		shaped := *base // base is the attempt's: not written to
 		req := &shaped
+		if r.sink != nil {
+			req.Stream = true
+			if req.StreamOptions == nil {
+				req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+			}
+		}
 		req.Messages = msgs
 		mode := ""
 		if shapes {

@@ -46,7 +46,7 @@ func blockingSender(lm LM, limits Limits) Invoker {
 			return openai.ChatCompletionResponse{}, err
 		}
 		if s := meterOf(ctx); s != nil {
-			s.addUsage(modelOf(resp, req), resp.Usage)
+			s.addUsage(modelOf(&resp, &req), resp.Usage)
 			s.setExtras(extrasFrom(extras))
 		}
 		return resp, nil
@@ -54,7 +54,7 @@ func blockingSender(lm LM, limits Limits) Invoker {
 }
 
 // modelOf names the model that answered: the reply's, else the request's.
-func modelOf(resp openai.ChatCompletionResponse, req openai.ChatCompletionRequest) string {
+func modelOf(resp *openai.ChatCompletionResponse, req *openai.ChatCompletionRequest) string {
 	if resp.Model != "" {
 		return resp.Model
 	}
@@ -189,7 +189,7 @@ func (s *streamSink) sender(lm StreamingLM, limits Limits) Invoker {
 		ch, _ := choiceAt(resp, 0)
 		out.streamedWhole(ch.Message)
 		if st != nil {
-			st.addUsage(modelOf(resp, req), resp.Usage)
+			st.addUsage(modelOf(&resp, &req), resp.Usage)
 			st.setExtras(extrasFrom(extras))
 		}
 		return resp, nil
