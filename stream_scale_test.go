@@ -66,26 +66,41 @@ func TestStreamsAtScale(t *testing.T) {
 		var released time.Time
 		firsts := make([]time.Duration, 0, n)
 		errs := make(chan error, n)
-		for range n {
-			wg.Go(func() {
-				err := open(t.Context(), client, func() {
-					mu.Lock()
-					firsts = append(firsts, time.Since(released))
-					mu.Unlock()
-				})
-				if err != nil {
-					errs <- err
-				}
-			})
-		}
+		// The streams open a connection's worth at a time (the server
+		// takes 1,000 a connection): a burst of 10,000 at once would dial
+		// a connection for each before the first one's settings came,
+		// and run out of file descriptors.
 		deadline := time.Now().Add(2 * time.Minute)
-		for len(srv.Requests()) < n && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if got := len(srv.Requests()); got < n {
-			t.Fatalf("%s: %d of %d streams reached the server", name, got, n)
+		for opened := 0; opened < n; {
+			wave := min(1000, n-opened)
+			for range wave {
+				wg.Go(func() {
+					err := open(t.Context(), client, func() {
+						mu.Lock()
+						firsts = append(firsts, time.Since(released))
+						mu.Unlock()
+					})
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			opened += wave
+			for len(srv.Requests()) < opened && len(errs) == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := len(srv.Requests()); got < opened {
+				failed := len(errs)
+				var first error
+				if failed > 0 {
+					first = <-errs
+				}
+				close(release)
+				t.Fatalf("%s: %d of %d streams reached the server (%d failed; the first: %v)", name, got, opened, failed, first)
+			}
 		}
 		g1, h1 := settle()
+		fds := openFiles()
 		mu.Lock()
 		released = time.Now()
 		mu.Unlock()
@@ -110,8 +125,8 @@ func TestStreamsAtScale(t *testing.T) {
 				break
 			}
 		}
-		t.Logf("%s, %d streams: %.1f goroutines and %.1f KiB per in-flight stream; first text p50 %v, p99 %v after the release; after: %d goroutines (%d before), heap %.0f KiB (%.0f KiB before)",
-			name, n, perStream, bytes/1024, p50.Round(time.Microsecond), p99.Round(time.Microsecond), g2, g0, float64(h2)/1024, float64(h0)/1024)
+		t.Logf("%s, %d streams: %.1f goroutines and %.1f KiB per in-flight stream, %d open files; first text p50 %v, p99 %v after the release; after: %d goroutines (%d before), heap %.0f KiB (%.0f KiB before), %d open files",
+			name, n, perStream, bytes/1024, fds, p50.Round(time.Microsecond), p99.Round(time.Microsecond), g2, g0, float64(h2)/1024, float64(h0)/1024, openFiles())
 		if g2 > g0+2 {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("%s: goroutines left behind: %d before, %d after\n%s", name, g0, g2, buf[:runtime.Stack(buf, true)])
@@ -195,6 +210,16 @@ func TestStreamsAtScale(t *testing.T) {
 	libP50, libP99 := r50[len(r50)/2], r99[len(r99)/2]
 	t.Logf("%d streams, %d pairs: the library holds %.1f KiB per stream beyond go-openai's; first field delta p50 %.2f× go-openai's first token, p99 %.2f× (medians of the pairs; p50 ratios %.2f–%.2f)",
 		n, len(r50), (libBytes-rawBytes)/1024, libP50, libP99, r50[0], r50[len(r50)-1])
+}
+
+// openFiles counts the process's open file descriptors (-1 where /proc
+// has none to list).
+func openFiles() int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(fds)
 }
 
 // scaleFigures converts run's figures for the pairs' arithmetic: goroutines
